@@ -1,0 +1,71 @@
+// Renders a conversation with the tokenizer folder's chat template (@huggingface/jinja).
+// Normalizes on a copy, never the caller's objects: content null -> "", tool-call
+// `arguments` given as a JSON string -> an object (templates index arguments as objects).
+import { Template } from "@huggingface/jinja";
+import type { TokenizerFolder } from "./tokenizer-folder.ts";
+
+export type ChatMessage = Record<string, unknown> & { role: string };
+
+export interface RenderOptions {
+  tools?: unknown[] | null;
+  addGenerationPrompt: boolean;
+  /** Chat-template kwargs (e.g. `{ enable_thinking: false }`), passed to every render. */
+  kwargs?: Record<string, unknown>;
+}
+
+const compiled = new WeakMap<TokenizerFolder, Template>();
+
+function templateOf(folder: TokenizerFolder): Template {
+  let template = compiled.get(folder);
+  if (!template) {
+    template = new Template(folder.chatTemplate);
+    compiled.set(folder, template);
+  }
+  return template;
+}
+
+/** Parses a JSON-string `arguments` into an object; anything else is returned as is. */
+export function normalizeArguments(args: unknown): unknown {
+  if (typeof args !== "string") return args;
+  try {
+    const parsed = JSON.parse(args);
+    return parsed !== null && typeof parsed === "object" ? parsed : args;
+  } catch {
+    return args;
+  }
+}
+
+function normalizeToolCall(call: unknown): unknown {
+  if (!call || typeof call !== "object") return call;
+  const c = call as Record<string, unknown>;
+  const fn = c.function as Record<string, unknown> | undefined;
+  if (fn && typeof fn === "object" && "arguments" in fn) {
+    return { ...c, function: { ...fn, arguments: normalizeArguments(fn.arguments) } };
+  }
+  if ("arguments" in c) return { ...c, arguments: normalizeArguments(c.arguments) };
+  return c;
+}
+
+/** A render-ready copy of one message. */
+export function normalizeMessage(message: ChatMessage): ChatMessage {
+  const out: ChatMessage = { ...message };
+  if (out.content === null || out.content === undefined) out.content = "";
+  if (Array.isArray(out.tool_calls)) out.tool_calls = out.tool_calls.map(normalizeToolCall);
+  return out;
+}
+
+export function renderChat(folder: TokenizerFolder, messages: readonly ChatMessage[], options: RenderOptions): string {
+  const config = folder.config;
+  const text = (v: unknown) => (typeof v === "string" ? v : (v as { content?: string } | undefined)?.content ?? "");
+  const context: Record<string, unknown> = {
+    bos_token: text(config.bos_token),
+    eos_token: text(config.eos_token),
+    pad_token: text(config.pad_token),
+    unk_token: text(config.unk_token),
+    ...options.kwargs,
+    messages: messages.map(normalizeMessage),
+    add_generation_prompt: options.addGenerationPrompt,
+  };
+  if (options.tools && options.tools.length > 0) context.tools = options.tools;
+  return templateOf(folder).render(context);
+}
