@@ -1,0 +1,173 @@
+// The actor that owns one child process (the router, or one shard's worker).
+// It never lets its process outlive it: the process is killed before a `reset` and in
+// afterStop, so a restart never leaves two processes for one child. An unexpected exit
+// makes the actor crash with a ChildExitedError; onCrash (synchronous, never throwing)
+// asks the restart policy and answers `reset` (respawn after backoff) or `escalate`.
+// initialStateFunc never throws: it only arms the timer that sends `spawn`.
+import type { ChildProcess } from "node:child_process";
+import { dispatch, spawn, type Ref } from "nact";
+import type { ChildToHost } from "./control-messages.ts";
+import { ChildExitedError } from "./errors.ts";
+import type { EventDraft } from "./events.ts";
+import type { EventLogMessage } from "./event-log.ts";
+import { isAlive, killNow, sendToChild, spawnChild, stopChild, type ChildSpec } from "./child-process.ts";
+import type { RestartPolicy } from "./restart-policy.ts";
+
+export type ChildActorMessage =
+  | { type: "spawn" }
+  | { type: "exit"; pid: number | null; code: number | null; signal: string | null }
+  | { type: "message"; pid: number | null; message: ChildToHost }
+  | { type: "send"; message: unknown }
+  | { type: "stop" };
+
+/** What a child actor tells its supervisor (ctx.parent). */
+export interface ChildStatus {
+  type: "child";
+  name: string;
+  state: "starting" | "running" | "restarting" | "stopped";
+  pid: number | null;
+  restarts: number;
+  epoch: number;
+  info?: Record<string, unknown>;
+}
+export type ChildEscalation = { type: "escalate"; name: string; reason: string };
+
+interface ChildState {
+  status: "waiting" | "starting" | "running" | "stopping" | "stopped";
+  proc?: ChildProcess;
+  timer?: NodeJS.Timeout;
+}
+
+export interface ChildActorOptions {
+  spec: ChildSpec;
+  policy: RestartPolicy;
+  eventLog: Ref<EventLogMessage>;
+  /** SIGTERM -> SIGKILL grace on a requested stop. */
+  graceMs: number;
+  /** Registry of live processes, shared with the host's exit hook. */
+  live: Set<ChildProcess>;
+}
+
+export function spawnChildActor(parent: Ref<any>, options: ChildActorOptions): Ref<ChildActorMessage> {
+  const { spec, policy, eventLog, graceMs, live } = options;
+  const name = spec.name;
+  // Incarnation memory: survives nact's reset, which re-runs initialStateFunc.
+  let current: ChildProcess | undefined;
+  let epoch = 0;
+  let restartPending = false;
+
+  const publish = (kind: EventDraft["kind"], pid: number | null, detail: Record<string, unknown> = {}) =>
+    dispatch(eventLog, { type: "publish", draft: { actor: name, kind, pid, detail } });
+  const tell = (parentRef: Ref<any>, state: ChildStatus["state"], pid: number | null, info?: Record<string, unknown>) =>
+    dispatch(parentRef, { type: "child", name, state, pid, restarts: policy.restarts, epoch, info } satisfies ChildStatus);
+
+  const onSpawn = (state: ChildState, ctx: any): ChildState => {
+    if (state.status !== "waiting") return state;
+    epoch += 1;
+    const proc = spawnChild(spec, epoch);
+    current = proc;
+    live.add(proc);
+    const pid = proc.pid ?? null;
+    const self = ctx.self;
+    proc.on("exit", (code, signal) => {
+      live.delete(proc);
+      dispatch(self, { type: "exit", pid, code, signal });
+    });
+    proc.on("error", (err) => {
+      // A failed spawn never emits "exit": report it as one so the policy sees it.
+      if (proc.pid === undefined) dispatch(self, { type: "exit", pid, code: null, signal: null });
+      else process.stderr.write(`${name}: child process error: ${err.message}\n`);
+    });
+    proc.on("message", (message) => dispatch(self, { type: "message", pid, message: message as ChildToHost }));
+    publish("spawned", pid, { epoch });
+    tell(ctx.parent, "starting", pid);
+    return { status: "starting", proc };
+  };
+
+  const onMessage = (state: ChildState, msg: Extract<ChildActorMessage, { type: "message" }>, ctx: any): ChildState => {
+    if (msg.pid !== (state.proc?.pid ?? null) || state.status !== "starting" || msg.message?.type !== "ready") return state;
+    policy.noteReady(Date.now());
+    publish("ready", msg.pid, msg.message.info ?? {});
+    if (restartPending) {
+      restartPending = false;
+      publish("restarted", msg.pid, { restarts: policy.restarts });
+    }
+    tell(ctx.parent, "running", msg.pid, msg.message.info);
+    return { ...state, status: "running" };
+  };
+
+  const onExit = (state: ChildState, msg: Extract<ChildActorMessage, { type: "exit" }>, ctx: any): ChildState => {
+    if (msg.pid !== (state.proc?.pid ?? null)) return state; // a previous incarnation
+    if (state.status !== "starting" && state.status !== "running") return state; // we asked for it
+    publish("exited", msg.pid, { code: msg.code, signal: msg.signal });
+    throw new ChildExitedError(name, msg.pid, msg.code, msg.signal);
+  };
+
+  const onStop = async (state: ChildState, ctx: any): Promise<ChildState> => {
+    clearTimeout(state.timer);
+    if (state.status === "stopped") {
+      dispatch(ctx.sender, { stopped: true });
+      return state;
+    }
+    const proc = state.proc;
+    const pid = proc?.pid ?? null;
+    await stopChild(proc, graceMs);
+    publish("stopped", pid, { code: proc?.exitCode ?? null, signal: proc?.signalCode ?? null });
+    tell(ctx.parent, "stopped", pid);
+    dispatch(ctx.sender, { stopped: true });
+    return { status: "stopped", proc };
+  };
+
+  return spawn(
+    parent,
+    (state: ChildState, msg: ChildActorMessage, ctx: any) => {
+      switch (msg.type) {
+        case "spawn":
+          return onSpawn(state, ctx);
+        case "message":
+          return onMessage(state, msg, ctx);
+        case "exit":
+          return onExit(state, msg, ctx);
+        case "send":
+          if (state.status === "running") sendToChild(state.proc, msg.message);
+          return state;
+        case "stop":
+          return onStop(state, ctx);
+      }
+    },
+    name,
+    {
+      initialStateFunc: (ctx: any): ChildState => {
+        const delay = policy.takeSpawnDelay();
+        const timer = setTimeout(() => dispatch(ctx.self, { type: "spawn" }), delay);
+        return { status: "waiting", timer };
+      },
+      onCrash: (_msg: unknown, err: unknown, ctx: any) => {
+        try {
+          killNow(current);
+          if (!(err instanceof ChildExitedError)) {
+            // A bug in this actor, not a process death: restart it the same way.
+            process.stderr.write(`${name}: actor fault: ${(err as Error)?.stack ?? err}\n`);
+          }
+          const decision = policy.noteExit(Date.now());
+          if (decision.action === "restart") {
+            restartPending = true;
+            publish("restarting", null, { attempt: decision.attempt, backoff_ms: decision.backoffMs, unstable: decision.unstable });
+            tell(ctx.parent, "restarting", null);
+            return ctx.reset;
+          }
+          const cause = err instanceof Error ? err.message : String(err);
+          dispatch(ctx.parent, { type: "escalate", name, reason: `${cause}; ${decision.reason}` } satisfies ChildEscalation);
+          return ctx.escalate;
+        } catch {
+          return ctx.escalate;
+        }
+      },
+      afterStop: (state: ChildState) => {
+        clearTimeout(state?.timer);
+        killNow(state?.proc);
+        if (isAlive(current)) killNow(current);
+      },
+    },
+  );
+}

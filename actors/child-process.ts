@@ -1,0 +1,73 @@
+// Spawning and stopping one of our own entry points as a child process. The child
+// speaks to its owner over the IPC channel (control-messages.ts); its stdout and
+// stderr go to the host's stderr, so the CLI's stdout carries only its ready line.
+// A child exits on its own when the IPC channel closes (see child-runtime.ts).
+import { fork, type ChildProcess } from "node:child_process";
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+
+const require = createRequire(import.meta.url);
+/** tsx's ESM loader, by absolute URL so a child starts the same from any cwd. */
+const tsxLoader = pathToFileURL(require.resolve("tsx")).href;
+
+export interface ChildSpec {
+  /** Actor name: "router" or "shard-3". */
+  name: string;
+  /** Absolute path of the entry point (a .ts file run through tsx). */
+  entry: string;
+  /** Passed to the child as JSON in TITO_CHILD_CONFIG; `epoch` is added per spawn. */
+  config: Record<string, unknown>;
+}
+
+export function spawnChild(spec: ChildSpec, epoch: number): ChildProcess {
+  return fork(spec.entry, [], {
+    execArgv: ["--import", tsxLoader],
+    env: { ...process.env, TITO_CHILD_CONFIG: JSON.stringify({ ...spec.config, name: spec.name, epoch }) },
+    stdio: ["ignore", 2, 2, "ipc"],
+    serialization: "json",
+  });
+}
+
+export function isAlive(proc: ChildProcess | undefined): boolean {
+  return !!proc && proc.exitCode === null && proc.signalCode === null;
+}
+
+/** SIGKILL now, if still running. Safe to call from synchronous code (onCrash, exit hooks). */
+export function killNow(proc: ChildProcess | undefined): void {
+  if (!isAlive(proc)) return;
+  try {
+    proc!.kill("SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
+/** SIGTERM, wait up to `graceMs`, then SIGKILL; resolves once the process has exited. */
+export function stopChild(proc: ChildProcess | undefined, graceMs: number): Promise<void> {
+  if (!proc || !isAlive(proc)) return Promise.resolve();
+  return new Promise((resolve) => {
+    let killTimer: NodeJS.Timeout | undefined;
+    proc.once("exit", () => {
+      clearTimeout(killTimer);
+      resolve();
+    });
+    try {
+      proc.kill("SIGTERM");
+    } catch {
+      // exit event still fires
+    }
+    killTimer = setTimeout(() => killNow(proc), graceMs);
+    killTimer.unref?.();
+  });
+}
+
+/** Send over IPC without throwing when the channel is already gone. */
+export function sendToChild(proc: ChildProcess | undefined, message: unknown): boolean {
+  if (!proc || !proc.connected) return false;
+  try {
+    proc.send(message as never);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,59 @@
+// The child side of supervision, used by every entry point we fork (router, worker):
+// read the config the host passed, report ready, and never outlive the host — exit when
+// the IPC channel closes (Node has no parent-death signal) and, as a backstop, when the
+// parent pid changes. SIGTERM runs the child's own close hook, then exits 0.
+import type { ChildToHost } from "./control-messages.ts";
+
+export interface ChildRuntime<Config> {
+  config: Config & { name: string; epoch: number };
+  ready(info: Record<string, unknown>): void;
+  /** Messages the host sends (HostToRouter for the router). */
+  onMessage(listener: (message: unknown) => void): void;
+  /** Runs once before the process exits on SIGTERM/SIGINT or host loss; keep it short. */
+  onClose(hook: () => Promise<void> | void): void;
+}
+
+export function startChildRuntime<Config>(): ChildRuntime<Config> {
+  const raw = process.env.TITO_CHILD_CONFIG;
+  if (!raw || !process.send) {
+    process.stderr.write("this entry point is started by tito-server's supervisor (no TITO_CHILD_CONFIG / IPC)\n");
+    process.exit(2);
+  }
+  const config = JSON.parse(raw) as Config & { name: string; epoch: number };
+  const hooks: Array<() => Promise<void> | void> = [];
+  let exiting = false;
+  const exit = async (code: number) => {
+    if (exiting) return;
+    exiting = true;
+    const force = setTimeout(() => process.exit(code), 2_000);
+    force.unref();
+    for (const hook of hooks) {
+      try {
+        await hook();
+      } catch (err) {
+        process.stderr.write(`${config.name}: close hook failed: ${(err as Error).message}\n`);
+      }
+    }
+    process.exit(code);
+  };
+  process.on("disconnect", () => void exit(0));
+  process.on("SIGTERM", () => void exit(0));
+  process.on("SIGINT", () => void exit(0));
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) void exit(0);
+  }, 1_000).unref();
+
+  return {
+    config,
+    ready(info) {
+      process.send!({ type: "ready", info } satisfies ChildToHost);
+    },
+    onMessage(listener) {
+      process.on("message", listener);
+    },
+    onClose(hook) {
+      hooks.push(hook);
+    },
+  };
+}

@@ -1,0 +1,43 @@
+// Coded errors of the supervision layer (STYLE.md 2). Codes are stable and never reused;
+// docs/errors.md lists each one (checked by test/actors/errors.test.ts).
+
+export class SupervisionError extends Error {
+  readonly code: string;
+  readonly status: number;
+  constructor(code: string, status: number, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+    this.status = status;
+  }
+}
+
+/** The tree has failed (escalation, a failed start) or was shut down: check() throws it. */
+export class SessionServerFailedError extends SupervisionError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("TITO_ERR_SERVER_FAILED", 503, message, options);
+  }
+}
+
+/** A supervised child process exited when nobody asked it to: its actor crashes with this. */
+export class ChildExitedError extends SupervisionError {
+  readonly actor: string;
+  readonly pid: number | null;
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  constructor(actor: string, pid: number | null, exitCode: number | null, signal: string | null) {
+    const how = signal ? `signal ${signal}` : `exit code ${exitCode}`;
+    super("TITO_ERR_CHILD_EXITED", 503, `${actor} (pid ${pid}) exited unexpectedly with ${how}`);
+    this.actor = actor;
+    this.pid = pid;
+    this.exitCode = exitCode;
+    this.signal = signal;
+  }
+}
+
+/** An actor did not answer a query in time (nact rejects with a bare Error('Query Timeout')). */
+export class ActorQueryTimeoutError extends SupervisionError {
+  constructor(what: string, timeoutMs: number, options?: { cause?: unknown }) {
+    super("TITO_ERR_ACTOR_TIMEOUT", 500, `${what} did not answer within ${timeoutMs} ms`, options);
+  }
+}

@@ -1,0 +1,151 @@
+// The host's handle on the actor system: starts nact with the event log and the
+// supervisor, mirrors the tree for synchronous reads, and tears everything down once.
+// Nothing here is on the data path. Process-exit hooks SIGKILL whatever children are
+// alive if the host exits without shutdown(); they are removed after shutdown.
+import { EventEmitter } from "node:events";
+import type { ChildProcess } from "node:child_process";
+import { dispatch, start as startActorSystem, query, stop as stopActor, type Ref } from "nact";
+import { killNow, type ChildSpec } from "./child-process.ts";
+import type { TreeSnapshot } from "./control-messages.ts";
+import { ActorQueryTimeoutError, SessionServerFailedError } from "./errors.ts";
+import { jsonlWriter, spawnEventLog } from "./event-log.ts";
+import { EventRing, type EventListener, type SupervisionEvent } from "./events.ts";
+import type { RestartPolicyOptions } from "./restart-policy.ts";
+import { spawnSupervisor, type SupervisorMessage } from "./supervisor.ts";
+
+export interface SupervisionTreeOptions {
+  instanceId: string;
+  router: ChildSpec;
+  shards: ChildSpec[];
+  restart?: Partial<RestartPolicyOptions>;
+  /** SIGTERM -> SIGKILL grace when stopping a child. */
+  graceMs?: number;
+  /** Also append every event to this JSONL file. */
+  eventsFile?: string;
+  /** Extra listeners, attached before the first event. */
+  listeners?: EventListener[];
+}
+
+export class SupervisionTree extends EventEmitter {
+  readonly ring = new EventRing(10_000);
+  #system: any;
+  #supervisor: Ref<SupervisorMessage>;
+  #tree: TreeSnapshot;
+  /** Every child process of this tree that has not exited yet. */
+  #live = new Set<ChildProcess>();
+  #stopping: Promise<void> | undefined;
+  #exitHook = () => {
+    for (const proc of this.#live) killNow(proc);
+  };
+  readonly #graceMs: number;
+
+  constructor(options: SupervisionTreeOptions) {
+    super();
+    this.#graceMs = options.graceMs ?? 5_000;
+    const listeners = new Set<EventListener>([(event) => this.emit("event", event)]);
+    if (options.eventsFile) listeners.add(jsonlWriter(options.eventsFile));
+    for (const listener of options.listeners ?? []) listeners.add(listener);
+    listeners.add((event) => {
+      // Keep the router's /supervision/events current; it got the backlog when it became ready.
+      if (this.#supervisor) dispatchSafe(this.#supervisor, { type: "forward-to-router", message: { type: "events", events: [event] } });
+    });
+    this.#tree = {
+      state: "starting",
+      instance_id: options.instanceId,
+      host_pid: process.pid,
+      failure: null,
+      router: { pid: null, restarts: 0, state: "starting" },
+      shards: options.shards.map((_, index) => ({ index, pid: null, restarts: 0, state: "starting" })),
+    };
+    process.on("exit", this.#exitHook);
+    this.#system = startActorSystem();
+    const eventLog = spawnEventLog(this.#system, { ring: this.ring, listeners });
+    this.#supervisor = spawnSupervisor(this.#system, {
+      instanceId: options.instanceId,
+      router: options.router,
+      shards: options.shards,
+      restart: options.restart ?? {},
+      graceMs: this.#graceMs,
+      eventLog,
+      ring: this.ring,
+      live: this.#live,
+      onTree: (tree) => {
+        this.#tree = tree;
+        this.emit("tree", tree);
+      },
+    });
+  }
+
+  tree(): TreeSnapshot {
+    return structuredClone(this.#tree);
+  }
+
+  /** Throws SessionServerFailedError once the tree has failed or stopped. */
+  check(): void {
+    const tree = this.#tree;
+    if (tree.failure) throw new SessionServerFailedError(`session server failed: ${tree.failure}`);
+    if (tree.state === "stopping" || tree.state === "stopped") throw new SessionServerFailedError("session server is shut down");
+  }
+
+  /** Resolves once every child is running; rejects if the tree fails first. */
+  whenRunning(): Promise<TreeSnapshot> {
+    return new Promise((resolve, reject) => {
+      const onTree = (tree: TreeSnapshot) => {
+        if (tree.state === "running") {
+          this.off("tree", onTree);
+          resolve(tree);
+        } else if (tree.failure || tree.state === "stopped") {
+          this.off("tree", onTree);
+          reject(new SessionServerFailedError(`session server failed to start: ${tree.failure ?? "stopped"}`));
+        }
+      };
+      this.on("tree", onTree);
+      onTree(this.#tree);
+    });
+  }
+
+  /** Resolves once the tree has failed (stopped every child) — never when it is healthy. */
+  whenFailed(): Promise<string> {
+    return new Promise((resolve) => {
+      const onTree = (tree: TreeSnapshot) => {
+        if (tree.failure && tree.state === "failed") {
+          this.off("tree", onTree);
+          resolve(tree.failure);
+        }
+      };
+      this.on("tree", onTree);
+      onTree(this.#tree);
+    });
+  }
+
+  events(since = 0): SupervisionEvent[] {
+    return this.ring.since(since);
+  }
+
+  /** Stop every child (SIGTERM, grace, SIGKILL) and the actor system. Idempotent. */
+  shutdown(): Promise<void> {
+    this.#stopping ??= this.#teardown();
+    return this.#stopping;
+  }
+
+  async #teardown(): Promise<void> {
+    const timeoutMs = this.#graceMs * 2 + 10_000;
+    try {
+      await query(this.#supervisor, { type: "shutdown" } as any, timeoutMs);
+    } catch (err) {
+      process.stderr.write(`${new ActorQueryTimeoutError("supervisor shutdown", timeoutMs, { cause: err }).message}\n`);
+    }
+    this.#exitHook(); // nothing should be left; this is the backstop
+    stopActor(this.#system);
+    process.off("exit", this.#exitHook);
+    this.emit("shutdown");
+  }
+
+}
+function dispatchSafe(ref: Ref<any>, message: unknown) {
+  try {
+    dispatch(ref, message);
+  } catch {
+    // the system is stopping
+  }
+}
