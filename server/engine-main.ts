@@ -1,0 +1,112 @@
+// Standalone CLI for the simulated engine (`npm run engine -- --port P`).
+// Owns flag parsing, the ready line on stdout and a clean exit on SIGINT/SIGTERM.
+// It never prints anything but the ready line on stdout (callers parse it); logs and
+// errors go to stderr.
+import { parseArgs } from "node:util";
+import { startSimEngine, type SimEngineOptions } from "./sim-engine.ts";
+
+const USAGE = `Usage: npm run engine -- [flags]
+
+The simulated SGLang-compatible engine (deterministic replies, Qwen tool calls).
+
+  --host HOST                   listen address (default 127.0.0.1)
+  --port PORT                   listen port, 0 = a free one (default 30000)
+  --tokenizer DIR               Hugging Face tokenizer folder (default: bundled Qwen3)
+  --latency-ms MS               simulated generation time per chat request (default 0)
+  --routed-experts-bytes N      routed_experts payload size, bytes before base64 (default 4096)
+  --always-routed-experts       add routed_experts even when the request does not ask
+  --prebuilt-tokens N           pre-built replies of N completion tokens (benchmarks)
+  --prebuilt-turns T            pre-build turns 0..T-1 at start (with --prebuilt-tokens)
+  --prebuilt-r3-last-bytes B    pre-built routed_experts growing linearly to B bytes on turn T-1
+  --log                         fastify request logs on stderr
+  --help                        this text
+
+Prints "sim-engine ready url=http://HOST:PORT" on stdout once listening.`;
+
+function fail(message: string): never {
+  process.stderr.write(`sim-engine: ${message}\n\n${USAGE}\n`);
+  process.exit(2);
+}
+
+function integer(name: string, value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) fail(`--${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function parse(argv: string[]): SimEngineOptions {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      options: {
+        host: { type: "string" },
+        port: { type: "string" },
+        tokenizer: { type: "string" },
+        "latency-ms": { type: "string" },
+        "routed-experts-bytes": { type: "string" },
+        "always-routed-experts": { type: "boolean" },
+        "prebuilt-tokens": { type: "string" },
+        "prebuilt-turns": { type: "string" },
+        "prebuilt-r3-last-bytes": { type: "string" },
+        log: { type: "boolean" },
+        help: { type: "boolean" },
+      },
+    }));
+  } catch (err) {
+    fail((err as Error).message);
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const options: SimEngineOptions = {
+    host: values.host ?? "127.0.0.1",
+    port: integer("port", values.port, 30000),
+    tokenizerDir: values.tokenizer,
+    latencyMs: integer("latency-ms", values["latency-ms"], 0),
+    routedExpertsBytes: integer("routed-experts-bytes", values["routed-experts-bytes"], 4096),
+    alwaysRoutedExperts: values["always-routed-experts"] ?? false,
+    logger: values.log ?? false,
+  };
+  if (values["prebuilt-tokens"] !== undefined) {
+    const completionTokens = integer("prebuilt-tokens", values["prebuilt-tokens"], 1);
+    if (completionTokens < 1) fail("--prebuilt-tokens must be at least 1");
+    const turns = integer("prebuilt-turns", values["prebuilt-turns"], 0);
+    const lastBytes = integer("prebuilt-r3-last-bytes", values["prebuilt-r3-last-bytes"], 0);
+    if (lastBytes > 0 && turns < 1) fail("--prebuilt-r3-last-bytes needs --prebuilt-turns");
+    options.prebuilt = {
+      completionTokens,
+      turns,
+      // Grows linearly to lastBytes on turn T-1 (and stays there past it).
+      routedExpertsBytesByTurn: lastBytes > 0 ? (k) => Math.round((lastBytes * Math.min(k + 1, turns)) / turns) : undefined,
+    };
+  } else if (values["prebuilt-turns"] !== undefined || values["prebuilt-r3-last-bytes"] !== undefined) {
+    fail("--prebuilt-turns and --prebuilt-r3-last-bytes need --prebuilt-tokens");
+  }
+  return options;
+}
+
+const engine = await startSimEngine(parse(process.argv.slice(2))).catch((err: Error) => {
+  process.stderr.write(`sim-engine: cannot start: ${err.message}\n`);
+  process.exit(1);
+});
+process.stdout.write(`sim-engine ready url=${engine.url}\n`);
+
+let stopping = false;
+const stop = (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  process.stderr.write(`sim-engine: ${signal}, closing\n`);
+  engine.close().then(
+    () => process.exit(0),
+    (err: Error) => {
+      process.stderr.write(`sim-engine: close failed: ${err.message}\n`);
+      process.exit(1);
+    },
+  );
+};
+process.on("SIGINT", () => stop("SIGINT"));
+process.on("SIGTERM", () => stop("SIGTERM"));
