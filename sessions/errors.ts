@@ -1,6 +1,8 @@
 // Coded errors of the session layer (STYLE.md 2). Every class has a stable `code`
 // that is never reused, an HTTP status where it has one, and an optional cause.
 // test/sessions/errors.test.ts checks that every code is documented in docs/errors.md.
+// Expected outcomes (a client or the engine at fault) are these classes; a broken
+// internal invariant is a bug and uses node:assert instead.
 
 export class TitoError extends Error {
   readonly code: string;
@@ -19,3 +21,133 @@ export class TokenizerLoadError extends TitoError {
     super("TITO_ERR_TOKENIZER_LOAD", 500, message, options);
   }
 }
+
+/** The session core was configured with values it cannot use (e.g. an unknown TITO family). */
+export class SessionConfigError extends TitoError {
+  constructor(message: string) {
+    super("TITO_ERR_CONFIG", 500, message);
+  }
+}
+
+/** No live session has this id (never created, deleted, or being deleted). */
+export class SessionNotFoundError extends TitoError {
+  constructor(sessionId: string, hint = "") {
+    super("TITO_ERR_SESSION_NOT_FOUND", 404, `session not found: session_id=${sessionId}${hint}`);
+  }
+}
+
+/** A caller-supplied session id is already taken: never silently reuse a trajectory. */
+export class SessionExistsError extends TitoError {
+  constructor(sessionId: string) {
+    super("TITO_ERR_SESSION_EXISTS", 409, `session already exists: session_id=${sessionId}`);
+  }
+}
+
+/** A caller-supplied session id that cannot be used as one. */
+export class InvalidSessionIdError extends TitoError {
+  constructor(message: string) {
+    super("TITO_ERR_INVALID_SESSION_ID", 400, message);
+  }
+}
+
+/** The chat request body is not JSON. */
+export class InvalidJsonError extends TitoError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super("TITO_ERR_INVALID_JSON", 400, `invalid JSON body: ${detail}`, options);
+  }
+}
+
+/** The chat request is JSON but not a chat request (e.g. no `messages` list). */
+export class InvalidChatRequestError extends TitoError {
+  constructor(message: string) {
+    super("TITO_ERR_INVALID_CHAT_REQUEST", 400, message);
+  }
+}
+
+/** The chat template could not render the request's messages (bad message shapes). */
+export class TemplateRenderError extends TitoError {
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super("TITO_ERR_TEMPLATE_RENDER", 400, `chat template failed to render the messages: ${detail}`, options);
+  }
+}
+
+/** The request messages diverge from the trajectory in a way one-step rollback cannot absorb. */
+export class RollbackError extends TitoError {
+  constructor(detail: string) {
+    super("TITO_ERR_ROLLBACK", 400, `rollback failed: ${detail}`);
+  }
+}
+
+/** An appended message has a role that may not be appended (append-only rule). */
+export class AppendRoleError extends TitoError {
+  constructor(index: number, role: string, allowed: readonly string[]) {
+    super(
+      "TITO_ERR_APPEND_ROLE",
+      400,
+      `append-only violation: message at index ${index} has role '${role}'; only roles [${allowed.map((r) => `'${r}'`).join(", ")}] may be appended after the last assistant turn`,
+    );
+  }
+}
+
+/** A TITO tokenization invariant failed (prefix check, non-prefix renders). */
+export class TokenizationError extends TitoError {
+  constructor(message: string) {
+    super("TITO_ERR_TOKENIZATION", 500, `tokenization error: ${message}`);
+  }
+}
+
+/** The engine answered 200 with a body the session cannot use. */
+export class EngineReplyError extends TitoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("TITO_ERR_ENGINE_REPLY", 502, message, options);
+  }
+}
+
+/** The engine could not be reached (connection refused, reset, DNS, ...). */
+export class EngineUnreachableError extends TitoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("TITO_ERR_ENGINE_UNREACHABLE", 502, message, options);
+  }
+}
+
+/** The engine did not answer within the upstream timeout. */
+export class EngineTimeoutError extends TitoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("TITO_ERR_ENGINE_TIMEOUT", 502, message, options);
+  }
+}
+
+/** A proxied path would leave the engine's root (`..` segments, encoded or not). */
+export class ProxyPathError extends TitoError {
+  constructor(path: string) {
+    super("TITO_ERR_PROXY_PATH", 400, `invalid proxy path: ${JSON.stringify(path)} would escape the engine root`);
+  }
+}
+
+/** The caller aborted the request (its client went away) before the engine answered. */
+export class RequestAbortedError extends TitoError {
+  constructor(options?: { cause?: unknown }) {
+    // 499: nginx's "client closed request"; nobody reads it, but it must not look like success.
+    super("TITO_ERR_REQUEST_ABORTED", 499, "request aborted by the caller", options);
+  }
+}
+
+/** Every class above, by code: the table transports use to rebuild errors (STYLE.md 3). */
+export const sessionErrorCodes: Readonly<Record<string, number>> = Object.freeze({
+  TITO_ERR_TOKENIZER_LOAD: 500,
+  TITO_ERR_CONFIG: 500,
+  TITO_ERR_SESSION_NOT_FOUND: 404,
+  TITO_ERR_SESSION_EXISTS: 409,
+  TITO_ERR_INVALID_SESSION_ID: 400,
+  TITO_ERR_INVALID_JSON: 400,
+  TITO_ERR_INVALID_CHAT_REQUEST: 400,
+  TITO_ERR_TEMPLATE_RENDER: 400,
+  TITO_ERR_ROLLBACK: 400,
+  TITO_ERR_APPEND_ROLE: 400,
+  TITO_ERR_TOKENIZATION: 500,
+  TITO_ERR_ENGINE_REPLY: 502,
+  TITO_ERR_ENGINE_UNREACHABLE: 502,
+  TITO_ERR_ENGINE_TIMEOUT: 502,
+  TITO_ERR_PROXY_PATH: 400,
+  TITO_ERR_REQUEST_ABORTED: 499,
+});

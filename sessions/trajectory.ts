@@ -1,0 +1,88 @@
+// The token trajectory of one session (TITO.md, "State of one session"): the messages
+// as of the last committed turn, one checkpoint per committed assistant turn, the lock
+// and the closing flag. It applies rollbacks and commits turns after the prefix check.
+// It holds no records (records.ts does) and never renders or tokenizes.
+import { AsyncLock } from "./async-lock.ts";
+import type { ChatMessage } from "./chat-template.ts";
+import { TokenizationError } from "./errors.ts";
+import type { TrajectoryView } from "./prompt-builder.ts";
+
+export interface CommittedTurn {
+  /** Prompt ids + completion ids of the turn. */
+  readonly checkpoint: readonly number[];
+  /** Where the completion starts inside the checkpoint. */
+  readonly promptLength: number;
+  /** Message count right after the turn (its assistant message is the last one). */
+  readonly messageCount: number;
+  /** The tools the turn was rendered with; the drift report re-renders with the last turn's. */
+  readonly tools?: unknown[];
+}
+
+export class Trajectory implements TrajectoryView {
+  readonly id: string;
+  readonly lock = new AsyncLock();
+  /** Set by DELETE: the session is gone for every later request, and in-flight chats skip their update. */
+  closing = false;
+  #messages: ChatMessage[] = [];
+  #turns: CommittedTurn[] = [];
+
+  constructor(id: string) {
+    this.id = id;
+  }
+
+  get messages(): readonly ChatMessage[] {
+    return this.#messages;
+  }
+  get turns(): readonly CommittedTurn[] {
+    return this.#turns;
+  }
+  get assistantCount(): number {
+    return this.#turns.length;
+  }
+  get checkpoints(): readonly (readonly number[])[] {
+    return this.#turns.map((t) => t.checkpoint);
+  }
+  get turnMessageCounts(): readonly number[] {
+    return this.#turns.map((t) => t.messageCount);
+  }
+  /** The current token ids: the last checkpoint, empty before the first turn. */
+  get currentIds(): readonly number[] {
+    return this.#turns.length === 0 ? [] : this.#turns[this.#turns.length - 1]!.checkpoint;
+  }
+  get lastTools(): unknown[] | undefined {
+    return this.#turns.length === 0 ? undefined : this.#turns[this.#turns.length - 1]!.tools;
+  }
+
+  /** Keeps the first `turns` committed turns and their messages. */
+  rollbackTo(turns: number): void {
+    if (turns >= this.#turns.length) return;
+    this.#turns.length = turns;
+    this.#messages = this.#messages.slice(0, turns === 0 ? 0 : this.#turns[turns - 1]!.messageCount);
+  }
+
+  /**
+   * Commits a turn: the previous checkpoint, minus its last `maxTrimTokens` ids, must be a
+   * prefix of prompt + completion (nothing generated is ever re-tokenized), else 500.
+   */
+  commit(turn: { promptIds: readonly number[]; completionIds: readonly number[]; messages: ChatMessage[]; tools?: unknown[] }, maxTrimTokens: number): CommittedTurn {
+    const checkpoint = [...turn.promptIds, ...turn.completionIds];
+    const previous = this.currentIds;
+    const mustMatch = Math.max(0, previous.length - maxTrimTokens);
+    if (checkpoint.length < mustMatch) {
+      throw new TokenizationError(
+        `the new trajectory (${checkpoint.length} tokens) is shorter than the previous checkpoint (${previous.length} tokens, ${maxTrimTokens} trimmable)`,
+      );
+    }
+    for (let i = 0; i < mustMatch; i++) {
+      if (previous[i] !== checkpoint[i]) {
+        throw new TokenizationError(
+          `the previous checkpoint is not a prefix of the new trajectory: first difference at token ${i} (previous ${previous[i]}, new ${checkpoint[i]}) of ${previous.length}`,
+        );
+      }
+    }
+    const committed: CommittedTurn = { checkpoint, promptLength: turn.promptIds.length, messageCount: turn.messages.length, tools: turn.tools };
+    this.#turns.push(committed);
+    this.#messages = turn.messages;
+    return committed;
+  }
+}
