@@ -1,0 +1,9 @@
+// The package root: the embedding API for rollout programs.
+export { startSessionServer, type SessionServer } from "./server/session-server.ts";
+export type { SessionServerOptions } from "./server/options.ts";
+export {
+  SessionServerFailedError,
+  type SupervisionEvent,
+  type EventKind,
+  type TreeSnapshot,
+} from "./actors/index.ts";

@@ -1,0 +1,57 @@
+// The router's Fastify app: the only HTTP listener of the tree. Bodies are taken as raw
+// bytes (every content type, JSON included) and never parsed here; route groups are
+// plugins (STYLE.md 8). Errors are JSON `{"error": …}` with the right status.
+import Fastify, { type FastifyInstance } from "fastify";
+import type { Logger } from "pino";
+import { sessionRoutes } from "./router-sessions.ts";
+import { statusRoutes, type RouterStatus } from "./router-status.ts";
+import { sendError } from "./router-relay.ts";
+import type { ShardLinks } from "./shard-links.ts";
+import { UnauthorizedError } from "./errors.ts";
+
+export interface RouterAppOptions {
+  links: ShardLinks;
+  status: RouterStatus;
+  bodyLimit: number;
+  authToken?: string;
+  logger?: Logger | false;
+}
+
+export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
+  const { links, status, bodyLimit, authToken } = options;
+  const app = Fastify({
+    bodyLimit,
+    loggerInstance: options.logger || undefined,
+    disableRequestLogging: true,
+    // Session ids and proxied engine paths are case-sensitive and may end in "/".
+    routerOptions: { ignoreTrailingSlash: false, caseSensitive: true, maxParamLength: 256 },
+  } as never) as unknown as FastifyInstance;
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", { parseAs: "buffer", bodyLimit }, (_request, body, done) => done(null, body));
+
+  if (authToken) {
+    const expected = `Bearer ${authToken}`;
+    app.addHook("onRequest", async (request, reply) => {
+      if (request.url === "/health") return;
+      if (request.headers.authorization !== expected) {
+        const err = new UnauthorizedError();
+        return sendError(reply, err.status, err.message);
+      }
+    });
+  }
+
+  app.setNotFoundHandler((request, reply) => sendError(reply, 404, `route not found: ${request.method} ${request.url}`));
+  app.setErrorHandler((err: any, request, reply) => {
+    if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+      return sendError(reply, 413, `request body too large: the limit is ${bodyLimit} bytes`);
+    }
+    const code = typeof err.statusCode === "number" && err.statusCode >= 400 ? err.statusCode : 500;
+    if (code >= 500) request.log.error({ err }, "router error");
+    return sendError(reply, code, code >= 500 ? `internal router error: ${err.message}` : err.message);
+  });
+
+  app.register(statusRoutes, { links, status });
+  app.register(sessionRoutes, { links });
+  return app;
+}

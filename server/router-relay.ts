@@ -1,0 +1,56 @@
+// Relays one request to the worker that owns its shard and the worker's reply back,
+// unchanged: status, headers and body bytes are passed through, never parsed. A body
+// the worker streams is piped chunk by chunk. Failure mapping (CONTRACT.md): no live
+// worker, or the worker died mid-request -> 503; the worker failed the request -> 502.
+import { Readable } from "node:stream";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { ChannelClosedError, RequestAbortedError, type Meta } from "../transport/index.ts";
+import { WorkerFailedError, WorkerUnavailableError } from "./errors.ts";
+import type { ShardLinks } from "./shard-links.ts";
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
+  return reply.code(status).header("content-type", JSON_TYPE).send(JSON.stringify({ error: message }));
+}
+
+export async function relay(
+  links: ShardLinks,
+  shard: number,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  meta: Meta,
+  body?: Buffer,
+): Promise<FastifyReply> {
+  reply.header("x-tito-shard", String(shard));
+  const controller = new AbortController();
+  // The client went away before we answered: cancel the worker's work and its reply.
+  reply.raw.once("close", () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  let channel;
+  try {
+    channel = await links.acquire(shard, controller.signal);
+  } catch (err) {
+    request.log.warn({ shard, err: (err as WorkerUnavailableError).detail ?? String(err) }, "shard unavailable");
+    return sendError(reply, 503, new WorkerUnavailableError(shard, "unavailable").message);
+  }
+  let res;
+  let whole: Buffer[] | undefined;
+  try {
+    res = await channel.request(meta, body, { signal: controller.signal });
+    if (!res.body.streaming) whole = await res.body.collect();
+  } catch (err) {
+    if (err instanceof RequestAbortedError) return reply; // nobody is listening any more
+    if (err instanceof ChannelClosedError) {
+      request.log.warn({ shard }, "worker died with the request in flight");
+      return sendError(reply, 503, new WorkerUnavailableError(shard, "worker exited").message);
+    }
+    return sendError(reply, 502, new WorkerFailedError((err as Error).message).message);
+  }
+  const status = Number(res.meta.status) || 502;
+  const headers = (res.meta.headers ?? {}) as Record<string, string>;
+  reply.code(status).headers(headers);
+  if (whole) return reply.send(whole.length === 1 ? whole[0] : Buffer.concat(whole));
+  return reply.send(Readable.from(res.body));
+}

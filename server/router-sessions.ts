@@ -1,0 +1,46 @@
+// The session routes of the router (CONTRACT.md), as one Fastify plugin. Each route
+// only picks the owning shard from the session id and relays; the router never parses
+// a request or reply body. POST /sessions mints the id first so it can route by it.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { relay } from "./router-relay.ts";
+import { mintSessionId, shardOf } from "./shard-hash.ts";
+import type { ShardLinks } from "./shard-links.ts";
+
+export interface SessionRoutesOptions {
+  links: ShardLinks;
+}
+
+const PROXY_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"] as const;
+
+function rawPathAndQuery(request: FastifyRequest, sessionId: string): { path: string; query: string } {
+  const url = request.raw.url ?? "/";
+  const q = url.indexOf("?");
+  const pathname = q < 0 ? url : url.slice(0, q);
+  const prefix = `/sessions/${sessionId}`;
+  // Keep the client's own encoding of the rest of the path: the worker checks it.
+  const at = pathname.indexOf(prefix);
+  const rest = at < 0 ? "/" : pathname.slice(at + prefix.length) || "/";
+  return { path: rest, query: q < 0 ? "" : url.slice(q + 1) };
+}
+
+export async function sessionRoutes(app: FastifyInstance, { links }: SessionRoutesOptions): Promise<void> {
+  const n = links.size;
+  type IdRequest = FastifyRequest<{ Params: { id: string } }>;
+  const route = (op: string) => (request: IdRequest, reply: FastifyReply) => {
+    const sessionId = request.params.id;
+    const { path, query } = rawPathAndQuery(request, sessionId);
+    const meta = { op, sessionId, method: request.method, path, query, headers: request.headers };
+    return relay(links, shardOf(sessionId, n), request, reply, meta, request.body as Buffer | undefined);
+  };
+
+  app.post("/sessions", (request, reply) => {
+    const sessionId = mintSessionId();
+    const meta = { op: "create", sessionId, method: "POST", path: "/sessions", query: "", headers: request.headers };
+    return relay(links, shardOf(sessionId, n), request, reply, meta);
+  });
+  app.get("/sessions/:id", route("get"));
+  app.delete("/sessions/:id", route("delete"));
+  app.post("/sessions/:id/v1/chat/completions", route("chat"));
+  app.post("/sessions/:id/samples", route("samples"));
+  app.route({ method: [...PROXY_METHODS], url: "/sessions/:id/*", handler: route("proxy") });
+}

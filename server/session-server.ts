@@ -1,0 +1,194 @@
+// The embedding API: startSessionServer() starts the supervision tree (router + N
+// workers as child processes) and returns a handle for a rollout program. The host
+// process (the caller's) runs only the actor system: no request passes through it.
+// Without engineUrl the built-in simulated engine runs in this process (a stand-in
+// for the GPU engine, for development and examples).
+import { randomBytes } from "node:crypto";
+import { EventEmitter } from "node:events";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { SessionServerFailedError, SupervisionTree, type SupervisionEvent, type TreeSnapshot } from "../actors/index.ts";
+import { resolveOptions, type ResolvedOptions, type SessionServerOptions } from "./options.ts";
+import { startSimEngine, type SimEngine } from "./sim-engine.ts";
+import type { RouterConfig } from "./router-main.ts";
+import type { WorkerConfig } from "./worker-main.ts";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+export interface SessionServer {
+  /** "http://127.0.0.1:PORT" — the HTTP front door (the router process). */
+  readonly url: string;
+  /** The engine the workers talk to (the simulated one when none was given). */
+  readonly engineUrl: string;
+  /** Throws SessionServerFailedError once the tree has failed or was shut down. */
+  check(): void;
+  /** The supervision tree, as GET /supervision returns it. */
+  tree(): TreeSnapshot;
+  /** Every supervision event from the start, then live ones until shutdown. */
+  readonly events: AsyncIterable<SupervisionEvent>;
+  on(event: "event", listener: (event: SupervisionEvent) => void): this;
+  off(event: "event", listener: (event: SupervisionEvent) => void): this;
+  /** Stop everything: SIGTERM, grace, SIGKILL. Idempotent; concurrent callers share it. */
+  shutdown(): Promise<void>;
+}
+
+class ServerHandle extends EventEmitter implements SessionServer {
+  readonly url: string;
+  readonly engineUrl: string;
+  readonly #tree: SupervisionTree;
+  readonly #cleanup: () => Promise<void>;
+  #stopping: Promise<void> | undefined;
+
+  constructor(url: string, engineUrl: string, tree: SupervisionTree, cleanup: () => Promise<void>) {
+    super();
+    this.url = url;
+    this.engineUrl = engineUrl;
+    this.#tree = tree;
+    this.#cleanup = cleanup;
+    tree.on("event", (event: SupervisionEvent) => this.emit("event", event));
+  }
+
+  check(): void {
+    this.#tree.check();
+  }
+
+  tree(): TreeSnapshot {
+    return this.#tree.tree();
+  }
+
+  get events(): AsyncIterable<SupervisionEvent> {
+    return iterateEvents(this.#tree);
+  }
+
+  shutdown(): Promise<void> {
+    this.#stopping ??= (async () => {
+      await this.#tree.shutdown();
+      await this.#cleanup();
+    })();
+    return this.#stopping;
+  }
+}
+
+async function* iterateEvents(tree: SupervisionTree): AsyncGenerator<SupervisionEvent> {
+  let last = 0;
+  let wake: (() => void) | undefined;
+  let done = false;
+  const onEvent = () => wake?.();
+  const onShutdown = () => {
+    done = true;
+    wake?.();
+  };
+  tree.on("event", onEvent);
+  tree.once("shutdown", onShutdown);
+  try {
+    for (;;) {
+      const batch = tree.events(last);
+      for (const event of batch) {
+        last = event.seq;
+        yield event;
+      }
+      if (done) return;
+      if (batch.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+    }
+  } finally {
+    tree.off("event", onEvent);
+    tree.off("shutdown", onShutdown);
+  }
+}
+
+function childSpecs(opts: ResolvedOptions, engineUrl: string, instanceId: string, socketDir: string) {
+  const router: RouterConfig = {
+    host: opts.host,
+    port: opts.port,
+    workers: opts.workers,
+    bodyLimit: opts.bodyLimit,
+    shardWaitMs: opts.shardWaitMs,
+    instanceId,
+    authToken: opts.authToken,
+    logLevel: opts.logLevel,
+  };
+  const shards = Array.from({ length: opts.workers }, (_, index) => {
+    const config: WorkerConfig = {
+      index,
+      socketDir,
+      engineUrl,
+      tokenizerDir: opts.tokenizerDir,
+      titoFamily: opts.titoFamily,
+      chatTemplateKwargs: opts.chatTemplateKwargs,
+      allowedAppendRoles: opts.allowedAppendRoles,
+      routingReplay: opts.routingReplay,
+      indexerReplay: opts.indexerReplay,
+      engineTimeoutMs: opts.engineTimeoutMs,
+      authToken: opts.authToken,
+      logLevel: opts.logLevel,
+    };
+    return { name: `shard-${index}`, entry: join(here, "worker-main.ts"), config: config as unknown as Record<string, unknown> };
+  });
+  return { router: { name: "router", entry: join(here, "router-main.ts"), config: router as unknown as Record<string, unknown> }, shards };
+}
+
+async function waitHealthy(url: string, deadline: number): Promise<void> {
+  let last = "";
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(5_000) });
+      if (res.status === 200) return;
+      last = `${res.status} ${await res.text()}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new SessionServerFailedError(`session server did not become healthy: ${last}`);
+}
+
+/** Start the session server: the router and `workers` worker processes under supervision. */
+export async function startSessionServer(options: SessionServerOptions = {}): Promise<SessionServer> {
+  const opts = resolveOptions(options, { port: 0 });
+  const instanceId = randomBytes(16).toString("hex");
+  const socketDir = mkdtempSync(join(tmpdir(), "tito-sock-"));
+  let engine: SimEngine | undefined;
+  let tree: SupervisionTree | undefined;
+  const cleanup = async () => {
+    await engine?.close();
+    rmSync(socketDir, { recursive: true, force: true });
+  };
+  try {
+    if (!opts.engineUrl) engine = await startSimEngine({ tokenizerDir: opts.tokenizerDir, latencyMs: opts.simLatencyMs });
+    const engineUrl = opts.engineUrl ?? engine!.url;
+    const specs = childSpecs(opts, engineUrl, instanceId, socketDir);
+    let url = "";
+    tree = new SupervisionTree({
+      instanceId,
+      router: specs.router,
+      shards: specs.shards,
+      restart: { maxRestarts: opts.maxRestarts, windowMs: opts.restartWindowMs, baseBackoffMs: opts.restartBackoffMs },
+      graceMs: opts.shutdownGraceMs,
+      eventsFile: opts.eventsFile,
+      listeners: [
+        (event) => {
+          if (event.actor !== "router" || event.kind !== "ready") return;
+          // A restarted router binds the port the first one got, so the URL never changes.
+          url ||= String(event.detail.url);
+          specs.router.config.port = Number(event.detail.port);
+        },
+      ],
+    });
+    const deadline = Date.now() + opts.startTimeoutMs;
+    const timer = new Promise<never>((_, reject) => {
+      const t = setTimeout(() => reject(new SessionServerFailedError(`session server did not start within ${opts.startTimeoutMs} ms`)), opts.startTimeoutMs);
+      t.unref();
+    });
+    await Promise.race([tree.whenRunning(), timer]);
+    // The ready event reaches listeners through the event-log actor: wait for it.
+    while (!url && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitHealthy(url, deadline);
+    return new ServerHandle(url, engineUrl, tree, cleanup);
+  } catch (err) {
+    await tree?.shutdown();
+    await cleanup();
+    throw err;
+  }
+}
