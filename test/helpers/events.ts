@@ -1,0 +1,50 @@
+// Waiting on supervision events in tests: resolve on the first event (past or future)
+// matching a predicate. The timeout is a safety net that fails the test, never a sync.
+import type { EventEmitter } from "node:events";
+import type { SupervisionEvent } from "../../actors/index.ts";
+
+export interface EventSource extends Pick<EventEmitter, "on" | "off"> {}
+
+export function waitForEvent(
+  source: EventSource,
+  seen: () => SupervisionEvent[],
+  match: (event: SupervisionEvent) => boolean,
+  timeoutMs = 30_000,
+): Promise<SupervisionEvent> {
+  const already = seen().find(match);
+  if (already) return Promise.resolve(already);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      source.off("event", onEvent);
+      reject(new Error(`no matching supervision event within ${timeoutMs} ms; seen: ${seen().map((e) => `${e.actor}:${e.kind}`).join(", ")}`));
+    }, timeoutMs);
+    const onEvent = (event: SupervisionEvent) => {
+      if (!match(event)) return;
+      clearTimeout(timer);
+      source.off("event", onEvent);
+      resolve(event);
+    };
+    source.on("event", onEvent);
+  });
+}
+
+/** True when a process with this pid exists (signal 0 probes without killing). */
+export function alive(pid: number | null | undefined): boolean {
+  if (!pid) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Poll until none of the pids is alive; resolves with the ones still alive at the deadline. */
+export async function waitGone(pids: number[], timeoutMs: number): Promise<number[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const left = pids.filter(alive);
+    if (left.length === 0 || Date.now() > deadline) return left;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
