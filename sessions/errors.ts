@@ -110,6 +110,13 @@ export class EngineUnreachableError extends TitoError {
   }
 }
 
+/** The engine request failed for another reason than reachability or time. */
+export class EngineRequestError extends TitoError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("TITO_ERR_ENGINE_REQUEST", 502, message, options);
+  }
+}
+
 /** The engine did not answer within the upstream timeout. */
 export class EngineTimeoutError extends TitoError {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -148,6 +155,7 @@ export const sessionErrorCodes: Readonly<Record<string, number>> = Object.freeze
   TITO_ERR_ENGINE_REPLY: 502,
   TITO_ERR_ENGINE_UNREACHABLE: 502,
   TITO_ERR_ENGINE_TIMEOUT: 502,
+  TITO_ERR_ENGINE_REQUEST: 502,
   TITO_ERR_PROXY_PATH: 400,
   TITO_ERR_REQUEST_ABORTED: 499,
 });

@@ -25,6 +25,7 @@ export class Trajectory implements TrajectoryView {
   closing = false;
   #messages: ChatMessage[] = [];
   #turns: CommittedTurn[] = [];
+  #version = 0;
 
   constructor(id: string) {
     this.id = id;
@@ -35,6 +36,10 @@ export class Trajectory implements TrajectoryView {
   }
   get turns(): readonly CommittedTurn[] {
     return this.#turns;
+  }
+  /** Bumped by every rollback and commit: a chat whose snapshot is stale skips its update. */
+  get version(): number {
+    return this.#version;
   }
   get assistantCount(): number {
     return this.#turns.length;
@@ -56,6 +61,7 @@ export class Trajectory implements TrajectoryView {
   /** Keeps the first `turns` committed turns and their messages. */
   rollbackTo(turns: number): void {
     if (turns >= this.#turns.length) return;
+    this.#version++;
     this.#turns.length = turns;
     this.#messages = this.#messages.slice(0, turns === 0 ? 0 : this.#turns[turns - 1]!.messageCount);
   }
@@ -81,6 +87,7 @@ export class Trajectory implements TrajectoryView {
       }
     }
     const committed: CommittedTurn = { checkpoint, promptLength: turn.promptIds.length, messageCount: turn.messages.length, tools: turn.tools };
+    this.#version++;
     this.#turns.push(committed);
     this.#messages = turn.messages;
     return committed;

@@ -1,0 +1,59 @@
+// The session registry of one shard: create (with an optional caller-supplied id; a
+// duplicate is a loud 409, never a silent reuse), look up, and delete. Deleting takes
+// the session's lock and sets its closing flag first, so a chat at the engine finishes
+// without committing into a session that is gone. Holds no tokens or records itself.
+import { randomBytes } from "node:crypto";
+import { InvalidSessionIdError, SessionExistsError, SessionNotFoundError } from "./errors.ts";
+import { Trajectory } from "./trajectory.ts";
+
+// Ids travel in URL paths and log lines: keep them to a safe alphabet.
+const ID_PATTERN = /^[A-Za-z0-9._~-]{1,128}$/;
+
+export class SessionRegistry {
+  readonly #sessions = new Map<string, Trajectory>();
+  /** Appended to every not-found message (e.g. after a shard restart lost sessions). */
+  notFoundHint: string;
+
+  constructor(notFoundHint = "") {
+    this.notFoundHint = notFoundHint;
+  }
+
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  create(sessionId?: string): Trajectory {
+    const id = sessionId ?? randomBytes(16).toString("hex");
+    if (!ID_PATTERN.test(id) || id === "." || id === "..") {
+      throw new InvalidSessionIdError(`invalid session id ${JSON.stringify(id)}: use 1-128 characters of [A-Za-z0-9._~-]`);
+    }
+    if (this.#sessions.has(id)) throw new SessionExistsError(id);
+    const trajectory = new Trajectory(id);
+    this.#sessions.set(id, trajectory);
+    return trajectory;
+  }
+
+  /** The live session, or a 404; a session being deleted is already gone. */
+  get(sessionId: string): Trajectory {
+    const trajectory = this.#sessions.get(sessionId);
+    if (!trajectory || trajectory.closing) throw new SessionNotFoundError(sessionId, this.notFoundHint);
+    return trajectory;
+  }
+
+  /**
+   * Marks the session closing and removes it under its lock; `onRemoved` runs under the
+   * lock too (to drop its records). Holders queued before the delete run first.
+   */
+  async delete(sessionId: string, onRemoved?: (t: Trajectory) => void): Promise<void> {
+    const trajectory = this.get(sessionId);
+    trajectory.closing = true;
+    await trajectory.lock.run(() => {
+      this.#sessions.delete(sessionId);
+      onRemoved?.(trajectory);
+    });
+  }
+
+  ids(): IterableIterator<string> {
+    return this.#sessions.keys();
+  }
+}

@@ -1,0 +1,244 @@
+// The session core of one shard: health, create, get, delete, chat and proxy over plain
+// values ({method, path, query, headers, body} in, {status, headers, body} out). A chat
+// turn follows TITO.md "One chat turn": plan under the session lock, call the engine
+// without it, validate the reply, commit under the lock again unless the session moved
+// on. Expected failures become coded error responses; only bugs throw. No HTTP server.
+import type { Logger } from "pino";
+import type { ChatMessage } from "./chat-template.ts";
+import { compareTrajectories } from "./drift.ts";
+import { InvalidChatRequestError, InvalidJsonError, SessionNotFoundError, TitoError } from "./errors.ts";
+import { planPrompt, renderOrThrow, type PromptContext } from "./prompt-builder.ts";
+import { checkProxyPath } from "./proxy-path.ts";
+import { MemoryRecordStore, sessionBodyChunks, type RecordStore } from "./records.ts";
+import { SessionRegistry } from "./registry.ts";
+import { scanReply } from "./reply-scan.ts";
+import { selectFamily } from "./tito-family.ts";
+import { bundledQwen3Dir, loadTokenizerFolder } from "./tokenizer-folder.ts";
+import type { Trajectory } from "./trajectory.ts";
+import { createUpstream, forwardHeaders, type Upstream } from "./upstream.ts";
+
+export interface CoreRequest {
+  method: string;
+  /** For proxy: the path after /sessions/{id}; for chat: "/v1/chat/completions". */
+  path: string;
+  /** Raw query string without "?", "" if none. */
+  query: string;
+  /** The client's request headers, lower-case names. */
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}
+
+export interface CoreResponse {
+  status: number;
+  /** Never framing headers. */
+  headers: Record<string, string>;
+  /** A chunk list is written in order by the caller, never concatenated. */
+  body: Buffer | Buffer[];
+}
+
+export interface SessionCoreOptions {
+  engineUrl: string;
+  tokenizerDir?: string;
+  titoFamily?: "default" | "qwen3";
+  chatTemplateKwargs?: Record<string, unknown>;
+  allowedAppendRoles?: string[];
+  routingReplay?: boolean;
+  indexerReplay?: boolean;
+  engineTimeoutMs?: number;
+  /** When set, `authorization` never goes upstream. */
+  authToken?: string;
+  /** Appended to every session-not-found message. */
+  notFoundHint?: string;
+  logger?: Logger;
+  /** Where records live; the in-memory store by default. */
+  recordStore?: RecordStore;
+}
+
+const CHAT_PATH = "/v1/chat/completions";
+const JSON_HEADERS = { "content-type": "application/json" };
+const json = (status: number, value: unknown): CoreResponse => ({ status, headers: { ...JSON_HEADERS }, body: Buffer.from(JSON.stringify(value)) });
+
+/** A coded error as `{"error": message}` with its status; anything else is a 500. */
+export function errorResponse(err: unknown): CoreResponse {
+  if (err instanceof TitoError) return json(err.status, { error: err.message });
+  return json(500, { error: `internal error: ${err instanceof Error ? err.message : String(err)}` });
+}
+
+interface PreparedTurn {
+  promptIds: number[];
+  messages: ChatMessage[];
+  tools?: unknown[];
+  upstreamBody: Buffer;
+  version: number;
+}
+
+function parseChatBody(bytes: Buffer): Record<string, unknown> {
+  let body: unknown;
+  try {
+    body = JSON.parse(bytes.toString("utf8"));
+  } catch (err) {
+    throw new InvalidJsonError((err as Error).message, { cause: err });
+  }
+  if (!body || typeof body !== "object" || Array.isArray(body)) throw new InvalidChatRequestError("chat request body must be a JSON object");
+  const b = body as Record<string, unknown>;
+  if (!Array.isArray(b.messages) || b.messages.length === 0) throw new InvalidChatRequestError("chat request needs a non-empty `messages` list");
+  b.messages.forEach((m: unknown, i: number) => {
+    if (!m || typeof m !== "object" || typeof (m as { role?: unknown }).role !== "string") {
+      throw new InvalidChatRequestError(`messages[${i}] must be an object with a string \`role\``);
+    }
+  });
+  if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) throw new InvalidChatRequestError("`tools` must be a list");
+  return b;
+}
+
+export class SessionCore {
+  readonly #ctx: PromptContext;
+  readonly #registry: SessionRegistry;
+  readonly #records: RecordStore;
+  readonly #upstream: Upstream;
+  readonly #options: SessionCoreOptions;
+  readonly #log?: Logger;
+
+  constructor(options: SessionCoreOptions) {
+    const folder = loadTokenizerFolder(options.tokenizerDir ?? bundledQwen3Dir());
+    this.#options = options;
+    this.#ctx = {
+      folder,
+      family: selectFamily(folder, options.titoFamily),
+      kwargs: options.chatTemplateKwargs ?? {},
+      allowedAppendRoles: options.allowedAppendRoles ?? ["tool"],
+    };
+    this.#registry = new SessionRegistry(options.notFoundHint ?? "");
+    this.#records = options.recordStore ?? new MemoryRecordStore();
+    this.#upstream = createUpstream(options.engineUrl, options.engineTimeoutMs ?? 600_000);
+    this.#log = options.logger;
+  }
+
+  /** The TITO family in use (detected or configured). */
+  get familyName(): string {
+    return this.#ctx.family.name;
+  }
+
+  health(): CoreResponse {
+    return json(200, { status: "ok" });
+  }
+
+  sessionCount(): number {
+    return this.#registry.size;
+  }
+
+  async create(sessionId?: string): Promise<CoreResponse> {
+    return this.#guard(async () => {
+      const t = this.#registry.create(sessionId);
+      this.#records.open(t.id);
+      return json(200, { session_id: t.id });
+    });
+  }
+
+  async get(sessionId: string): Promise<CoreResponse> {
+    return this.#guard(async () => {
+      const t = this.#registry.get(sessionId);
+      // Under the lock: records and token ids from the same committed state.
+      return t.lock.run(() => {
+        if (t.closing) throw new SessionNotFoundError(sessionId, this.#registry.notFoundHint);
+        const metadata: Record<string, unknown> = {
+          accumulated_token_ids: t.currentIds,
+          max_trim_tokens: this.#ctx.family.maxTrimTokens,
+        };
+        if (t.assistantCount > 0) metadata.tito_session_mismatch = this.#drift(t);
+        return { status: 200, headers: { ...JSON_HEADERS }, body: sessionBodyChunks(t.id, this.#records.list(t.id), metadata) };
+      });
+    });
+  }
+
+  async delete(sessionId: string): Promise<CoreResponse> {
+    return this.#guard(async () => {
+      await this.#registry.delete(sessionId, (t) => this.#records.drop(t.id));
+      return { status: 204, headers: {}, body: Buffer.alloc(0) };
+    });
+  }
+
+  async chat(sessionId: string, req: CoreRequest, signal?: AbortSignal): Promise<CoreResponse> {
+    return this.#guard(async () => {
+      const t = this.#registry.get(sessionId);
+      const turn = await t.lock.run(() => this.#prepare(t, req.body));
+      const headers = forwardHeaders(req.headers, this.#options.authToken !== undefined);
+      // The reply is scanned as bytes: ask for it uncompressed, and send our own JSON body.
+      delete headers["accept-encoding"];
+      headers["content-type"] = "application/json";
+      const res = await this.#upstream.send({ method: "POST", path: CHAT_PATH, headers, body: turn.upstreamBody, signal });
+      if (res.status !== 200) return res;
+      const scanned = scanReply(res.body);
+      await t.lock.run(() => {
+        if (t.closing || t.version !== turn.version) {
+          this.#log?.warn({ sessionId, closing: t.closing }, "session changed while the engine answered; turn returned but not recorded");
+          return;
+        }
+        t.commit(
+          { promptIds: turn.promptIds, completionIds: scanned.completionIds, messages: [...turn.messages, scanned.message], tools: turn.tools },
+          this.#ctx.family.maxTrimTokens,
+        );
+        this.#records.append(t.id, {
+          timestamp: Date.now() / 1000,
+          method: "POST",
+          path: CHAT_PATH,
+          statusCode: 200,
+          request: turn.upstreamBody,
+          response: res.body,
+        });
+      });
+      return { status: 200, headers: res.headers, body: scanned.clientBody };
+    });
+  }
+
+  async proxy(_sessionId: string, req: CoreRequest, signal?: AbortSignal): Promise<CoreResponse> {
+    return this.#guard(async () => {
+      const path = checkProxyPath(req.path) + (req.query ? `?${req.query}` : "");
+      const headers = forwardHeaders(req.headers, this.#options.authToken !== undefined);
+      return this.#upstream.send({ method: req.method.toUpperCase(), path, headers, body: req.body, signal });
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.#upstream.close();
+  }
+
+  /** Step 1 of a turn, under the lock: parse, force fields, plan the prompt, apply a rollback. */
+  #prepare(t: Trajectory, bytes: Buffer): PreparedTurn {
+    if (t.closing) throw new SessionNotFoundError(t.id, this.#registry.notFoundHint);
+    const body = parseChatBody(bytes);
+    const messages = body.messages as ChatMessage[];
+    const tools = Array.isArray(body.tools) ? body.tools : undefined;
+    const plan = planPrompt(this.#ctx, t, messages, tools);
+    if (plan.rollbackToTurns !== undefined) {
+      this.#log?.info({ sessionId: t.id, from: t.assistantCount, to: plan.rollbackToTurns }, "rollback");
+      t.rollbackTo(plan.rollbackToTurns);
+      this.#records.truncate(t.id, plan.rollbackToTurns);
+    }
+    const upstream: Record<string, unknown> = { ...body, logprobs: true, return_meta_info: true, no_stop_trim: false };
+    if (this.#options.routingReplay) upstream.return_routed_experts = true;
+    if (this.#options.indexerReplay) upstream.return_indexer_topk = true;
+    upstream.input_ids = plan.promptIds;
+    return { promptIds: plan.promptIds, messages, tools, upstreamBody: Buffer.from(JSON.stringify(upstream)), version: t.version };
+  }
+
+  #drift(t: Trajectory) {
+    const { folder, family, kwargs } = this.#ctx;
+    const text = renderOrThrow(folder, t.messages, { addGenerationPrompt: false, kwargs, tools: t.lastTools });
+    return compareTrajectories(folder, family, folder.encode(text), t.currentIds);
+  }
+
+  async #guard(op: () => Promise<CoreResponse>): Promise<CoreResponse> {
+    try {
+      return await op();
+    } catch (err) {
+      if (err instanceof TitoError) return errorResponse(err);
+      throw err;
+    }
+  }
+}
+
+/** Loads the tokenizer synchronously and opens the upstream pool. */
+export function createSessionCore(options: SessionCoreOptions): SessionCore {
+  return new SessionCore(options);
+}

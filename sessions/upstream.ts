@@ -1,0 +1,140 @@
+// The upstream client to the inference engine: one undici Pool (keep-alive) per engine
+// origin, the header forwarding rules of CONTRACT.md ("Forwarding to the engine"), a
+// per-request timeout, and failures mapped to coded 502s naming the cause. Wrapping
+// behaviour (timeout, error mapping) is composed once around the raw send (STYLE.md 7).
+// It reads reply bodies whole and never interprets them.
+import { Pool } from "undici";
+import {
+  EngineRequestError,
+  EngineTimeoutError,
+  EngineUnreachableError,
+  RequestAbortedError,
+  TitoError,
+} from "./errors.ts";
+
+export interface UpstreamRequest {
+  method: string;
+  /** Path below the engine root, with "?query" when there is one. */
+  path: string;
+  headers: Record<string, string>;
+  body?: Buffer;
+  signal?: AbortSignal;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+export type Send = (req: UpstreamRequest) => Promise<UpstreamResponse>;
+
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "host", "upgrade", "te", "trailer"]);
+const isHopByHop = (name: string) => HOP_BY_HOP.has(name) || name.startsWith("proxy-");
+
+/** The client's headers minus hop-by-hop/framing ones (and `authorization` when the server owns auth). */
+export function forwardHeaders(headers: Record<string, string | string[] | undefined>, dropAuthorization: boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  // Headers the client names in `Connection` are hop-by-hop too (RFC 9110 7.6.1).
+  const named = new Set(
+    String(headers.connection ?? "")
+      .toLowerCase()
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+  for (const [rawName, value] of Object.entries(headers)) {
+    const name = rawName.toLowerCase();
+    if (value === undefined || isHopByHop(name) || named.has(name)) continue;
+    if (dropAuthorization && name === "authorization") continue;
+    out[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return out;
+}
+
+/** The engine's reply headers minus the framing ones (the caller frames the body itself). */
+export function replyHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || isHopByHop(name.toLowerCase())) continue;
+    out[name.toLowerCase()] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return out;
+}
+
+function poolSend(pool: Pool, basePath: string): Send {
+  return async (req) => {
+    const res = await pool.request({
+      method: req.method as never,
+      path: basePath + req.path,
+      headers: req.headers,
+      body: req.body && req.body.length > 0 ? req.body : undefined,
+      signal: req.signal,
+    });
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for await (const chunk of res.body) {
+      chunks.push(chunk as Buffer);
+      length += (chunk as Buffer).length;
+    }
+    return { status: res.statusCode, headers: replyHeaders(res.headers), body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length) };
+  };
+}
+
+/** Aborts the request after `timeoutMs`, and when the caller's signal aborts. */
+function withTimeout(send: Send, timeoutMs: number, engineUrl: string): Send {
+  return async (req) => {
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new EngineTimeoutError(`engine timeout: no complete reply from ${engineUrl} within ${timeoutMs} ms (${req.method} ${req.path})`)),
+      timeoutMs,
+    );
+    const onAbort = () => controller.abort(new RequestAbortedError({ cause: req.signal?.reason }));
+    if (req.signal?.aborted) onAbort();
+    else req.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      return await send({ ...req, signal: controller.signal });
+    } catch (err) {
+      const reason = controller.signal.reason;
+      throw controller.signal.aborted && reason instanceof TitoError ? reason : err;
+    } finally {
+      clearTimeout(timer);
+      req.signal?.removeEventListener("abort", onAbort);
+    }
+  };
+}
+
+const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED", "UND_ERR_CONNECT_TIMEOUT"]);
+
+/** Every failure becomes a coded 502 naming the engine, the request and the cause. */
+function withErrorMapping(send: Send, engineUrl: string): Send {
+  return async (req) => {
+    try {
+      return await send(req);
+    } catch (err) {
+      if (err instanceof TitoError) throw err;
+      const e = err as Error & { code?: string; cause?: { code?: string; message?: string } };
+      const code = e.code ?? e.cause?.code;
+      const cause = `${code ? code + ": " : ""}${e.message}${e.cause?.message && e.cause.message !== e.message ? ` (${e.cause.message})` : ""}`;
+      if (code && UNREACHABLE_CODES.has(code)) throw new EngineUnreachableError(`engine unreachable at ${engineUrl} (${req.method} ${req.path}): ${cause}`, { cause: err });
+      if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") {
+        throw new EngineTimeoutError(`engine timeout at ${engineUrl} (${req.method} ${req.path}): ${cause}`, { cause: err });
+      }
+      throw new EngineRequestError(`engine request failed at ${engineUrl} (${req.method} ${req.path}): ${cause}`, { cause: err });
+    }
+  };
+}
+
+export interface Upstream {
+  send: Send;
+  close(): Promise<void>;
+}
+
+export function createUpstream(engineUrl: string, timeoutMs: number): Upstream {
+  const url = new URL(engineUrl);
+  const basePath = url.pathname.replace(/\/+$/, "");
+  // undici's own inactivity timers back up the overall one (they would default to 300 s).
+  const pool = new Pool(url.origin, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+  const send = withErrorMapping(withTimeout(poolSend(pool, basePath), timeoutMs, engineUrl), engineUrl);
+  return { send, close: () => pool.close() };
+}
