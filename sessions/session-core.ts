@@ -13,7 +13,7 @@ import { MemoryRecordStore, sessionBodyChunks, type RecordStore } from "./record
 import { SessionRegistry } from "./registry.ts";
 import { scanReply } from "./reply-scan.ts";
 import { selectFamily } from "./tito-family.ts";
-import { bundledQwen3Dir, loadTokenizerFolder } from "./tokenizer-folder.ts";
+import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 import type { Trajectory } from "./trajectory.ts";
 import { createUpstream, forwardHeaders, type Upstream } from "./upstream.ts";
 
@@ -39,6 +39,8 @@ export interface CoreResponse {
 export interface SessionCoreOptions {
   engineUrl: string;
   tokenizerDir?: string;
+  /** An already loaded folder (tests share one; saves the ~1 s load); wins over tokenizerDir. */
+  tokenizerFolder?: TokenizerFolder;
   titoFamily?: "default" | "qwen3";
   chatTemplateKwargs?: Record<string, unknown>;
   allowedAppendRoles?: string[];
@@ -100,7 +102,7 @@ export class SessionCore {
   readonly #log?: Logger;
 
   constructor(options: SessionCoreOptions) {
-    const folder = loadTokenizerFolder(options.tokenizerDir ?? bundledQwen3Dir());
+    const folder = options.tokenizerFolder ?? loadTokenizerFolder(options.tokenizerDir ?? bundledQwen3Dir());
     this.#options = options;
     this.#ctx = {
       folder,
