@@ -44,6 +44,7 @@ export interface ChannelStats {
   serving: number; // peer requests whose handler or reply stream is still running
   outStreams: number;
   creditBlocked: number; // outgoing streams waiting for window credit
+  socketBlocked: boolean; // waiting for the socket's 'drain' before writing more chunks
   bufferedBytes: number; // written but not yet taken by the kernel, plus prefetched stream bytes
   inboundBufferedBytes: number; // received body bytes nobody has consumed yet
 }
@@ -192,6 +193,7 @@ export class Channel {
       serving: this.#served.size,
       outStreams: this.#sched.streamCount,
       creditBlocked: this.#sched.creditBlocked,
+      socketBlocked: this.#sched.socketBlocked,
       bufferedBytes: this.#sched.bufferedBytes,
       inboundBufferedBytes,
     };

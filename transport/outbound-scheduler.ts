@@ -56,6 +56,11 @@ export class OutboundScheduler {
     return this.#socket.writableLength + this.#prefetched;
   }
 
+  /** socket.write returned false and 'drain' has not come yet: no chunk is written. */
+  get socketBlocked(): boolean {
+    return this.#blocked;
+  }
+
   get streamCount(): number {
     return this.#streams.size;
   }
