@@ -103,7 +103,15 @@ test("handler errors arrive as the same coded error; the channel stays usable", 
     if (req.meta.kind === "transport") throw new FrameTooLargeError("made up");
     return { meta: { fine: true } };
   };
-  const err = async (kind: string) => pair.client.request({ kind }).then(() => assert.unreachable("should fail"), (e: unknown) => e as Error & { code: string; status: number; data?: unknown });
+  type Coded = Error & { code: string; status: number; data?: unknown };
+  const err = async (kind: string): Promise<Coded> => {
+    try {
+      await pair.client.request({ kind });
+    } catch (e) {
+      return e as Coded;
+    }
+    throw new Error(`request ${kind} should have failed`);
+  };
   const q = await err("registered");
   assert.instance(q, QuotaError);
   assert.is(q.code, "TEST_ERR_QUOTA");

@@ -76,7 +76,7 @@ test("a corrupt frame length tears the channel down and fails pending requests",
     const ch = await connectChannel(path, { maxFrameBytes: 1024 * 1024, chunkBytes: 64 * 1024 });
     const closed = deferred<Error | undefined>();
     ch.onClose((err) => closed.resolve(err));
-    const pending = ch.request({ op: "x" }).then(() => "resolved", (e: unknown) => e as Error);
+    const pending = ch.request({ op: "x" }).then(() => new Error("resolved"), (e: unknown) => e as Error);
     const err = await pending;
     closedError(err);
     assert.instance(err.cause, FrameTooLargeError);
