@@ -132,10 +132,10 @@ export class ProxyPathError extends TitoError {
 }
 
 /** The caller aborted the request (its client went away) before the engine answered. */
-export class RequestAbortedError extends TitoError {
+export class UpstreamAbortedError extends TitoError {
   constructor(options?: { cause?: unknown }) {
     // 499: nginx's "client closed request"; nobody reads it, but it must not look like success.
-    super("TITO_ERR_REQUEST_ABORTED", 499, "request aborted by the caller", options);
+    super("TITO_ERR_UPSTREAM_ABORTED", 499, "request aborted by the caller", options);
   }
 }
 
@@ -157,5 +157,5 @@ export const sessionErrorCodes: Readonly<Record<string, number>> = Object.freeze
   TITO_ERR_ENGINE_TIMEOUT: 502,
   TITO_ERR_ENGINE_REQUEST: 502,
   TITO_ERR_PROXY_PATH: 400,
-  TITO_ERR_REQUEST_ABORTED: 499,
+  TITO_ERR_UPSTREAM_ABORTED: 499,
 });

@@ -8,7 +8,7 @@ import {
   EngineRequestError,
   EngineTimeoutError,
   EngineUnreachableError,
-  RequestAbortedError,
+  UpstreamAbortedError,
   TitoError,
 } from "./errors.ts";
 
@@ -89,7 +89,7 @@ function withTimeout(send: Send, timeoutMs: number, engineUrl: string): Send {
       () => controller.abort(new EngineTimeoutError(`engine timeout: no complete reply from ${engineUrl} within ${timeoutMs} ms (${req.method} ${req.path})`)),
       timeoutMs,
     );
-    const onAbort = () => controller.abort(new RequestAbortedError({ cause: req.signal?.reason }));
+    const onAbort = () => controller.abort(new UpstreamAbortedError({ cause: req.signal?.reason }));
     if (req.signal?.aborted) onAbort();
     else req.signal?.addEventListener("abort", onAbort, { once: true });
     try {
