@@ -1,0 +1,134 @@
+// Flags of `npm run bench` (bench/rollout.ts): parsing, presets and validation in one
+// place. A preset sets defaults; explicit flags always win over it.
+import { parseArgs } from "node:util";
+import { join } from "node:path";
+import { REPO_ROOT } from "./rollout-procs.ts";
+
+export interface RolloutConfig {
+  preset: string;
+  sessions: number;
+  turns: number;
+  inputTokens: number;
+  outputTokens: number;
+  r3LastMiB: number;
+  workers: number[];
+  getRecords: boolean;
+  latencyMs: number;
+  repeat: number;
+  out: string;
+  serverFlags: string[];
+  verbose: boolean;
+}
+
+export const USAGE = `Usage: npm run bench -- [flags]
+
+The rollout benchmark: the same multi-turn workload through tito-server for each worker
+count, and straight to the simulated engine (the floor), in one run.
+
+  --preset NAME        small (default): 8 sessions x 20 turns, no routing replay
+                       r3: 8 sessions x 10 turns, routed_experts growing to 16 MiB, records GETs
+  --quick              a small configuration (about a minute): 4 x 8 turns, 4 MiB, records GETs
+  --sessions N         concurrent sessions
+  --turns T            chat turns per session (turn k sends 2k+1 messages)
+  --input-tokens N     tokens of the first user message and of each appended tool message
+  --output-tokens N    completion_tokens of every engine reply
+  --r3-last-mib M      routed_experts (base64, as on the wire) growing linearly to M MiB on the last turn
+  --workers LIST       worker counts to sweep, e.g. 1,2,4 (default 1,2)
+  --get-records        each session GETs its full records after its last turn
+  --latency-ms MS      simulated generation time per engine reply (default 0)
+  --repeat R           run every configuration R times, each on a fresh server (default 1)
+  --server-flag FLAG   extra flag for tito-server serve (repeatable), e.g. --server-flag=--durability=memory
+  --out FILE           JSON results (default bench/out/rollout.json); the SVG chart goes next to it
+  --verbose            copy the children's stderr to this stderr
+  --help               this text`;
+
+const PRESETS: Record<string, Partial<RolloutConfig>> = {
+  small: { sessions: 8, turns: 20, inputTokens: 128, outputTokens: 128, r3LastMiB: 0, getRecords: false },
+  r3: { sessions: 8, turns: 10, inputTokens: 128, outputTokens: 128, r3LastMiB: 16, getRecords: true },
+  quick: { sessions: 4, turns: 8, inputTokens: 128, outputTokens: 64, r3LastMiB: 4, getRecords: true },
+};
+
+function fail(message: string): never {
+  process.stderr.write(`bench: ${message}\n\n${USAGE}\n`);
+  process.exit(2);
+}
+
+function num(name: string, value: string | undefined, min: number, integer = true): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) {
+    fail(`--${name} must be ${integer ? "an integer" : "a number"} >= ${min}, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+export function parseRolloutArgs(argv: string[]): RolloutConfig {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      options: {
+        preset: { type: "string" },
+        quick: { type: "boolean" },
+        sessions: { type: "string" },
+        turns: { type: "string" },
+        "input-tokens": { type: "string" },
+        "output-tokens": { type: "string" },
+        "r3-last-mib": { type: "string" },
+        workers: { type: "string" },
+        "get-records": { type: "boolean" },
+        "latency-ms": { type: "string" },
+        repeat: { type: "string" },
+        "server-flag": { type: "string", multiple: true },
+        out: { type: "string" },
+        verbose: { type: "boolean" },
+        help: { type: "boolean" },
+      },
+    }));
+  } catch (err) {
+    fail((err as Error).message);
+  }
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const presetName = values.quick ? "quick" : (values.preset ?? "small");
+  const preset = PRESETS[presetName];
+  if (!preset) fail(`unknown --preset ${JSON.stringify(presetName)} (small, r3)`);
+  const workers = (values.workers ?? "1,2").split(",").map((w) => num("workers", w.trim(), 1)!);
+  if (new Set(workers).size !== workers.length) fail("--workers lists a count twice");
+  return {
+    preset: presetName,
+    sessions: num("sessions", values.sessions, 1) ?? preset.sessions!,
+    turns: num("turns", values.turns, 1) ?? preset.turns!,
+    inputTokens: num("input-tokens", values["input-tokens"], 1) ?? preset.inputTokens!,
+    outputTokens: num("output-tokens", values["output-tokens"], 1) ?? preset.outputTokens!,
+    r3LastMiB: num("r3-last-mib", values["r3-last-mib"], 0, false) ?? preset.r3LastMiB!,
+    workers,
+    getRecords: values["get-records"] ?? preset.getRecords!,
+    latencyMs: num("latency-ms", values["latency-ms"], 0) ?? 0,
+    repeat: num("repeat", values.repeat, 1) ?? 1,
+    out: values.out ?? join(REPO_ROOT, "bench", "out", "rollout.json"),
+    serverFlags: values["server-flag"] ?? [],
+    verbose: values.verbose ?? false,
+  };
+}
+
+/** routed_experts bytes before base64 on the last turn: M MiB of base64 on the wire. */
+export function r3LastRawBytes(config: RolloutConfig): number {
+  return Math.floor((config.r3LastMiB * 1024 * 1024 * 3) / 4);
+}
+
+/** The engine's per-turn routed_experts (raw bytes), as engine-main.ts grows it. */
+export function r3RawBytesOfTurn(config: RolloutConfig, turn: number): number {
+  const last = r3LastRawBytes(config);
+  return last > 0 ? Math.round((last * Math.min(turn + 1, config.turns)) / config.turns) : 0;
+}
+
+/** base64 bytes of routing replay one full session carries in its records. */
+export function r3BytesPerSession(config: RolloutConfig): number {
+  let total = 0;
+  for (let k = 0; k < config.turns; k++) total += 4 * Math.ceil(r3RawBytesOfTurn(config, k) / 3);
+  return total;
+}

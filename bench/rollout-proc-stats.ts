@@ -1,0 +1,106 @@
+// Per-process CPU and memory from Linux /proc, for the benchmarks.
+// CPU: utime+stime of /proc/<pid>/stat (all threads of the process), in clock ticks
+// converted to ms — so the resolution is one tick (10 ms at CLK_TCK=100); runs must be
+// long enough for that to be small. Memory: VmRSS sampled on a timer (for the peak of
+// a group of processes at the same moment) and VmHWM (the kernel's exact per-process
+// peak since the process started). It only reads /proc; it never signals anything.
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+
+const CLK_TCK = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+export const CPU_TICK_MS = 1000 / CLK_TCK;
+
+/** utime+stime of a process in ms, or NaN when it is gone. */
+export function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    // The command name (field 2) may hold spaces and parentheses: split after the last ")".
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+function statusKb(pid: number, key: string): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "latin1");
+    const at = status.indexOf(`${key}:`);
+    if (at < 0) return Number.NaN;
+    return Number.parseInt(status.slice(at + key.length + 1), 10);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+const MIB = 1024;
+/** Current resident set, MiB. */
+export const rssMiB = (pid: number) => statusKb(pid, "VmRSS") / MIB;
+/** Peak resident set since the process started (VmHWM), MiB. */
+export const peakRssMiB = (pid: number) => statusKb(pid, "VmHWM") / MIB;
+
+export type CpuSnapshot = Record<string, number>;
+
+/** CPU ms of each named process now. */
+export function cpuSnapshot(pids: Record<string, number>): CpuSnapshot {
+  return Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMs(pid)]));
+}
+
+/** CPU ms spent by each process between two snapshots. */
+export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): CpuSnapshot {
+  return Object.fromEntries(Object.keys(before).map((name) => [name, after[name] - before[name]]));
+}
+
+export interface RssPeaks {
+  /** Largest sampled sum over the group's processes (0 for an empty group), MiB. */
+  group: number;
+  /** Largest sampled RSS of each process, MiB. */
+  perProcess: Record<string, number>;
+  samples: number;
+}
+
+/**
+ * Samples VmRSS of a group of processes every `intervalMs` until stopped. The group peak
+ * needs simultaneous samples (the per-process peaks need not coincide); a spike shorter
+ * than the interval can be missed, which is why VmHWM is reported beside it.
+ */
+export class RssSampler {
+  readonly #pids: Record<string, number>;
+  readonly #group: Set<string>;
+  readonly #timer: NodeJS.Timeout;
+  readonly #peaks: RssPeaks;
+
+  /** `group` names the processes whose simultaneous sum is tracked (default: all). */
+  constructor(pids: Record<string, number>, group: string[] = Object.keys(pids), intervalMs = 50) {
+    this.#pids = pids;
+    this.#group = new Set(group);
+    this.#peaks = { group: 0, perProcess: Object.fromEntries(Object.keys(pids).map((n) => [n, 0])), samples: 0 };
+    this.sample();
+    this.#timer = setInterval(() => this.sample(), intervalMs);
+  }
+
+  sample(): void {
+    let sum = 0;
+    for (const [name, pid] of Object.entries(this.#pids)) {
+      const rss = rssMiB(pid);
+      if (!Number.isFinite(rss)) continue;
+      if (this.#group.has(name)) sum += rss;
+      if (rss > this.#peaks.perProcess[name]) this.#peaks.perProcess[name] = rss;
+    }
+    if (sum > this.#peaks.group) this.#peaks.group = sum;
+    this.#peaks.samples++;
+  }
+
+  stop(): RssPeaks {
+    clearInterval(this.#timer);
+    this.sample();
+    return this.#peaks;
+  }
+}

@@ -1,0 +1,158 @@
+// The rollout benchmark's summary: medians over repeats per run label, the ratios the
+// issue asks for (wN/w1, server vs floor, CPU per turn vs floor, added latency per
+// sequential turn), the targets of the chosen preset, and the markdown on stdout.
+// Pure formatting over RunResult values; it measures nothing itself.
+import type { RolloutConfig } from "./rollout-args.ts";
+import type { RunResult } from "./rollout-run.ts";
+import { fmt, fmtRatio, median } from "./rollout-stats.ts";
+
+export interface LabelSummary {
+  label: string;
+  runs: number;
+  turnsPerSec: number;
+  chatP50: number;
+  chatP99: number;
+  seqP50: number;
+  serverCpuPerTurn: number;
+  engineCpuPerTurn: number;
+  serverPeakMiB: number | null;
+  recordsGetP50: number | null;
+  recordsGetMiB: number | null;
+  soloGetMs: number | null;
+}
+
+export interface Ratio {
+  name: string;
+  value: number;
+  unit: "x" | "ms" | "n";
+  target?: string;
+  met?: boolean;
+}
+
+const MIB = 1024 * 1024;
+
+export function summarizeLabels(runs: RunResult[]): LabelSummary[] {
+  const labels = [...new Set(runs.map((r) => r.label))];
+  return labels.map((label) => {
+    const of = runs.filter((r) => r.label === label);
+    const med = (pick: (r: RunResult) => number | null | undefined) => median(of.map(pick).filter((v): v is number => typeof v === "number"));
+    const hasGet = of.some((r) => r.recordsGet);
+    return {
+      label,
+      runs: of.length,
+      turnsPerSec: med((r) => r.turnsPerSec),
+      chatP50: med((r) => r.chat.p50),
+      chatP99: med((r) => r.chat.p99),
+      seqP50: med((r) => r.sequential.p50),
+      serverCpuPerTurn: med((r) => r.cpuPerTurnMs.server),
+      engineCpuPerTurn: med((r) => r.cpuPerTurnMs.engine),
+      serverPeakMiB: of[0].kind === "server" ? med((r) => r.rss.serverGroupPeakMiB) : null,
+      recordsGetP50: hasGet ? med((r) => r.recordsGet?.p50) : null,
+      recordsGetMiB: hasGet ? med((r) => (r.recordsGet ? r.recordsGet.bytesMean / MIB : null)) : null,
+      soloGetMs: of.some((r) => r.soloRecordsGet) ? med((r) => r.soloRecordsGet?.ms) : null,
+    };
+  });
+}
+
+/** The issue's ratios, with the preset's targets where the issue states one. */
+export function ratios(config: RolloutConfig, labels: LabelSummary[]): Ratio[] {
+  const floor = labels.find((l) => l.label === "floor");
+  const w1 = labels.find((l) => l.label === "w1");
+  const out: Ratio[] = [];
+  const small = config.preset === "small";
+  const r3 = config.preset === "r3";
+  for (const l of labels) {
+    if (l.label === "floor" || l.label === "w1" || !w1) continue;
+    const target = r3 && l.label === "w2" ? { target: ">= 1.5x", met: l.turnsPerSec / w1.turnsPerSec >= 1.5 } : {};
+    out.push({ name: `throughput ${l.label}/w1`, value: l.turnsPerSec / w1.turnsPerSec, unit: "x", ...target });
+  }
+  if (!floor) return out;
+  for (const l of labels) {
+    if (l.label === "floor") continue;
+    out.push({ name: `throughput ${l.label} vs floor`, value: l.turnsPerSec / floor.turnsPerSec, unit: "x" });
+  }
+  for (const l of labels) {
+    if (l.label === "floor") continue;
+    out.push({ name: `server CPU per turn ${l.label} vs floor (engine CPU per turn)`, value: l.serverCpuPerTurn / floor.engineCpuPerTurn, unit: "x" });
+  }
+  for (const l of labels) {
+    if (l.label === "floor") continue;
+    const added = l.seqP50 - floor.seqP50;
+    const target = small ? { target: "< 0.5 ms", met: added < 0.5 } : {};
+    out.push({ name: `added latency per sequential turn ${l.label} (seq p50 - floor seq p50)`, value: added, unit: "ms", ...target });
+    out.push({ name: `added chat p50 under load ${l.label} (p50 - floor p50)`, value: l.chatP50 - floor.chatP50, unit: "ms" });
+  }
+  return out;
+}
+
+/** Absolute targets of issue 7 for the preset, as ratio-like rows. */
+export function targets(config: RolloutConfig, labels: LabelSummary[]): Ratio[] {
+  const w1 = labels.find((l) => l.label === "w1");
+  if (!w1) return [];
+  const servers = labels.filter((l) => l.label !== "floor");
+  const worstCpu = Math.max(...servers.map((l) => l.serverCpuPerTurn));
+  if (config.preset === "small") {
+    return [
+      { name: "w1 turns/s (reference 260)", value: w1.turnsPerSec, unit: "n", target: ">= 780 (3x)", met: w1.turnsPerSec >= 780 },
+      { name: "server CPU ms per turn (worst run)", value: worstCpu, unit: "ms", target: "< 1 ms", met: worstCpu < 1 },
+    ];
+  }
+  if (config.preset === "r3") {
+    const peak = Math.max(...servers.map((l) => l.serverPeakMiB ?? 0));
+    const get = Math.max(...servers.map((l) => l.soloGetMs ?? Number.NaN));
+    return [
+      { name: "w1 turns/s (reference 11)", value: w1.turnsPerSec, unit: "n", target: ">= 33 (3x)", met: w1.turnsPerSec >= 33 },
+      { name: "server CPU ms per turn (worst run)", value: worstCpu, unit: "ms", target: "< 25 ms", met: worstCpu < 25 },
+      { name: "solo records GET ms, ~88 MiB (worst run)", value: get, unit: "ms", target: "< 1000 ms", met: get < 1000 },
+      { name: "server peak RSS MiB (worst run)", value: peak, unit: "n", target: "< 600 MiB", met: peak < 600 },
+    ];
+  }
+  return [];
+}
+
+function perProcess(values: Record<string, number>, digits: number): string {
+  const workers = Object.keys(values)
+    .filter((n) => n.startsWith("worker-"))
+    .map((n) => fmt(values[n], digits));
+  if (!("host" in values)) return "-";
+  return `h ${fmt(values.host, digits)} · r ${fmt(values.router, digits)} · w ${workers.join("/")}`;
+}
+
+export function describe(config: RolloutConfig): string {
+  const r3 = config.r3LastMiB > 0 ? `routed_experts growing to ${config.r3LastMiB} MiB` : "no routed_experts";
+  return (
+    `preset ${config.preset}: ${config.sessions} sessions x ${config.turns} turns, input ${config.inputTokens} / output ${config.outputTokens} tokens, ` +
+    `${r3}${config.getRecords ? ", records GET per session" : ""}, engine latency ${config.latencyMs} ms, workers ${config.workers.join(",")}, repeat ${config.repeat}`
+  );
+}
+
+export function markdown(config: RolloutConfig, runs: RunResult[], labels: LabelSummary[]): string {
+  const lines: string[] = [];
+  lines.push(`### Rollout benchmark — ${describe(config)}`, "");
+  lines.push(
+    "| run | wall s | turns/s | chat p50 ms | p95 | p99 | seq p50 ms | records GET p50 ms (concurrent) | solo GET ms | GET MiB | server CPU ms/turn | per process (host · router · workers) | engine CPU ms/turn | server peak RSS MiB | peak RSS per process MiB (VmHWM) | startup s |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+  );
+  for (const r of runs) {
+    const name = config.repeat > 1 ? `${r.label} #${r.repeat}` : r.label;
+    const server = r.kind === "server";
+    const procCpu = Object.fromEntries(Object.entries(r.cpuPerTurnMs.perProcess).filter(([n]) => n !== "engine"));
+    const hwm = Object.fromEntries(Object.entries(r.rss.hwmMiB).filter(([n]) => n !== "engine"));
+    lines.push(
+      `| ${name} | ${fmt(r.wallMs / 1000, 2)} | ${fmt(r.turnsPerSec, 1)} | ${fmt(r.chat.p50, 2)} | ${fmt(r.chat.p95, 2)} | ${fmt(r.chat.p99, 2)} | ${fmt(r.sequential.p50, 2)} | ` +
+        `${r.recordsGet ? fmt(r.recordsGet.p50, 0) : "-"} | ${r.soloRecordsGet ? fmt(r.soloRecordsGet.ms, 0) : "-"} | ${r.recordsGet ? fmt(r.recordsGet.bytesMean / MIB, 1) : "-"} | ` +
+        `${server ? fmt(r.cpuPerTurnMs.server, 2) : "-"} | ${server ? perProcess(procCpu, 2) : "-"} | ${fmt(r.cpuPerTurnMs.engine, 2)} | ` +
+        `${server ? fmt(r.rss.serverGroupPeakMiB ?? Number.NaN, 0) : "-"} | ${server ? perProcess(hwm, 0) : "-"} | ${r.startupMs === null ? "-" : fmt(r.startupMs / 1000, 2)} |`,
+    );
+  }
+  const rows = ratios(config, labels);
+  const goals = targets(config, labels);
+  if (rows.length + goals.length > 0) {
+    lines.push("", "| ratio / target | measured | target | met |", "|---|---|---|---|");
+    for (const row of [...rows, ...goals]) {
+      const value = row.unit === "x" ? fmtRatio(row.value) : `${fmt(row.value, 2)}${row.unit === "ms" ? " ms" : ""}`;
+      lines.push(`| ${row.name} | ${value} | ${row.target ?? "-"} | ${row.met === undefined ? "-" : row.met ? "yes" : "NO"} |`);
+    }
+  }
+  return lines.join("\n");
+}

@@ -1,0 +1,146 @@
+// One measured run of the rollout benchmark: through a fresh tito-server with N workers,
+// or straight to the engine (the floor). A run is: warm-up (unmeasured), a sequential
+// probe (one session alone, for the added latency per turn), then the concurrent
+// workload with CPU (/proc) and RSS measured around it. It starts and stops only the
+// server it owns; the engine belongs to the caller.
+import { request } from "undici";
+import { cpuDelta, cpuSnapshot, peakRssMiB, RssSampler } from "./rollout-proc-stats.ts";
+import { startServer, stopServer, type Started } from "./rollout-procs.ts";
+import { summarize, type LatencySummary } from "./rollout-stats.ts";
+import { runWorkload, Target, type RunHooks, type WorkloadShape } from "./rollout-workload.ts";
+
+export interface RunResult {
+  label: string; // "floor" | "w1" | "w2" …
+  kind: "floor" | "server";
+  workers: number | null;
+  repeat: number;
+  startupMs: number | null;
+  wallMs: number;
+  turns: number;
+  turnsPerSec: number;
+  chat: LatencySummary;
+  /** One session alone, turn by turn: latency without queueing behind other sessions. */
+  sequential: LatencySummary;
+  /** The records GETs of the concurrent workload (one per session, overlapping). */
+  recordsGet: (LatencySummary & { bytesMean: number; bytesMax: number }) | null;
+  /** The probe session's records GET, alone on the server. */
+  soloRecordsGet: { ms: number; bytes: number } | null;
+  pids: Record<string, number>;
+  /** CPU ms of each process during the concurrent workload. */
+  cpuMs: Record<string, number>;
+  cpuPerTurnMs: { server: number; engine: number; client: number; perProcess: Record<string, number> };
+  rss: {
+    /** Sampled peak of the server's processes together (host + router + workers), MiB. */
+    serverGroupPeakMiB: number | null;
+    /** Sampled per-process peaks during the workload, MiB. */
+    sampledPeakMiB: Record<string, number>;
+    /** VmHWM (peak since process start, exact) at the end of the run, MiB. */
+    hwmMiB: Record<string, number>;
+  };
+  chatMs: number[];
+  problems: string[];
+}
+
+export interface RunContext {
+  engine: Started;
+  shape: WorkloadShape;
+  repeat: number;
+  serverFlags: string[];
+  verbose: boolean;
+  hooks: RunHooks;
+  note: (line: string) => void;
+}
+
+interface Tree {
+  host_pid: number;
+  router: { pid: number };
+  shards: { index: number; pid: number }[];
+}
+
+async function supervisionPids(url: string): Promise<Record<string, number>> {
+  const res = await request(`${url}/supervision`);
+  const tree = (await res.body.json()) as Tree;
+  if (res.statusCode !== 200) throw new Error(`GET /supervision: status ${res.statusCode}`);
+  const pids: Record<string, number> = { host: tree.host_pid, router: tree.router.pid };
+  for (const shard of tree.shards) pids[`worker-${shard.index}`] = shard.pid;
+  return pids;
+}
+
+async function measure(
+  target: Target,
+  label: string,
+  ctx: RunContext,
+  groupPids: Record<string, number>,
+): Promise<Omit<RunResult, "kind" | "workers" | "startupMs" | "problems">> {
+  const { shape } = ctx;
+  // Warm-up: JIT, connections and the engine's reply cache; not measured.
+  await runWorkload(target, { ...shape, sessions: Math.min(2, shape.sessions), turns: Math.min(3, shape.turns), getRecords: false, r3BytesPerSession: 0 }, 900_000);
+  // The probe runs alone, so its records GET (if any) is also the "one GET afterwards" measurement.
+  const probe = await runWorkload(target, { ...shape, sessions: 1 }, 800_000, ctx.hooks);
+
+  const pids = { ...groupPids, engine: ctx.engine.pid };
+  const cpu0 = cpuSnapshot(pids);
+  // The group peak sums only the server's processes: the engine is not the server's memory.
+  const sampler = new RssSampler(pids, Object.keys(groupPids));
+  const result = await runWorkload(target, shape, 0, ctx.hooks);
+  const sampled = sampler.stop();
+  const cpuMs = cpuDelta(cpu0, cpuSnapshot(pids));
+
+  const perProcess = Object.fromEntries(Object.entries(cpuMs).map(([name, ms]) => [name, ms / result.turns]));
+  const serverCpu = Object.keys(groupPids).reduce((sum, name) => sum + cpuMs[name], 0);
+  return {
+    label,
+    repeat: ctx.repeat,
+    wallMs: result.wallMs,
+    turns: result.turns,
+    turnsPerSec: result.turns / (result.wallMs / 1000),
+    chat: summarize(result.chatMs),
+    sequential: summarize(probe.chatMs),
+    recordsGet: result.recordsGetMs.length
+      ? { ...summarize(result.recordsGetMs), bytesMean: result.recordsGetBytes.reduce((a, b) => a + b, 0) / result.recordsGetBytes.length, bytesMax: Math.max(...result.recordsGetBytes) }
+      : null,
+    soloRecordsGet: probe.recordsGetMs.length ? { ms: probe.recordsGetMs[0], bytes: probe.recordsGetBytes[0] } : null,
+    pids,
+    cpuMs,
+    cpuPerTurnMs: { server: serverCpu / result.turns, engine: cpuMs.engine / result.turns, client: result.clientCpuMs / result.turns, perProcess },
+    rss: {
+      serverGroupPeakMiB: Object.keys(groupPids).length ? sampled.group : null,
+      sampledPeakMiB: sampled.perProcess,
+      hwmMiB: Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, peakRssMiB(pid)])),
+    },
+    chatMs: result.chatMs,
+  };
+}
+
+export async function runFloor(ctx: RunContext): Promise<RunResult> {
+  ctx.note(`floor (engine alone), repeat ${ctx.repeat}`);
+  const target = new Target(ctx.engine.url, ctx.engine.url, { sessions: false, connections: ctx.shape.sessions + 2 });
+  try {
+    const measured = await measure(target, "floor", ctx, {});
+    return { ...measured, kind: "floor", workers: null, startupMs: null, problems: [] };
+  } finally {
+    await target.close();
+  }
+}
+
+export async function runServer(workers: number, ctx: RunContext): Promise<RunResult> {
+  ctx.note(`tito-server with ${workers} worker(s), repeat ${ctx.repeat}: starting`);
+  const server = await startServer(workers, ctx.engine.url, ctx.serverFlags, ctx.verbose);
+  let childPids: number[] = [];
+  const problems: string[] = [];
+  try {
+    const pids = await supervisionPids(server.url);
+    childPids = Object.entries(pids).filter(([name]) => name !== "host").map(([, pid]) => pid);
+    if (pids.host !== server.pid) problems.push(`/supervision host_pid ${pids.host} is not the CLI's pid ${server.pid}`);
+    const target = new Target(`w${workers}`, server.url, { sessions: true, connections: ctx.shape.sessions + 2 });
+    try {
+      const measured = await measure(target, `w${workers}`, ctx, pids);
+      return { ...measured, kind: "server", workers, startupMs: server.startupMs, problems };
+    } finally {
+      await target.close();
+    }
+  } finally {
+    problems.push(...(await stopServer(server, childPids)));
+    for (const problem of problems) ctx.note(`warning: ${problem}`);
+  }
+}

@@ -1,0 +1,173 @@
+// The rollout workload, as a client: each session is create -> T chat turns with a
+// growing history -> optional full-records GET -> delete, and all sessions run at once.
+// The same code drives the session server and the engine alone (the floor); a Target
+// says which routes exist. It measures from the client side only (latencies, bytes) and
+// never looks inside a server process. Every loop has a fixed count.
+import { performance } from "node:perf_hooks";
+import { Pool } from "undici";
+
+export interface WorkloadShape {
+  sessions: number;
+  turns: number;
+  inputTokens: number;
+  outputTokens: number;
+  getRecords: boolean;
+  /** Expected routing-replay bytes (base64) summed over a session's turns; 0 = none. */
+  r3BytesPerSession: number;
+}
+
+export interface WorkloadResult {
+  wallMs: number;
+  turns: number;
+  chatMs: number[];
+  recordsGetMs: number[];
+  recordsGetBytes: number[];
+  clientCpuMs: number;
+}
+
+type Message = { role: string; content: string };
+
+// Each word is one Qwen3 token after a space (checked with the bundled tokenizer), so a
+// text of n words is about n tokens without the client loading a tokenizer.
+const WORDS = (
+  "time year people way day man thing woman life child world school state family student group " +
+  "country problem hand part place case week company system program question work government number night point " +
+  "home water room mother area money story fact month lot right study book eye job word business issue side"
+).split(" ");
+
+function text(tokens: number, seed: number): string {
+  const out: string[] = [];
+  for (let i = 0; i < tokens; i++) out.push(WORDS[(seed * 7919 + i * 31 + (i >> 3)) % WORDS.length]);
+  return out.join(" ");
+}
+
+/** Where the workload's requests go: the session server, or the engine alone. */
+export class Target {
+  readonly name: string;
+  readonly sessions: boolean;
+  readonly #pool: Pool;
+
+  constructor(name: string, url: string, opts: { sessions: boolean; connections: number }) {
+    this.name = name;
+    this.sessions = opts.sessions;
+    this.#pool = new Pool(url, { connections: opts.connections, keepAliveTimeout: 60_000, headersTimeout: 600_000, bodyTimeout: 600_000 });
+  }
+
+  async request(method: "GET" | "POST" | "DELETE", path: string, body?: string): Promise<{ status: number; chunks: Buffer[]; bytes: number }> {
+    const res = await this.#pool.request({
+      method,
+      path,
+      body,
+      headers: body === undefined ? undefined : { "content-type": "application/json" },
+    });
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    for await (const chunk of res.body) {
+      chunks.push(chunk as Buffer);
+      bytes += (chunk as Buffer).length;
+    }
+    return { status: res.statusCode, chunks, bytes };
+  }
+
+  async create(): Promise<string> {
+    if (!this.sessions) return "";
+    const res = await this.request("POST", "/sessions", "{}");
+    expectStatus(res, 200, "POST /sessions");
+    return JSON.parse(Buffer.concat(res.chunks).toString("utf8")).session_id as string;
+  }
+
+  chatPath(id: string): string {
+    return this.sessions ? `/sessions/${id}/v1/chat/completions` : "/v1/chat/completions";
+  }
+
+  async delete(id: string): Promise<void> {
+    if (!this.sessions) return;
+    const res = await this.request("DELETE", `/sessions/${id}`);
+    expectStatus(res, 204, `DELETE /sessions/${id}`);
+  }
+
+  close(): Promise<void> {
+    return this.#pool.close();
+  }
+}
+
+function expectStatus(res: { status: number; chunks: Buffer[] }, want: number, what: string): void {
+  if (res.status === want) return;
+  const head = Buffer.concat(res.chunks).subarray(0, 500).toString("utf8");
+  throw new Error(`${what}: status ${res.status}, want ${want}: ${head}`);
+}
+
+const MESSAGE_KEY = Buffer.from('"message":');
+const HEAD_LIMIT = 1 << 20;
+
+/**
+ * choices[0].message of a reply without parsing the whole body: the engine writes it
+ * before meta_info, and a floor reply carries the full routing-replay payload, which a
+ * JSON.parse in the client would charge to the floor. Falls back to JSON.parse.
+ */
+export function replyMessage(chunks: Buffer[]): Message {
+  let head: Buffer = chunks[0] ?? Buffer.alloc(0);
+  for (let i = 1; i < chunks.length && head.length < HEAD_LIMIT && head.indexOf(MESSAGE_KEY) < 0; i++) head = Buffer.concat([head, chunks[i]]);
+  const at = head.indexOf(MESSAGE_KEY);
+  if (at >= 0) {
+    let i = at + MESSAGE_KEY.length;
+    while (head[i] === 0x20) i++;
+    let depth = 0;
+    let inString = false;
+    for (let j = i; j < head.length; j++) {
+      const c = head[j];
+      if (inString) {
+        if (c === 0x5c) j++;
+        else if (c === 0x22) inString = false;
+      } else if (c === 0x22) inString = true;
+      else if (c === 0x7b) depth++;
+      else if (c === 0x7d && --depth === 0) return JSON.parse(head.toString("utf8", i, j + 1)) as Message;
+    }
+  }
+  return JSON.parse(Buffer.concat(chunks).toString("utf8")).choices[0].message as Message;
+}
+
+export interface RunHooks {
+  onTurn?: () => void;
+}
+
+async function runSession(target: Target, shape: WorkloadShape, seed: number, out: WorkloadResult, hooks: RunHooks): Promise<void> {
+  const id = await target.create();
+  const messages: Message[] = [{ role: "user", content: `Session ${seed}.${text(shape.inputTokens, seed)}` }];
+  for (let k = 0; k < shape.turns; k++) {
+    // Turn k sends 2k+1 messages: the first user message, then (assistant, tool) pairs.
+    if (k > 0) messages.push({ role: "tool", content: `Result ${k}:${text(shape.inputTokens, seed * 1000 + k)}` });
+    const body = JSON.stringify({ model: "tito-sim", messages, max_tokens: shape.outputTokens });
+    const t0 = performance.now();
+    const res = await target.request("POST", target.chatPath(id), body);
+    expectStatus(res, 200, `chat turn ${k} of session ${seed}`);
+    const reply = replyMessage(res.chunks);
+    out.chatMs.push(performance.now() - t0);
+    if (reply.role !== "assistant" || typeof reply.content !== "string") throw new Error(`turn ${k}: unexpected message ${JSON.stringify(reply).slice(0, 200)}`);
+    messages.push({ role: "assistant", content: reply.content });
+    out.turns++;
+    hooks.onTurn?.();
+  }
+  if (shape.getRecords && target.sessions) {
+    const t0 = performance.now();
+    const res = await target.request("GET", `/sessions/${id}`);
+    out.recordsGetMs.push(performance.now() - t0);
+    expectStatus(res, 200, `GET /sessions/${id}`);
+    // The records must hold the routing-replay payloads the client never saw.
+    if (res.bytes < shape.r3BytesPerSession) throw new Error(`records GET of ${res.bytes} bytes is smaller than the ${shape.r3BytesPerSession} routing-replay bytes sent`);
+    out.recordsGetBytes.push(res.bytes);
+  }
+  await target.delete(id);
+}
+
+/** Runs `shape.sessions` sessions concurrently, `seedBase` keeping their texts distinct. */
+export async function runWorkload(target: Target, shape: WorkloadShape, seedBase: number, hooks: RunHooks = {}): Promise<WorkloadResult> {
+  const out: WorkloadResult = { wallMs: 0, turns: 0, chatMs: [], recordsGetMs: [], recordsGetBytes: [], clientCpuMs: 0 };
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: shape.sessions }, (_, s) => runSession(target, shape, seedBase + s, out, hooks)));
+  out.wallMs = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  out.clientCpuMs = (cpu.user + cpu.system) / 1000;
+  return out;
+}

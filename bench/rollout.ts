@@ -1,0 +1,80 @@
+// `npm run bench`: the rollout benchmark (issue 7). Starts the simulated engine in its
+// own process with pre-built replies, then runs the same workload straight to the engine
+// (the floor) and through a fresh `tito-server serve` child for each worker count, and
+// prints a markdown table, writes the JSON results and an SVG chart next to them.
+// The bench process is only a client; it stops exactly the processes it started.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { dirname } from "node:path";
+import { chartSvg } from "./rollout-chart.ts";
+import { parseRolloutArgs, r3BytesPerSession, r3LastRawBytes, type RolloutConfig } from "./rollout-args.ts";
+import { killStartedOnExit, startEngine } from "./rollout-procs.ts";
+import { Progress } from "./rollout-progress.ts";
+import { describe, markdown, ratios, summarizeLabels, targets } from "./rollout-report.ts";
+import { runFloor, runServer, type RunContext, type RunResult } from "./rollout-run.ts";
+import type { WorkloadShape } from "./rollout-workload.ts";
+
+function engineFlags(config: RolloutConfig): string[] {
+  const flags = ["--prebuilt-tokens", String(config.outputTokens), "--prebuilt-turns", String(config.turns), "--latency-ms", String(config.latencyMs)];
+  const r3 = r3LastRawBytes(config);
+  if (r3 > 0) flags.push("--prebuilt-r3-last-bytes", String(r3), "--always-routed-experts");
+  return flags;
+}
+
+async function main(): Promise<void> {
+  const config = parseRolloutArgs(process.argv.slice(2));
+  killStartedOnExit();
+  const shape: WorkloadShape = {
+    sessions: config.sessions,
+    turns: config.turns,
+    inputTokens: config.inputTokens,
+    outputTokens: config.outputTokens,
+    getRecords: config.getRecords,
+    r3BytesPerSession: r3BytesPerSession(config),
+  };
+  // A real deployment with routing replay asks the engine for it; the engine sends it anyway.
+  const serverFlags = [...(config.r3LastMiB > 0 ? ["--routing-replay"] : []), ...config.serverFlags];
+  const runsPerRepeat = 1 + config.workers.length;
+  const progress = new Progress(config.repeat * runsPerRepeat * (config.sessions + 1) * config.turns);
+  progress.phase("starting the engine (pre-building replies)");
+  const engine = await startEngine(engineFlags(config), config.verbose);
+  const runs: RunResult[] = [];
+  try {
+    for (let repeat = 1; repeat <= config.repeat; repeat++) {
+      const ctx: RunContext = {
+        engine,
+        shape,
+        repeat,
+        serverFlags,
+        verbose: config.verbose,
+        hooks: { onTurn: () => progress.tick() },
+        note: (line) => {
+          progress.phase(line);
+          if (line.startsWith("warning")) process.stderr.write(`bench: ${line}\n`);
+        },
+      };
+      // Interleaved (floor, w1, w2, … per repeat) so slow drift of a shared machine hits all alike.
+      runs.push(await runFloor(ctx));
+      for (const workers of config.workers) runs.push(await runServer(workers, ctx));
+    }
+  } finally {
+    progress.finish();
+    await engine.stop();
+  }
+
+  const labels = summarizeLabels(runs);
+  const title = `tito-server rollout benchmark — ${describe(config)}`;
+  const table = markdown(config, runs, labels);
+  process.stdout.write(`${table}\n\n`);
+  mkdirSync(dirname(config.out), { recursive: true });
+  const machine = { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "?", date: new Date().toISOString() };
+  writeFileSync(config.out, `${JSON.stringify({ config, machine, summary: labels, ratios: ratios(config, labels), targets: targets(config, labels), runs }, null, 1)}\n`);
+  const svgPath = config.out.replace(/\.json$/i, "") + ".svg";
+  writeFileSync(svgPath, chartSvg(title, labels, runs));
+  process.stdout.write(`results: ${config.out}\nchart: ${svgPath}\n`);
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`\nbench: ${err.stack ?? err.message}\n`);
+  process.exit(1);
+});
