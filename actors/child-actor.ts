@@ -87,12 +87,13 @@ export function spawnChildActor(parent: Ref<any>, options: ChildActorOptions): R
   const onMessage = (state: ChildState, msg: Extract<ChildActorMessage, { type: "message" }>, ctx: any): ChildState => {
     if (msg.pid !== (state.proc?.pid ?? null) || state.status !== "starting" || msg.message?.type !== "ready") return state;
     policy.noteReady(Date.now());
+    // Tell the supervisor first: whoever sees the event then already sees the new tree.
+    tell(ctx.parent, "running", msg.pid, msg.message.info);
     publish("ready", msg.pid, msg.message.info ?? {});
     if (restartPending) {
       restartPending = false;
       publish("restarted", msg.pid, { restarts: policy.restarts });
     }
-    tell(ctx.parent, "running", msg.pid, msg.message.info);
     return { ...state, status: "running" };
   };
 

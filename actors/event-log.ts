@@ -3,10 +3,11 @@
 // stderr) sees them in the same order. Listeners must not throw; one that does is
 // logged to stderr and kept out of the actor's way.
 import { appendFileSync } from "node:fs";
-import { spawn, type Ref } from "nact";
+import { dispatch, spawn, type Ref } from "nact";
 import { EventRing, type EventDraft, type EventListener } from "./events.ts";
 
-export type EventLogMessage = { type: "publish"; draft: EventDraft };
+/** `flush` answers once every event published before it has reached the listeners. */
+export type EventLogMessage = { type: "publish"; draft: EventDraft } | { type: "flush" };
 
 export interface EventLogHandle {
   ring: EventRing;
@@ -16,8 +17,11 @@ export interface EventLogHandle {
 export function spawnEventLog(parent: Ref<any>, handle: EventLogHandle): Ref<EventLogMessage> {
   return spawn(
     parent,
-    (state: null, msg: EventLogMessage) => {
-      if (msg.type !== "publish") return state;
+    (state: null, msg: EventLogMessage, ctx: any) => {
+      if (msg.type === "flush") {
+        dispatch(ctx.sender, { flushed: true });
+        return state;
+      }
       const event = handle.ring.append(msg.draft);
       for (const listener of handle.listeners) {
         try {

@@ -8,7 +8,7 @@ import { dispatch, start as startActorSystem, query, stop as stopActor, type Ref
 import { killNow, type ChildSpec } from "./child-process.ts";
 import type { TreeSnapshot } from "./control-messages.ts";
 import { ActorQueryTimeoutError, SessionServerFailedError } from "./errors.ts";
-import { jsonlWriter, spawnEventLog } from "./event-log.ts";
+import { jsonlWriter, spawnEventLog, type EventLogMessage } from "./event-log.ts";
 import { EventRing, type EventListener, type SupervisionEvent } from "./events.ts";
 import type { RestartPolicyOptions } from "./restart-policy.ts";
 import { spawnSupervisor, type SupervisorMessage } from "./supervisor.ts";
@@ -30,6 +30,7 @@ export class SupervisionTree extends EventEmitter {
   readonly ring = new EventRing(10_000);
   #system: any;
   #supervisor: Ref<SupervisorMessage>;
+  #eventLog: Ref<EventLogMessage>;
   #tree: TreeSnapshot;
   /** Every child process of this tree that has not exited yet. */
   #live = new Set<ChildProcess>();
@@ -59,7 +60,7 @@ export class SupervisionTree extends EventEmitter {
     };
     process.on("exit", this.#exitHook);
     this.#system = startActorSystem();
-    const eventLog = spawnEventLog(this.#system, { ring: this.ring, listeners });
+    const eventLog = (this.#eventLog = spawnEventLog(this.#system, { ring: this.ring, listeners }));
     this.#supervisor = spawnSupervisor(this.#system, {
       instanceId: options.instanceId,
       router: options.router,
@@ -135,6 +136,8 @@ export class SupervisionTree extends EventEmitter {
     } catch (err) {
       process.stderr.write(`${new ActorQueryTimeoutError("supervisor shutdown", timeoutMs, { cause: err }).message}\n`);
     }
+    // Every event published so far (the final `stopped` included) reaches the listeners.
+    await query(this.#eventLog, { type: "flush" } as any, 5_000).catch(() => undefined);
     this.#exitHook(); // nothing should be left; this is the backstop
     stopActor(this.#system);
     process.off("exit", this.#exitHook);

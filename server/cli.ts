@@ -118,8 +118,7 @@ async function serve(argv: string[]): Promise<number> {
   }
   const log = (line: string) => process.stderr.write(`${line}\n`);
   if (!parsed.engineUrl) log("tito-server: no --engine given: starting the built-in simulated engine");
-  const server = await startSessionServer(parsed);
-  server.on("event", (event) => log(formatEvent(event)));
+  const server = await startSessionServer({ ...parsed, onEvent: (event) => log(formatEvent(event)) });
   const tree = server.tree();
   if (!parsed.engineUrl) log(`tito-server: simulated engine at ${server.engineUrl}`);
   process.stdout.write(`tito-server ready url=${server.url} workers=${tree.shards.length} instance=${tree.instance_id}\n`);

@@ -41,14 +41,16 @@ export interface SessionServerOptions {
   shutdownGraceMs?: number;
   /** Give up starting after this long. Default 120000. */
   startTimeoutMs?: number;
+  /** Called with every supervision event from the very first one (startup included). */
+  onEvent?: (event: import("../actors/index.ts").SupervisionEvent) => void;
   /** Simulated generation latency of the built-in engine (only without engineUrl). */
   simLatencyMs?: number;
 }
 
 export type ResolvedOptions = Required<
-  Omit<SessionServerOptions, "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken">
+  Omit<SessionServerOptions, "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent">
 > &
-  Pick<SessionServerOptions, "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken">;
+  Pick<SessionServerOptions, "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent">;
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
@@ -83,6 +85,7 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
     shutdownGraceMs: int("shutdownGraceMs", options.shutdownGraceMs ?? 5_000, 0),
     startTimeoutMs: int("startTimeoutMs", options.startTimeoutMs ?? 120_000, 1),
     simLatencyMs: int("simLatencyMs", options.simLatencyMs ?? 0, 0),
+    onEvent: options.onEvent,
   };
   if (resolved.titoFamily && !["default", "qwen3"].includes(resolved.titoFamily)) {
     throw new InvalidOptionError(`titoFamily must be "default" or "qwen3", got ${JSON.stringify(resolved.titoFamily)}`);

@@ -1,7 +1,7 @@
 // The router's Fastify app: the only HTTP listener of the tree. Bodies are taken as raw
 // bytes (every content type, JSON included) and never parsed here; route groups are
 // plugins (STYLE.md 8). Errors are JSON `{"error": …}` with the right status.
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { LogController, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { sessionRoutes } from "./router-sessions.ts";
 import { statusRoutes, type RouterStatus } from "./router-status.ts";
@@ -22,7 +22,7 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   const app = Fastify({
     bodyLimit,
     loggerInstance: options.logger || undefined,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // Session ids and proxied engine paths are case-sensitive and may end in "/".
     routerOptions: { ignoreTrailingSlash: false, caseSensitive: true, maxParamLength: 256 },
   } as never) as unknown as FastifyInstance;

@@ -168,6 +168,7 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
       graceMs: opts.shutdownGraceMs,
       eventsFile: opts.eventsFile,
       listeners: [
+        ...(opts.onEvent ? [opts.onEvent] : []),
         (event) => {
           if (event.actor !== "router" || event.kind !== "ready") return;
           // A restarted router binds the port the first one got, so the URL never changes.

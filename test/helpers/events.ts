@@ -1,9 +1,11 @@
 // Waiting on supervision events in tests: resolve on the first event (past or future)
 // matching a predicate. The timeout is a safety net that fails the test, never a sync.
-import type { EventEmitter } from "node:events";
 import type { SupervisionEvent } from "../../actors/index.ts";
 
-export interface EventSource extends Pick<EventEmitter, "on" | "off"> {}
+export interface EventSource {
+  on(event: "event", listener: (event: SupervisionEvent) => void): unknown;
+  off(event: "event", listener: (event: SupervisionEvent) => void): unknown;
+}
 
 export function waitForEvent(
   source: EventSource,

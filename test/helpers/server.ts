@@ -1,0 +1,96 @@
+// Shared bits of the server integration tests: a gated simulated engine in the test
+// process (the stand-in for the GPU engine), small HTTP helpers, and a Qwen tool.
+import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
+
+export const WEATHER_TOOL = {
+  type: "function",
+  function: {
+    name: "get_weather",
+    description: "Weather for a city",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+  },
+};
+
+/** An engine whose chat replies can be held at the engine until released. */
+export interface GatedEngine extends SimEngine {
+  /** The next chat requests wait at the engine until release(); resolves when one arrives. */
+  hold(): { arrived: Promise<void>; release(): void };
+}
+
+export async function startGatedEngine(): Promise<GatedEngine> {
+  let gate: { arrived: () => void; released: Promise<void> } | undefined;
+  const engine = await startSimEngine({
+    beforeReply: async () => {
+      if (!gate) return;
+      gate.arrived();
+      await gate.released;
+    },
+  });
+  return Object.assign(engine, {
+    hold() {
+      let arrived!: () => void;
+      let release!: () => void;
+      const arrivedP = new Promise<void>((r) => (arrived = r));
+      const released = new Promise<void>((r) => (release = r));
+      gate = { arrived, released };
+      return {
+        arrived: arrivedP,
+        release: () => {
+          gate = undefined;
+          release();
+        },
+      };
+    },
+  });
+}
+
+export interface JsonResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+}
+
+export async function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === "string" || body instanceof Uint8Array ? (body as string) : JSON.stringify(body);
+    (init.headers as Record<string, string>)["content-type"] ??= "application/json";
+  }
+  const res = await fetch(base + path, init);
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  return { status: res.status, headers: res.headers, text, json };
+}
+
+export async function newSession(base: string): Promise<string> {
+  const res = await call(base, "POST", "/sessions");
+  if (res.status !== 200) throw new Error(`POST /sessions: ${res.status} ${res.text}`);
+  return res.json.session_id;
+}
+
+/** One chat turn; returns the response and the assistant message to append to the history. */
+export async function chat(base: string, id: string, messages: unknown[], extra: Record<string, unknown> = {}) {
+  const res = await call(base, "POST", `/sessions/${id}/v1/chat/completions`, { model: "m", messages, ...extra });
+  return { res, message: res.json?.choices?.[0]?.message };
+}
+
+/** A tool loop: user asks, the model calls the tool, the tool answers, the model replies. */
+export async function toolLoop(base: string, id: string) {
+  const messages: any[] = [
+    { role: "system", content: "You are helpful." },
+    { role: "user", content: "What is the weather in Paris?" },
+  ];
+  const first = await chat(base, id, messages, { tools: [WEATHER_TOOL] });
+  messages.push(first.message);
+  const call0 = first.message?.tool_calls?.[0];
+  messages.push({ role: "tool", tool_call_id: call0?.id, content: '{"temp_c": 21}' });
+  const second = await chat(base, id, messages, { tools: [WEATHER_TOOL] });
+  messages.push(second.message);
+  return { first, second, messages };
+}

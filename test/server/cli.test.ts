@@ -1,0 +1,91 @@
+// The real CLI as a child process: ready line, flags, clean shutdown, no orphans,
+// fail-fast exit, and host death taking every child with it.
+import { readFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
+import { waitGone } from "../helpers/events.ts";
+import { runCli, startCli } from "../helpers/cli.ts";
+import { call } from "../helpers/server.ts";
+
+let engine: SimEngine;
+const dir = mkdtempSync(join(tmpdir(), "tito-cli-test-"));
+
+test.before(async () => {
+  engine = await startSimEngine();
+});
+test.after(async () => {
+  await engine?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function treePids(url: string): Promise<number[]> {
+  const tree = (await call(url, "GET", "/supervision")).json;
+  return [tree.router.pid, ...tree.shards.map((s: any) => s.pid)];
+}
+
+test("--help and bad flags", async () => {
+  const help = await runCli(["serve", "--help"]);
+  assert.is(help.code, 0);
+  assert.match(help.stdout, /--max-restarts/);
+  assert.match(help.stdout, /--engine URL/);
+  const bad = await runCli(["serve", "--workers", "zero"]);
+  assert.is(bad.code, 2);
+  assert.match(bad.stderr, /--workers must be a number/);
+  const unknown = await runCli(["serve", "--no-such-flag"]);
+  assert.is(unknown.code, 2);
+  const command = await runCli(["frobnicate"]);
+  assert.is(command.code, 2);
+});
+
+test("ready line, a working session, SIGTERM exits 0 and leaves no child", async () => {
+  const events = join(dir, "events.jsonl");
+  const run = await startCli(["--port", "0", "--workers", "2", "--engine", engine.url, "--events", events, "--log-level", "warn"]);
+  assert.match(run.readyLine, /^tito-server ready url=http:\/\/127\.0\.0\.1:\d+ workers=2 instance=[0-9a-f]{32}$/);
+  const created = await call(run.url, "POST", "/sessions");
+  assert.is(created.status, 200);
+  const pids = await treePids(run.url);
+  run.proc.kill("SIGTERM");
+  const { code } = await run.exit;
+  assert.is(code, 0);
+  assert.equal(await waitGone(pids, 5_000), []);
+  const lines = readFileSync(events, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  assert.ok(lines.some((e) => e.actor === "shard-1" && e.kind === "ready"));
+  assert.equal(lines.at(-1).actor, "supervisor");
+  assert.equal(lines.at(-1).kind, "stopped");
+  assert.match(run.stderr(), /\[supervision #\d+\] shard-0 ready/);
+});
+
+test("with --max-restarts 1, two deaths escalate: the CLI prints why and exits non-zero, no child left", async () => {
+  const run = await startCli(["--port", "0", "--workers", "1", "--engine", engine.url, "--max-restarts", "1", "--log-level", "warn"]);
+  const first = await treePids(run.url);
+  process.kill(first[1], "SIGKILL");
+  let second: number[] = first;
+  for (let i = 0; i < 400; i++) {
+    const tree = (await call(run.url, "GET", "/supervision")).json;
+    if (tree.shards[0].state === "running" && tree.shards[0].pid !== first[1]) {
+      second = [tree.router.pid, tree.shards[0].pid];
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.is.not(second[1], first[1], "the worker was restarted");
+  process.kill(second[1], "SIGKILL");
+  const { code } = await run.exit;
+  assert.is(code, 1);
+  assert.match(run.stderr(), /escalated/);
+  assert.match(run.stderr(), /the session server failed: shard-0/);
+  assert.equal(await waitGone([...first, ...second], 5_000), []);
+});
+
+test("kill -9 of the host: every child exits within 5 s", async () => {
+  const run = await startCli(["--port", "0", "--workers", "2", "--engine", engine.url, "--log-level", "warn"]);
+  const pids = await treePids(run.url);
+  run.proc.kill("SIGKILL");
+  await run.exit;
+  assert.equal(await waitGone(pids, 5_000), []);
+});
+
+test.run();
