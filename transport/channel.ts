@@ -57,10 +57,18 @@ interface Call {
   cleanup(): void;
 }
 interface Served {
-  controller: AbortController;
+  controller: AbortController | undefined; // made on first use of req.signal (it is not free)
+  abortReason: Error | undefined;
   body: BodyQueue;
   cancelled: boolean;
 }
+
+function abortServed(s: Served, reason: Error): void {
+  s.abortReason ??= reason;
+  s.controller?.abort(reason);
+}
+
+const noop = () => {};
 
 export class Channel {
   readonly #socket: Socket;
@@ -76,6 +84,9 @@ export class Channel {
   #nextId: number;
   #target: BodyQueue | undefined; // where the body bytes of the frame being decoded go
   #targetIsSingle = false;
+  // A request or reply with a one-frame body is handed over once that body is complete,
+  // so collect() returns at once (no per-piece async iteration on the hot path).
+  #afterFrame: (() => void) | undefined;
   #handler: Handler | undefined;
   #closed = false;
   #closeError: Error | undefined;
@@ -126,10 +137,13 @@ export class Channel {
       return Promise.reject(err);
     }
     return new Promise<IncomingReply>((resolve, reject) => {
-      const onAbort = () => this.#abortCall(id);
-      const call: Call = { resolve, reject, replied: false, body: undefined, cleanup: () => signal?.removeEventListener("abort", onAbort) };
+      const call: Call = { resolve, reject, replied: false, body: undefined, cleanup: noop };
       this.#calls.set(id, call);
-      signal?.addEventListener("abort", onAbort, { once: true });
+      if (signal !== undefined) {
+        const onAbort = () => this.#abortCall(id);
+        signal.addEventListener("abort", onAbort, { once: true });
+        call.cleanup = () => signal.removeEventListener("abort", onAbort);
+      }
       if (plan.flags === Flag.BODY_STREAM) {
         this.#sched.addStream(id, plan.source, (failure) => {
           if (failure !== undefined) this.#sendControl(Kind.BODY_ERROR, id, errorToWire(failure));
@@ -164,13 +178,14 @@ export class Channel {
     }
     this.#calls.clear();
     for (const s of this.#served.values()) {
-      s.controller.abort(closedErr);
+      abortServed(s, closedErr);
       s.body.fail(closedErr);
     }
     this.#served.clear();
     for (const b of this.#inbound.values()) b.fail(closedErr);
     this.#inbound.clear();
     this.#target = undefined;
+    this.#afterFrame = undefined;
     const callbacks = this.#closeCallbacks;
     this.#closeCallbacks = [];
     for (const cb of callbacks) {
@@ -278,6 +293,9 @@ export class Channel {
         if (this.#targetIsSingle) this.#target?.end();
         this.#target = undefined;
         this.#targetIsSingle = false;
+        const dispatch = this.#afterFrame;
+        this.#afterFrame = undefined;
+        dispatch?.();
       },
     };
   }
@@ -292,7 +310,9 @@ export class Channel {
         call.replied = true;
         const body = this.#openBody(id, flags, () => this.#finishCall(id, call));
         call.body = body;
-        call.resolve({ meta: (meta ?? {}) as Meta, body });
+        const deliver = () => call.resolve({ meta: (meta ?? {}) as Meta, body });
+        if (flags === Flag.BODY_SINGLE) this.#afterFrame = deliver;
+        else deliver();
         return;
       }
       case Kind.ERROR: {
@@ -330,18 +350,38 @@ export class Channel {
   #onRequest(flags: number, id: number, meta: unknown): void {
     if (this.#isMine(id) || this.#served.has(id)) throw new ProtocolError(`peer sent a request with invalid id ${id}`);
     if (meta === null || typeof meta !== "object") throw new ProtocolError(`request ${id} has no metadata object`);
-    const served: Served = { controller: new AbortController(), body: undefined as unknown as BodyQueue, cancelled: false };
+    const served: Served = { controller: undefined, abortReason: undefined, body: undefined as unknown as BodyQueue, cancelled: false };
     served.body = this.#openBody(id, flags, () => {});
     this.#served.set(id, served);
     const handler = this.#handler;
     if (handler === undefined) return this.#replyError(id, served, new NoHandlerError());
-    const req: IncomingRequest = { id, meta: meta as Meta, body: served.body, signal: served.controller.signal };
-    Promise.resolve()
-      .then(() => handler(req))
-      .then(
+    const req: IncomingRequest = {
+      id,
+      meta: meta as Meta,
+      body: served.body,
+      get signal() {
+        if (served.controller === undefined) {
+          served.controller = new AbortController();
+          if (served.abortReason !== undefined) served.controller.abort(served.abortReason);
+        }
+        return served.controller.signal;
+      },
+    };
+    const run = () => {
+      if (served.cancelled || this.#closed) return;
+      let result: Promise<Reply>;
+      try {
+        result = handler(req);
+      } catch (err) {
+        return this.#replyError(id, served, err);
+      }
+      Promise.resolve(result).then(
         (reply) => this.#reply(id, served, reply),
         (err) => this.#replyError(id, served, err),
       );
+    };
+    if (flags === Flag.BODY_SINGLE) this.#afterFrame = run;
+    else run();
   }
 
   #reply(id: number, served: Served, reply: Reply): void {
@@ -372,7 +412,7 @@ export class Channel {
     served.cancelled = true;
     this.#served.delete(id);
     const err = new RequestAbortedError("request cancelled by the caller");
-    served.controller.abort(err);
+    abortServed(served, err);
     this.#sched.stop(id);
     if (this.#inbound.get(id) === served.body) this.#inbound.delete(id);
     served.body.fail(err);

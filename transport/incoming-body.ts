@@ -107,6 +107,14 @@ export class BodyQueue implements IncomingBody {
   }
 
   async collect(): Promise<Buffer[]> {
+    // Fast path: the whole body is already here (the common one-frame case).
+    if (this.#ended && !this.#iterated && this.#error === undefined) {
+      this.#iterated = true;
+      const out = this.#head === 0 ? this.#queue : this.#queue.slice(this.#head);
+      for (const b of out) this.#hooks.consumed?.(b.length);
+      this.#drop();
+      return out;
+    }
     const out: Buffer[] = [];
     for await (const b of this) out.push(b);
     return out;
