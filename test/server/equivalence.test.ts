@@ -1,0 +1,79 @@
+// Observational equivalence (CONTRACT.md): with N workers the server is
+// indistinguishable from N=1 — same statuses, same bodies, ids and timestamps aside.
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { startSessionServer, type SessionServer } from "../../index.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
+import { call, WEATHER_TOOL } from "../helpers/server.ts";
+
+let engine: SimEngine;
+const servers: SessionServer[] = [];
+
+test.before(async () => {
+  engine = await startSimEngine();
+});
+test.after(async () => {
+  await Promise.all(servers.map((s) => s.shutdown()));
+  await engine?.close();
+});
+
+/** Replace what legitimately differs between runs: ids, timestamps, the engine's reply id/created. */
+function mask(value: unknown, ids: string[]): unknown {
+  if (typeof value === "string") return ids.reduce((s, id, i) => s.split(id).join(`<session ${i}>`), value);
+  if (Array.isArray(value)) return value.map((v) => mask(v, ids));
+  if (value && typeof value === "object") {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      out[k] = ["timestamp", "created", "id"].includes(k) && typeof v !== "object" ? "<masked>" : mask(v, ids);
+    }
+    return out;
+  }
+  return value;
+}
+
+/** A scripted client: sessions, tool loops, a rollback, errors, records, deletes. */
+async function script(base: string): Promise<unknown[]> {
+  const seen: Array<{ step: string; status: number; body: unknown }> = [];
+  const ids: string[] = [];
+  const step = async (name: string, method: string, path: string, body?: unknown) => {
+    const res = await call(base, method, path, body);
+    seen.push({ step: name, status: res.status, body: res.json ?? res.text });
+    return res;
+  };
+  for (let s = 0; s < 6; s++) ids.push((await step(`create ${s}`, "POST", "/sessions")).json.session_id);
+  for (const [s, id] of ids.entries()) {
+    const messages: any[] = [{ role: "user", content: `Weather for city number ${s}?` }];
+    for (let turn = 0; turn < 3; turn++) {
+      const res = await step(`chat ${s}.${turn}`, "POST", `/sessions/${id}/v1/chat/completions`, { model: "m", messages, tools: [WEATHER_TOOL] });
+      const reply = res.json.choices[0].message;
+      messages.push(reply, { role: "tool", tool_call_id: reply.tool_calls?.[0]?.id ?? "none", content: `sunny ${turn}` });
+    }
+    // Roll back one turn: resend the history without the last assistant turn's tail.
+    await step(`rollback ${s}`, "POST", `/sessions/${id}/v1/chat/completions`, { model: "m", messages: messages.slice(0, 4), tools: [WEATHER_TOOL] });
+    await step(`two-step rollback ${s}`, "POST", `/sessions/${id}/v1/chat/completions`, { model: "m", messages: messages.slice(0, 1) });
+    await step(`bad json ${s}`, "POST", `/sessions/${id}/v1/chat/completions`, "{oops");
+    await step(`get ${s}`, "GET", `/sessions/${id}`);
+  }
+  await step("proxy", "GET", `/sessions/${ids[0]}/v1/models`);
+  for (const [s, id] of ids.entries()) {
+    if (s % 2 === 0) await step(`delete ${s}`, "DELETE", `/sessions/${id}`);
+    await step(`get after delete ${s}`, "GET", `/sessions/${id}`);
+  }
+  return mask(seen, ids) as unknown[];
+}
+
+test("N=1 and N=4 give the same statuses and bodies", async () => {
+  const one = await startSessionServer({ engineUrl: engine.url, workers: 1, logLevel: "warn" });
+  servers.push(one);
+  const a = await script(one.url);
+  await one.shutdown();
+  const four = await startSessionServer({ engineUrl: engine.url, workers: 4, logLevel: "warn" });
+  servers.push(four);
+  const b = await script(four.url);
+  assert.is(a.length, b.length);
+  for (let i = 0; i < a.length; i++) assert.equal(b[i], a[i], `step ${(a[i] as any).step}`);
+  const statuses = new Set(a.map((s: any) => s.status));
+  for (const status of [200, 204, 400, 404]) assert.ok(statuses.has(status), `the script exercises ${status}`);
+});
+
+test.run();
