@@ -4,7 +4,7 @@
 // prints a markdown table, writes the JSON results and an SVG chart next to them.
 // The bench process is only a client; it stops exactly the processes it started.
 import { mkdirSync, writeFileSync } from "node:fs";
-import { cpus } from "node:os";
+import { cpus, loadavg } from "node:os";
 import { dirname } from "node:path";
 import { chartSvg } from "./rollout-chart.ts";
 import { parseRolloutArgs, r3BytesPerSession, r3LastRawBytes, type RolloutConfig } from "./rollout-args.ts";
@@ -37,6 +37,7 @@ async function main(): Promise<void> {
   const runsPerRepeat = 1 + config.workers.length;
   const progress = new Progress(config.repeat * runsPerRepeat * (config.sessions + 1) * config.turns);
   progress.phase("starting the engine (pre-building replies)");
+  const loadAtStart = loadavg();
   const engine = await startEngine(engineFlags(config), config.verbose);
   const runs: RunResult[] = [];
   try {
@@ -66,8 +67,17 @@ async function main(): Promise<void> {
   const title = `tito-server rollout benchmark — ${describe(config)}`;
   const table = markdown(config, runs, labels);
   process.stdout.write(`${table}\n\n`);
+  process.stdout.write(`machine: ${cpus().length} CPUs, node ${process.version}, load average at start ${loadAtStart.map((l) => l.toFixed(2)).join(" ")}, at end ${loadavg().map((l) => l.toFixed(2)).join(" ")}\n`);
   mkdirSync(dirname(config.out), { recursive: true });
-  const machine = { node: process.version, cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "?", date: new Date().toISOString() };
+  const machine = {
+    node: process.version,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? "?",
+    date: new Date().toISOString(),
+    // Other work on the machine inflates every latency; the load average says how much there was.
+    loadavgAtStart: loadAtStart,
+    loadavgAtEnd: loadavg(),
+  };
   writeFileSync(config.out, `${JSON.stringify({ config, machine, summary: labels, ratios: ratios(config, labels), targets: targets(config, labels), runs }, null, 1)}\n`);
   const svgPath = config.out.replace(/\.json$/i, "") + ".svg";
   writeFileSync(svgPath, chartSvg(title, labels, runs));

@@ -1,0 +1,156 @@
+// `npm run bench:hop` (issue 4's benchmark): what the server's router -> worker hop adds
+// to a small proxied request, and what a server costs to start and to keep resident.
+// For each worker count it starts `tito-server serve` as a child (time to the ready
+// line; RSS of every process once ready, pids from GET /supervision), then times
+// `GET /sessions/{id}/v1/models` through the server against `GET /v1/models` straight to
+// the engine, alternating blocks of the two so machine noise hits both alike.
+// It is a client only: it stops exactly the processes it started.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { dirname } from "node:path";
+import { performance } from "node:perf_hooks";
+import { parseArgs } from "node:util";
+import { Pool, request } from "undici";
+import { rssMiB } from "./rollout-proc-stats.ts";
+import { killStartedOnExit, startEngine, startServer, stopServer } from "./rollout-procs.ts";
+import { fmt, summarize, type LatencySummary } from "./rollout-stats.ts";
+
+const USAGE = `Usage: npm run bench:hop -- [--workers 1,2,8] [--requests N] [--out FILE]
+
+  --workers LIST   worker counts to start (default 1,2,8)
+  --requests N     timed requests per path per worker count (default 2000)
+  --out FILE       also write the results as JSON`;
+
+const BLOCK = 100;
+const SESSION_ID = "0123456789abcdef0123456789abcdef"; // the proxy route does not need the session to exist
+
+interface HopRow {
+  workers: number;
+  startupMs: number;
+  rssMiB: Record<string, number>;
+  direct: LatencySummary;
+  proxied: LatencySummary;
+  addedP50Us: number;
+  addedP99Us: number;
+}
+
+function parse(argv: string[]): { workers: number[]; requests: number; out?: string } {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: { workers: { type: "string" }, requests: { type: "string" }, out: { type: "string" }, help: { type: "boolean" } },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const workers = (values.workers ?? "1,2,8").split(",").map(Number);
+  const requests = Number(values.requests ?? 2000);
+  if (!workers.every((w) => Number.isInteger(w) && w >= 1) || !Number.isInteger(requests) || requests < BLOCK) {
+    process.stderr.write(`bench:hop: --workers must list integers >= 1 and --requests be an integer >= ${BLOCK}\n\n${USAGE}\n`);
+    process.exit(2);
+  }
+  return { workers, requests, out: values.out };
+}
+
+/** One request, body read to the end; returns µs. */
+async function timed(pool: Pool, path: string): Promise<number> {
+  const t0 = performance.now();
+  const res = await pool.request({ method: "GET", path });
+  await res.body.dump({ limit: Number.POSITIVE_INFINITY });
+  if (res.statusCode !== 200) throw new Error(`GET ${path}: status ${res.statusCode}`);
+  return (performance.now() - t0) * 1000;
+}
+
+/** Alternating blocks of direct and proxied requests, after an unmeasured warm-up of each. */
+async function measureHop(engineUrl: string, serverUrl: string, requests: number): Promise<{ direct: number[]; proxied: number[] }> {
+  const direct = new Pool(engineUrl, { connections: 1, keepAliveTimeout: 60_000 });
+  const proxied = new Pool(serverUrl, { connections: 1, keepAliveTimeout: 60_000 });
+  const proxyPath = `/sessions/${SESSION_ID}/v1/models`;
+  const out = { direct: [] as number[], proxied: [] as number[] };
+  try {
+    for (let i = 0; i < 2 * BLOCK; i++) {
+      await timed(direct, "/v1/models");
+      await timed(proxied, proxyPath);
+    }
+    for (let block = 0; block < requests / BLOCK; block++) {
+      for (let i = 0; i < BLOCK; i++) out.direct.push(await timed(direct, "/v1/models"));
+      for (let i = 0; i < BLOCK; i++) out.proxied.push(await timed(proxied, proxyPath));
+    }
+  } finally {
+    await Promise.all([direct.close(), proxied.close()]);
+  }
+  return out;
+}
+
+async function supervisionPids(url: string): Promise<Record<string, number>> {
+  const res = await request(`${url}/supervision`);
+  const tree = (await res.body.json()) as { host_pid: number; router: { pid: number }; shards: { index: number; pid: number }[] };
+  const pids: Record<string, number> = { host: tree.host_pid, router: tree.router.pid };
+  for (const shard of tree.shards) pids[`worker-${shard.index}`] = shard.pid;
+  return pids;
+}
+
+async function runOne(workers: number, engineUrl: string, requests: number): Promise<HopRow> {
+  const server = await startServer(workers, engineUrl);
+  let childPids: number[] = [];
+  try {
+    const pids = await supervisionPids(server.url);
+    childPids = Object.entries(pids).filter(([n]) => n !== "host").map(([, pid]) => pid);
+    const rss = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, rssMiB(pid)]));
+    const { direct, proxied } = await measureHop(engineUrl, server.url, requests);
+    const d = summarize(direct);
+    const p = summarize(proxied);
+    return { workers, startupMs: server.startupMs, rssMiB: rss, direct: d, proxied: p, addedP50Us: p.p50 - d.p50, addedP99Us: p.p99 - d.p99 };
+  } finally {
+    for (const problem of await stopServer(server, childPids)) process.stderr.write(`bench:hop: warning: ${problem}\n`);
+  }
+}
+
+function table(rows: HopRow[]): string {
+  const lines = [
+    "| workers | startup to ready ms | RSS host MiB | RSS router MiB | RSS per worker MiB | RSS total MiB | direct p50 / p99 µs | via server p50 / p99 µs | added p50 µs | added p99 µs |",
+    "|---|---|---|---|---|---|---|---|---|---|",
+  ];
+  for (const r of rows) {
+    const workerRss = Object.entries(r.rssMiB).filter(([n]) => n.startsWith("worker-")).map(([, v]) => v);
+    const total = Object.values(r.rssMiB).reduce((a, b) => a + b, 0);
+    const perWorker = `${fmt(Math.min(...workerRss), 0)}–${fmt(Math.max(...workerRss), 0)}`;
+    lines.push(
+      `| ${r.workers} | ${fmt(r.startupMs, 0)} | ${fmt(r.rssMiB.host, 0)} | ${fmt(r.rssMiB.router, 0)} | ${perWorker} | ${fmt(total, 0)} | ` +
+        `${fmt(r.direct.p50, 0)} / ${fmt(r.direct.p99, 0)} | ${fmt(r.proxied.p50, 0)} / ${fmt(r.proxied.p99, 0)} | ${fmt(r.addedP50Us, 0)} | ${fmt(r.addedP99Us, 0)} |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+async function main(): Promise<void> {
+  const { workers, requests, out } = parse(process.argv.slice(2));
+  killStartedOnExit();
+  const load = loadavg();
+  const engine = await startEngine([]);
+  const rows: HopRow[] = [];
+  try {
+    for (const w of workers) {
+      if (process.stderr.isTTY) process.stderr.write(`bench:hop: ${w} worker(s)…\n`);
+      rows.push(await runOne(w, engine.url, requests));
+    }
+  } finally {
+    await engine.stop();
+  }
+  process.stdout.write(`### Hop benchmark — GET /sessions/{id}/v1/models via tito-server vs GET /v1/models on the engine, ${requests} requests each, sequential\n\n`);
+  process.stdout.write(`${table(rows)}\n\n`);
+  const best = Math.max(...rows.map((r) => r.addedP50Us));
+  process.stdout.write(`target: the hop adds under 250 µs at p50 — worst measured ${fmt(best, 0)} µs: ${best < 250 ? "met" : "NOT met"}\n`);
+  process.stdout.write(`load average at start: ${load.map((l) => l.toFixed(2)).join(" ")} (${process.version})\n`);
+  if (out) {
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, `${JSON.stringify({ requests, loadavg: load, node: process.version, rows }, null, 1)}\n`);
+    process.stdout.write(`results: ${out}\n`);
+  }
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`bench:hop: ${err.stack ?? err.message}\n`);
+  process.exit(1);
+});
