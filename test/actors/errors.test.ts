@@ -1,0 +1,17 @@
+// Every error code of the actors and server layers is documented in docs/errors.md.
+import { readFileSync } from "node:fs";
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+
+const doc = readFileSync(new URL("../../docs/errors.md", import.meta.url), "utf8");
+
+for (const file of ["actors/errors.ts", "server/errors.ts"]) {
+  test(`every code in ${file} is in docs/errors.md`, () => {
+    const source = readFileSync(new URL(`../../${file}`, import.meta.url), "utf8");
+    const codes = [...source.matchAll(/"(TITO_ERR_[A-Z_]+)"/g)].map((m) => m[1]);
+    assert.ok(codes.length >= 3, `found codes in ${file}`);
+    for (const code of codes) assert.ok(doc.includes("`" + code + "`"), `${code} is documented`);
+  });
+}
+
+test.run();
