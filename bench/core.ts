@@ -82,7 +82,7 @@ function processReply(body: Buffer): void {
 
 async function main() {
   const out = process.argv.indexOf("--out") > 0 ? process.argv[process.argv.indexOf("--out") + 1] : undefined;
-  let current = Buffer.alloc(0);
+  let current: Buffer = Buffer.alloc(0);
   const server = createServer((req, res) => {
     req.resume();
     req.on("end", () => {
