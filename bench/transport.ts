@@ -1,11 +1,11 @@
 // Benchmark (not a test): the transport channel side by side with a raw baseline over
 // the same kind of Unix socket to the same child process. Raw = plain length-prefixed
 // writes, in-order replies, no msgpackr, no multiplexing. Prints a table and ratios,
-// writes bench/transport-results.json. Run: npm run bench:transport [-- --quick]
+// writes bench/out/transport.json. Run: npm run bench:transport [-- --quick]
 
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createConnection, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -204,8 +204,9 @@ async function main(): Promise<void> {
     const p50Ratio = latCh.p50 / latRaw.p50;
     const bigRatio = Math.min(downCh / downRaw, upCh / upRaw);
     console.log(`\ntargets: channel p50 <= 1.5x raw: ${p50Ratio.toFixed(2)}x ${p50Ratio <= 1.5 ? "PASS" : "MISS"}; ` + `64 MiB throughput >= 60% of raw: ${(bigRatio * 100).toFixed(0)}% ${bigRatio >= 0.6 ? "PASS" : "MISS"}`);
+    mkdirSync(fileURLToPath(new URL("./out/", import.meta.url)), { recursive: true });
     writeFileSync(
-      fileURLToPath(new URL("./transport-results.json", import.meta.url)),
+      fileURLToPath(new URL("./out/transport.json", import.meta.url)),
       JSON.stringify({ date: new Date().toISOString(), quick, rows: rows.map(([metric, raw, channel]) => ({ metric, raw, channel, ratio: channel / raw })) }, null, 2) + "\n",
     );
     ch.close();

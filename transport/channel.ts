@@ -8,67 +8,12 @@ import type { Socket } from "node:net";
 import { errorFromWire, errorToWire, type WireError } from "./error-codec.ts";
 import { ChannelClosedError, NoHandlerError, ProtocolError, RequestAbortedError, transportErrorCodes, type ErrorClass } from "./errors.ts";
 import { FrameDecoder, Flag, Kind, MAX_ID, type FrameSink } from "./frame-codec.ts";
-import { BodyQueue, type IncomingBody } from "./incoming-body.ts";
+import { BodyQueue, type BodyHooks } from "./incoming-body.ts";
+import { PendingCall, ServedRequest, type ChannelOptions, type ChannelStats, type Handler, type IncomingReply, type Meta, type Reply } from "./channel-types.ts";
 import { OutboundScheduler } from "./outbound-scheduler.ts";
 import { planBody, type OutBody } from "./body-plan.ts";
 
-export type Meta = Record<string, unknown>;
-export interface IncomingRequest {
-  id: number;
-  meta: Meta;
-  body: IncomingBody;
-  /** Aborted when the caller cancels or the channel closes. */
-  signal: AbortSignal;
-}
-export interface Reply {
-  meta: Meta;
-  body?: OutBody;
-}
-export type Handler = (req: IncomingRequest) => Promise<Reply>;
-export interface IncomingReply {
-  meta: Meta;
-  body: IncomingBody;
-}
-export interface ChannelOptions {
-  /** Corruption guard: a received length above it tears the channel down. Default 16 MiB. */
-  maxFrameBytes?: number;
-  /** Streaming bodies are cut into chunks of at most this size. Default 1 MiB. */
-  chunkBytes?: number;
-  /** Per-stream receive window: unconsumed bytes a sender may have in flight. Default 4 MiB. */
-  windowBytes?: number;
-  /** Extra coded error classes to rebuild when a peer's handler throws them. */
-  errorCodes?: Record<string, ErrorClass>;
-}
-export interface ChannelStats {
-  pending: number; // my requests awaiting their reply or its body
-  serving: number; // peer requests whose handler or reply stream is still running
-  outStreams: number;
-  creditBlocked: number; // outgoing streams waiting for window credit
-  socketBlocked: boolean; // waiting for the socket's 'drain' before writing more chunks
-  bufferedBytes: number; // written but not yet taken by the kernel, plus prefetched stream bytes
-  inboundBufferedBytes: number; // received body bytes nobody has consumed yet
-}
-
-interface Call {
-  resolve(r: IncomingReply): void;
-  reject(e: Error): void;
-  replied: boolean;
-  body: BodyQueue | undefined;
-  cleanup(): void;
-}
-interface Served {
-  controller: AbortController | undefined; // made on first use of req.signal (it is not free)
-  abortReason: Error | undefined;
-  body: BodyQueue;
-  cancelled: boolean;
-}
-
-function abortServed(s: Served, reason: Error): void {
-  s.abortReason ??= reason;
-  s.controller?.abort(reason);
-}
-
-const noop = () => {};
+export type { ChannelOptions, ChannelStats, Handler, IncomingReply, IncomingRequest, Meta, Reply } from "./channel-types.ts";
 
 export class Channel {
   readonly #socket: Socket;
@@ -78,15 +23,16 @@ export class Channel {
   readonly #errorTable: Record<string, ErrorClass>;
   readonly #sched: OutboundScheduler;
   readonly #decoder: FrameDecoder;
-  readonly #calls = new Map<number, Call>();
-  readonly #served = new Map<number, Served>();
+  readonly #calls = new Map<number, PendingCall>();
+  readonly #served = new Map<number, ServedRequest>();
   readonly #inbound = new Map<number, BodyQueue>(); // open streaming bodies by id
   #nextId: number;
   #target: BodyQueue | undefined; // where the body bytes of the frame being decoded go
   #targetIsSingle = false;
   // A request or reply with a one-frame body is handed over once that body is complete,
   // so collect() returns at once (no per-piece async iteration on the hot path).
-  #afterFrame: (() => void) | undefined;
+  #afterFrame: PendingCall | ServedRequest | undefined;
+  readonly #bodyHooks: BodyHooks;
   #handler: Handler | undefined;
   #closed = false;
   #closeError: Error | undefined;
@@ -105,6 +51,7 @@ export class Channel {
     this.#nextId = this.#initiator ? 1 : 2;
     this.#sched = new OutboundScheduler(socket, this.#chunkBytes, maxFrameBytes);
     this.#decoder = new FrameDecoder(this.#sink(), maxFrameBytes);
+    this.#bodyHooks = this.#makeBodyHooks();
     socket.on("data", (chunk: Buffer) => {
       try {
         this.#decoder.push(chunk);
@@ -137,7 +84,7 @@ export class Channel {
       return Promise.reject(err);
     }
     return new Promise<IncomingReply>((resolve, reject) => {
-      const call: Call = { resolve, reject, replied: false, body: undefined, cleanup: noop };
+      const call = new PendingCall(resolve, reject);
       this.#calls.set(id, call);
       if (signal !== undefined) {
         const onAbort = () => this.#abortCall(id);
@@ -172,13 +119,13 @@ export class Channel {
     this.#socket.destroy();
     const closedErr = this.#closedError();
     for (const call of this.#calls.values()) {
-      call.cleanup();
+      call.cleanup?.();
       if (!call.replied) call.reject(closedErr);
       else call.body?.fail(closedErr);
     }
     this.#calls.clear();
     for (const s of this.#served.values()) {
-      abortServed(s, closedErr);
+      s.abort(closedErr);
       s.body.fail(closedErr);
     }
     this.#served.clear();
@@ -227,7 +174,7 @@ export class Channel {
     const call = this.#calls.get(id);
     if (call === undefined) return;
     this.#calls.delete(id);
-    call.cleanup();
+    call.cleanup?.();
     const err = new RequestAbortedError();
     if (!call.replied) call.reject(err);
     else call.body?.fail(err);
@@ -252,31 +199,36 @@ export class Channel {
     }
   }
 
-  #openBody(id: number, flags: number, settled: () => void): BodyQueue {
+  // One hooks object per channel: bodies report by reference, no closures per body.
+  #makeBodyHooks(): BodyHooks {
+    return {
+      consumed: (body, n) => {
+        if (!body.streaming) return;
+        body.unacked += n;
+        // Refill in batches of half a window so credit frames stay rare.
+        if (body.unacked * 2 >= this.#windowBytes && this.#inbound.get(body.id) === body) {
+          this.#sendControl(Kind.CREDIT, body.id, body.unacked);
+          body.unacked = 0;
+        }
+      },
+      abandoned: (body) => {
+        if (this.#inbound.get(body.id) !== body) return;
+        this.#inbound.delete(body.id);
+        this.#sendControl(Kind.STOP, body.id);
+      },
+      settled: (body) => {
+        const call = this.#calls.get(body.id); // only my ids have calls; served ids never match
+        if (call !== undefined && call.body === body) this.#finishCall(body.id, call);
+      },
+    };
+  }
+
+  #openBody(id: number, flags: number): BodyQueue {
+    const body = new BodyQueue(id, flags === Flag.BODY_STREAM, this.#bodyHooks);
     if (flags === Flag.BODY_STREAM) {
-      let unacked = 0;
-      const body = new BodyQueue(true, {
-        consumed: (n) => {
-          unacked += n;
-          // Refill in batches of half a window so credit frames stay rare.
-          if (unacked * 2 >= this.#windowBytes && this.#inbound.get(id) === body) {
-            this.#sendControl(Kind.CREDIT, id, unacked);
-            unacked = 0;
-          }
-        },
-        abandoned: () => {
-          if (this.#inbound.get(id) !== body) return;
-          this.#inbound.delete(id);
-          this.#sendControl(Kind.STOP, id);
-        },
-        settled,
-      });
       this.#inbound.set(id, body);
       this.#sendControl(Kind.CREDIT, id, this.#windowBytes);
-      return body;
-    }
-    const body = new BodyQueue(false, { settled });
-    if (flags === Flag.BODY_SINGLE) {
+    } else if (flags === Flag.BODY_SINGLE) {
       this.#target = body;
       this.#targetIsSingle = true;
     } else {
@@ -293,9 +245,10 @@ export class Channel {
         if (this.#targetIsSingle) this.#target?.end();
         this.#target = undefined;
         this.#targetIsSingle = false;
-        const dispatch = this.#afterFrame;
+        const waiting = this.#afterFrame;
         this.#afterFrame = undefined;
-        dispatch?.();
+        if (waiting instanceof PendingCall) this.#deliver(waiting);
+        else if (waiting !== undefined) void this.#run(waiting);
       },
     };
   }
@@ -306,20 +259,19 @@ export class Channel {
         return this.#onRequest(flags, id, meta);
       case Kind.REPLY: {
         const call = this.#calls.get(id);
-        if (call === undefined || call.replied) return; // late reply of a cancelled request
-        call.replied = true;
-        const body = this.#openBody(id, flags, () => this.#finishCall(id, call));
-        call.body = body;
-        const deliver = () => call.resolve({ meta: (meta ?? {}) as Meta, body });
-        if (flags === Flag.BODY_SINGLE) this.#afterFrame = deliver;
-        else deliver();
+        if (call === undefined || call.body !== undefined) return; // late reply of a cancelled request
+        call.meta = (meta ?? {}) as Meta;
+        call.body = this.#openBody(id, flags);
+        if (flags === Flag.BODY_NONE) this.#finishCall(id, call); // its body ended before call.body was set
+        if (flags === Flag.BODY_SINGLE) this.#afterFrame = call;
+        else this.#deliver(call);
         return;
       }
       case Kind.ERROR: {
         const call = this.#calls.get(id);
-        if (call === undefined || call.replied) return;
+        if (call === undefined || call.body !== undefined) return;
         this.#calls.delete(id);
-        call.cleanup();
+        call.cleanup?.();
         call.reject(errorFromWire(meta, this.#errorTable));
         return;
       }
@@ -350,41 +302,33 @@ export class Channel {
   #onRequest(flags: number, id: number, meta: unknown): void {
     if (this.#isMine(id) || this.#served.has(id)) throw new ProtocolError(`peer sent a request with invalid id ${id}`);
     if (meta === null || typeof meta !== "object") throw new ProtocolError(`request ${id} has no metadata object`);
-    const served: Served = { controller: undefined, abortReason: undefined, body: undefined as unknown as BodyQueue, cancelled: false };
-    served.body = this.#openBody(id, flags, () => {});
+    const served = new ServedRequest(id, meta as Meta, this.#openBody(id, flags));
     this.#served.set(id, served);
-    const handler = this.#handler;
-    if (handler === undefined) return this.#replyError(id, served, new NoHandlerError());
-    const req: IncomingRequest = {
-      id,
-      meta: meta as Meta,
-      body: served.body,
-      get signal() {
-        if (served.controller === undefined) {
-          served.controller = new AbortController();
-          if (served.abortReason !== undefined) served.controller.abort(served.abortReason);
-        }
-        return served.controller.signal;
-      },
-    };
-    const run = () => {
-      if (served.cancelled || this.#closed) return;
-      let result: Promise<Reply>;
-      try {
-        result = handler(req);
-      } catch (err) {
-        return this.#replyError(id, served, err);
-      }
-      Promise.resolve(result).then(
-        (reply) => this.#reply(id, served, reply),
-        (err) => this.#replyError(id, served, err),
-      );
-    };
-    if (flags === Flag.BODY_SINGLE) this.#afterFrame = run;
-    else run();
+    if (flags === Flag.BODY_SINGLE) this.#afterFrame = served;
+    else void this.#run(served);
   }
 
-  #reply(id: number, served: Served, reply: Reply): void {
+  // Until delivered, an abort or close rejects the caller's promise rather than the body
+  // (resolving after that is a no-op). A one-frame body has already ended here.
+  #deliver(call: PendingCall): void {
+    call.replied = true;
+    call.resolve({ meta: call.meta!, body: call.body! });
+  }
+
+  async #run(served: ServedRequest): Promise<void> {
+    const handler = this.#handler;
+    if (handler === undefined) return this.#replyError(served.id, served, new NoHandlerError());
+    if (served.cancelled || this.#closed) return;
+    let reply: Reply;
+    try {
+      reply = await handler(served);
+    } catch (err) {
+      return this.#replyError(served.id, served, err);
+    }
+    this.#reply(served.id, served, reply);
+  }
+
+  #reply(id: number, served: ServedRequest, reply: Reply): void {
     if (served.cancelled || this.#closed) return;
     let plan;
     try {
@@ -400,7 +344,7 @@ export class Channel {
     });
   }
 
-  #replyError(id: number, served: Served, err: unknown): void {
+  #replyError(id: number, served: ServedRequest, err: unknown): void {
     if (served.cancelled || this.#closed) return;
     this.#sendControl(Kind.ERROR, id, errorToWire(err));
     this.#finishServed(id, served);
@@ -412,21 +356,21 @@ export class Channel {
     served.cancelled = true;
     this.#served.delete(id);
     const err = new RequestAbortedError("request cancelled by the caller");
-    abortServed(served, err);
+    served.abort(err);
     this.#sched.stop(id);
     if (this.#inbound.get(id) === served.body) this.#inbound.delete(id);
     served.body.fail(err);
   }
 
-  #finishServed(id: number, served: Served): void {
+  #finishServed(id: number, served: ServedRequest): void {
     if (this.#served.get(id) !== served) return;
     this.#served.delete(id);
     served.body.discard(); // an unread request body: tell the caller to stop sending it
   }
 
-  #finishCall(id: number, call: Call): void {
+  #finishCall(id: number, call: PendingCall): void {
     if (this.#calls.get(id) !== call) return;
     this.#calls.delete(id);
-    call.cleanup();
+    call.cleanup?.();
   }
 }

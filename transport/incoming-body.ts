@@ -10,19 +10,23 @@ export interface IncomingBody extends AsyncIterable<Buffer> {
   readonly streaming: boolean;
 }
 
+/** How a body reports to its channel; one object per channel, shared by its bodies. */
 export interface BodyHooks {
   /** The consumer took `bytes` off the queue (window refill). */
-  consumed?(bytes: number): void;
+  consumed(body: BodyQueue, bytes: number): void;
   /** The consumer stopped before the end (break / return): the sender should stop. */
-  abandoned?(): void;
+  abandoned(body: BodyQueue): void;
   /** Runs once when the body is ended, failed or abandoned. */
-  settled?(): void;
+  settled(body: BodyQueue): void;
 }
 
 type Waiter = { resolve(r: IteratorResult<Buffer>): void; reject(e: Error): void };
 
 export class BodyQueue implements IncomingBody {
   readonly streaming: boolean;
+  readonly id: number;
+  /** Consumed bytes not yet granted back to the sender (kept by the channel). */
+  unacked = 0;
   #queue: Buffer[] = [];
   #head = 0;
   #bytes = 0;
@@ -33,7 +37,8 @@ export class BodyQueue implements IncomingBody {
   #waiter: Waiter | undefined;
   readonly #hooks: BodyHooks;
 
-  constructor(streaming: boolean, hooks: BodyHooks = {}) {
+  constructor(id: number, streaming: boolean, hooks: BodyHooks) {
+    this.id = id;
     this.streaming = streaming;
     this.#hooks = hooks;
   }
@@ -53,7 +58,7 @@ export class BodyQueue implements IncomingBody {
     const w = this.#waiter;
     if (w !== undefined) {
       this.#waiter = undefined;
-      this.#hooks.consumed?.(piece.length);
+      this.#hooks.consumed(this, piece.length);
       w.resolve({ value: piece, done: false });
       return;
     }
@@ -111,7 +116,7 @@ export class BodyQueue implements IncomingBody {
     if (this.#ended && !this.#iterated && this.#error === undefined) {
       this.#iterated = true;
       const out = this.#head === 0 ? this.#queue : this.#queue.slice(this.#head);
-      for (const b of out) this.#hooks.consumed?.(b.length);
+      for (const b of out) this.#hooks.consumed(this, b.length);
       this.#drop();
       return out;
     }
@@ -129,7 +134,7 @@ export class BodyQueue implements IncomingBody {
         this.#head = 0;
       }
       this.#bytes -= b.length;
-      this.#hooks.consumed?.(b.length);
+      this.#hooks.consumed(this, b.length);
       return Promise.resolve({ value: b, done: false });
     }
     if (this.#error !== undefined) return Promise.reject(this.#error);
@@ -149,7 +154,7 @@ export class BodyQueue implements IncomingBody {
     }
     if (wasOpen) {
       this.#ended = true; // later pieces are ignored
-      this.#hooks.abandoned?.();
+      this.#hooks.abandoned(this);
     }
     this.#settle();
   }
@@ -163,6 +168,6 @@ export class BodyQueue implements IncomingBody {
   #settle(): void {
     if (this.#settled) return;
     this.#settled = true;
-    this.#hooks.settled?.();
+    this.#hooks.settled(this);
   }
 }
