@@ -27,7 +27,18 @@ const runtime = startChildRuntime<WorkerConfig>();
 const config = runtime.config;
 const logger = pino({ level: config.logLevel, base: { proc: `shard-${config.index}`, epoch: config.epoch } }, pino.destination(2));
 
-const core = createSessionCore({
+function startCore() {
+  try {
+    return createSessionCore(coreOptions());
+  } catch (err) {
+    // Bad configuration (e.g. a tokenizer folder without tokenizer.json): one clear line,
+    // then a non-zero exit that supervision records and, past its limit, escalates.
+    logger.fatal({ code: (err as { code?: string }).code }, `shard-${config.index} cannot start: ${(err as Error).message}`);
+    process.exit(1);
+  }
+}
+
+const coreOptions = () => ({
   engineUrl: config.engineUrl,
   tokenizerDir: config.tokenizerDir,
   titoFamily: config.titoFamily,
@@ -44,6 +55,7 @@ const core = createSessionCore({
       : undefined,
   logger,
 });
+const core = startCore();
 
 const socketPath = join(config.socketDir, `shard-${config.index}.${config.epoch}.sock`);
 const server = await listenChannels(socketPath, (channel) => channel.serve(workerHandler(core)));

@@ -39,9 +39,10 @@ test("a killed child restarts: exited -> restarting -> spawned -> ready -> resta
   const since = tree.ring.lastSeq;
   process.kill(before, "SIGKILL");
   await waitForEvent(tree, () => tree.events(since), (e) => e.actor === "shard-1" && e.kind === "restarted");
-  const events = tree.events(since);
+  const events = tree.events(since).filter((e) => e.actor === "shard-1");
   assert.equal(kinds(events, "shard-1"), ["exited", "restarting", "spawned", "ready", "restarted"]);
   assert.equal(events[0].detail, { code: null, signal: "SIGKILL" });
+  assert.is(events[0].pid, before);
   assert.is(events[1].detail.attempt, 1);
   const after = tree.tree().shards[1];
   assert.is.not(after.pid, before);

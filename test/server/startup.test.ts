@@ -1,0 +1,64 @@
+// Starting and stopping the tree through the embedding API: a failed start rejects with
+// the child's exit code and leaves no process behind; the events iterable and listener
+// see the same ordered log; shutdown is idempotent and shared.
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { SessionServerFailedError, startSessionServer, type SupervisionEvent } from "../../index.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
+import { waitGone } from "../helpers/events.ts";
+
+let engine: SimEngine;
+test.before(async () => {
+  engine = await startSimEngine();
+});
+test.after(async () => {
+  await engine?.close();
+});
+
+test("a worker that cannot start fails the start with its exit code; nothing is left", async () => {
+  const events: SupervisionEvent[] = [];
+  try {
+    await startSessionServer({ engineUrl: engine.url, workers: 2, tokenizerDir: "/nonexistent-tokenizer", maxRestarts: 0, logLevel: "silent", onEvent: (e) => events.push(e) });
+    assert.unreachable("the start must fail");
+  } catch (err) {
+    assert.instance(err, SessionServerFailedError);
+    assert.match((err as Error).message, /shard-\d .*exit code 1/);
+  }
+  const pids = events.filter((e) => e.kind === "spawned").map((e) => e.pid!);
+  assert.ok(pids.length >= 2);
+  assert.equal(await waitGone(pids, 5_000), []);
+  assert.ok(events.some((e) => e.kind === "escalated"));
+});
+
+test("bad options are refused before anything starts", async () => {
+  await startSessionServer({ workers: 0 }).then(
+    () => assert.unreachable("workers: 0 must be refused"),
+    (err: Error) => assert.match(err.message, /workers must be an integer between 1/),
+  );
+  await startSessionServer({ engineUrl: "ftp://x" }).then(
+    () => assert.unreachable("a non-http engine must be refused"),
+    (err: Error) => assert.match(err.message, /engineUrl must be an http\(s\) URL/),
+  );
+});
+
+test("events: the async iterable replays from the start, matches on('event'), and ends at shutdown", async () => {
+  const server = await startSessionServer({ engineUrl: engine.url, workers: 1, logLevel: "warn" });
+  const live: SupervisionEvent[] = [];
+  server.on("event", (e) => live.push(e));
+  const iterated: SupervisionEvent[] = [];
+  const reading = (async () => {
+    for await (const event of server.events) iterated.push(event);
+  })();
+  const pids = [server.tree().router.pid!, server.tree().shards[0].pid!];
+  const [a, b] = [server.shutdown(), server.shutdown()];
+  await Promise.all([a, b]);
+  await reading; // ends by itself once the server has shut down
+  assert.equal(iterated.map((e) => e.seq), iterated.map((_, i) => i + 1), "every event, in order, from seq 1");
+  assert.ok(iterated.some((e) => e.actor === "router" && e.kind === "ready"));
+  assert.equal(iterated.at(-1)!.kind, "stopped");
+  assert.equal(live, iterated.slice(iterated.length - live.length), "the listener saw the same tail");
+  assert.throws(() => server.check(), /shut down/);
+  assert.equal(await waitGone(pids, 5_000), []);
+});
+
+test.run();
