@@ -1,11 +1,11 @@
 // Benchmark (not a test): the session core's per-turn cost for engine replies carrying
 // 0, 16 and 64 MiB of routed_experts, next to JSON.parse of the same body.
-//  A. reply processing on a pre-built Buffer, timed directly: scanReply (validate + cut
+//  A. reply processing on a pre-built reply (64 KiB chunks, as undici delivers), timed directly: scanReply (validate + cut
 //     R3) + Trajectory.commit + record append — the core's own per-turn work;
 //  B. a whole chat turn through SessionCore against a local HTTP server that returns the
 //     pre-built body, minus an undici request that reads the same reply (the transfer),
-//     i.e. what the core adds on top of receiving the bytes (prompt build, request
-//     build, body concat, A).
+//     i.e. what the core adds on top of receiving the bytes (create/delete, prompt
+//     build, request build, A). Noisy when other processes share the cores.
 // Usage: npm run bench:core [-- --out results.json]
 import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -70,7 +70,7 @@ async function timeAsync(runs: number, fn: () => Promise<unknown>): Promise<numb
 }
 
 /** A: the core's own work on one reply. */
-function processReply(body: Buffer): void {
+function processReply(body: Buffer[]): void {
   const store = new MemoryRecordStore();
   const t = new Trajectory("bench");
   store.open(t.id);
@@ -103,7 +103,9 @@ async function main() {
     for (const mib of SIZES) {
       current = buildBody(mib);
       const runs = mib === 64 ? 5 : mib === 16 ? 7 : 50;
-      const coreMs = timeIt(runs, () => processReply(current));
+      // As undici delivers it: 64 KiB chunks, scanned in place.
+      const chunks = Array.from({ length: Math.ceil(current.length / 65536) }, (_, i) => current.subarray(i * 65536, (i + 1) * 65536));
+      const coreMs = timeIt(runs, () => processReply(chunks));
       const text = current.toString("utf8");
       const parseMs = timeIt(Math.min(runs, 5), () => JSON.parse(text));
       const decodeParseMs = timeIt(Math.min(runs, 5), () => JSON.parse(current.toString("utf8")));
@@ -126,7 +128,7 @@ async function main() {
     await new Promise<void>((r) => server.close(() => r()));
   }
   const f = (n: number, d = 2) => n.toFixed(d).padStart(9);
-  console.log("A = the core's own per-turn work, timed directly on a pre-built reply Buffer (scanReply + commit + record)");
+  console.log("A = the core's own per-turn work, timed directly on a pre-built reply (64 KiB chunks, as received): scanReply + commit + record");
   console.log("B = a whole turn through SessionCore against a local engine, minus an undici request reading the same reply");
   console.log(`median of runs; ${COMPLETION_TOKENS} completion tokens; Node ${process.version}`);
   console.log("");

@@ -1,9 +1,10 @@
-// A non-allocating structural JSON scanner over a Buffer: skips values, walks object
+// A non-allocating structural JSON scanner over a body (a Buffer or a chunk list): skips values, walks object
 // members and array elements, and reports byte spans. Strings are skipped by jumping
 // from quote to quote with Buffer#indexOf (native memchr speed), so a 64 MiB base64
 // string costs one call. It checks structure (brackets, commas, colons, literals,
 // number characters) but not string contents (escapes, control characters): slices a
 // caller needs as values are given to JSON.parse, which checks them fully.
+import { ByteChunks } from "./byte-chunks.ts";
 import { EngineReplyError } from "./errors.ts";
 
 const QUOTE = 0x22;
@@ -19,9 +20,9 @@ export interface MemberSpan {
 }
 
 export class JsonScanner {
-  readonly buf: Buffer;
-  constructor(buf: Buffer) {
-    this.buf = buf;
+  readonly buf: ByteChunks;
+  constructor(body: Buffer | readonly Buffer[]) {
+    this.buf = new ByteChunks(Buffer.isBuffer(body) ? [body] : body);
   }
 
   fail(what: string, at: number): never {
@@ -31,7 +32,7 @@ export class JsonScanner {
   ws(p: number): number {
     const b = this.buf;
     while (p < b.length) {
-      const c = b[p]!;
+      const c = b.at(p)!;
       if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break;
       p++;
     }
@@ -46,7 +47,7 @@ export class JsonScanner {
       if (q === -1) this.fail("unterminated string", p);
       // A quote preceded by an odd run of backslashes is escaped.
       let k = q - 1;
-      while (b[k] === BACKSLASH) k--;
+      while (b.at(k) === BACKSLASH) k--;
       if ((q - 1 - k) % 2 === 0) return q + 1;
       q = b.indexOf(QUOTE, q + 1);
     }
@@ -55,7 +56,7 @@ export class JsonScanner {
   skipValue(p: number, depth = 0): number {
     const b = this.buf;
     if (p >= b.length) this.fail("unexpected end", p);
-    const c = b[p]!;
+    const c = b.at(p)!;
     if (c === QUOTE) return this.skipString(p);
     if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
       if (depth >= MAX_DEPTH) this.fail("nesting too deep", p);
@@ -66,7 +67,7 @@ export class JsonScanner {
     if (c === 0x6e) return this.#literal(p, "null");
     let q = p;
     while (q < b.length) {
-      const d = b[q]!;
+      const d = b.at(q)!;
       // digits, + - . e E
       if ((d >= 0x30 && d <= 0x39) || d === 0x2d || d === 0x2b || d === 0x2e || d === 0x65 || d === 0x45) q++;
       else break;
@@ -76,7 +77,7 @@ export class JsonScanner {
   }
 
   #literal(p: number, word: string): number {
-    for (let i = 0; i < word.length; i++) if (this.buf[p + i] !== word.charCodeAt(i)) this.fail("invalid literal", p);
+    for (let i = 0; i < word.length; i++) if (this.buf.at(p + i) !== word.charCodeAt(i)) this.fail("invalid literal", p);
     return p + word.length;
   }
 
@@ -87,24 +88,24 @@ export class JsonScanner {
    */
   members(p: number, visit: (m: MemberSpan) => number | void, depth = 0): number {
     const b = this.buf;
-    if (b[p] !== 0x7b) this.fail("expected an object", p);
+    if (b.at(p) !== 0x7b) this.fail("expected an object", p);
     let q = this.ws(p + 1);
-    if (b[q] === 0x7d) return q + 1;
+    if (b.at(q) === 0x7d) return q + 1;
     for (;;) {
-      if (b[q] !== QUOTE) this.fail("expected a member name", q);
+      if (b.at(q) !== QUOTE) this.fail("expected a member name", q);
       const keyEnd = this.skipString(q);
       const colon = this.ws(keyEnd);
-      if (b[colon] !== 0x3a) this.fail("expected ':'", colon);
+      if (b.at(colon) !== 0x3a) this.fail("expected ':'", colon);
       const valueStart = this.ws(colon + 1);
       const span: MemberSpan = { keyStart: q, keyEnd, valueStart, valueEnd: -1 };
       const ended = visit(span);
       span.valueEnd = typeof ended === "number" ? ended : this.skipValue(valueStart, depth + 1);
       q = this.ws(span.valueEnd);
-      if (b[q] === 0x2c) {
+      if (b.at(q) === 0x2c) {
         q = this.ws(q + 1);
         continue;
       }
-      if (b[q] === 0x7d) return q + 1;
+      if (b.at(q) === 0x7d) return q + 1;
       this.fail("expected ',' or '}'", q);
     }
   }
@@ -112,17 +113,17 @@ export class JsonScanner {
   /** Walks the elements of the array at `p` (its `[`); `visit` works as for `members`. */
   elements(p: number, visit: (index: number, start: number) => number | void, depth = 0): number {
     const b = this.buf;
-    if (b[p] !== 0x5b) this.fail("expected an array", p);
+    if (b.at(p) !== 0x5b) this.fail("expected an array", p);
     let q = this.ws(p + 1);
-    if (b[q] === 0x5d) return q + 1;
+    if (b.at(q) === 0x5d) return q + 1;
     for (let i = 0; ; i++) {
       const ended = visit(i, q);
       q = this.ws(typeof ended === "number" ? ended : this.skipValue(q, depth + 1));
-      if (b[q] === 0x2c) {
+      if (b.at(q) === 0x2c) {
         q = this.ws(q + 1);
         continue;
       }
-      if (b[q] === 0x5d) return q + 1;
+      if (b.at(q) === 0x5d) return q + 1;
       this.fail("expected ',' or ']'", q);
     }
   }
@@ -132,17 +133,17 @@ export class JsonScanner {
     const b = this.buf;
     const len = m.keyEnd - m.keyStart - 2;
     for (let i = m.keyStart + 1; i < m.keyEnd - 1; i++) {
-      if (b[i] === BACKSLASH) return JSON.parse(b.toString("utf8", m.keyStart, m.keyEnd)) === name;
+      if (b.at(i) === BACKSLASH) return JSON.parse(b.toString(m.keyStart, m.keyEnd)) === name;
     }
     if (len !== name.length) return false;
-    for (let i = 0; i < len; i++) if (b[m.keyStart + 1 + i] !== name.charCodeAt(i)) return false;
+    for (let i = 0; i < len; i++) if (b.at(m.keyStart + 1 + i) !== name.charCodeAt(i)) return false;
     return true;
   }
 
   /** JSON.parse of one slice; a bad slice is a bad reply. */
   parse(start: number, end: number): unknown {
     try {
-      return JSON.parse(this.buf.toString("utf8", start, end));
+      return JSON.parse(this.buf.toString(start, end));
     } catch (err) {
       throw new EngineReplyError(`engine reply is not valid JSON: ${(err as Error).message} in bytes ${start}..${end}`, { cause: err });
     }

@@ -13,8 +13,8 @@ export interface TurnRecord {
   statusCode: number;
   /** The JSON body sent upstream (with input_ids). */
   request: Buffer;
-  /** The engine's full reply body, R3 payloads included. */
-  response: Buffer;
+  /** The engine's full reply body, R3 payloads included, as the chunks it arrived in. */
+  response: readonly Buffer[];
 }
 
 /** Where committed turns' records live. The memory store is one; a journal is another. */
@@ -59,7 +59,7 @@ export function recordChunks(record: TurnRecord): Buffer[] {
   const head =
     `{"timestamp":${JSON.stringify(record.timestamp)},"method":${JSON.stringify(record.method)},` +
     `"path":${JSON.stringify(record.path)},"status_code":${record.statusCode},"request":`;
-  return [Buffer.from(head), record.request, Buffer.from(',"response":'), record.response, Buffer.from("}")];
+  return [Buffer.from(head), record.request, Buffer.from(',"response":'), ...record.response, Buffer.from("}")];
 }
 
 /** `{"session_id":…,"records":[…],"metadata":{…}}` as chunks, in order. */

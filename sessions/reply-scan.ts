@@ -3,7 +3,8 @@
 // finds choices[0].message and choices[0].meta_info.{output_token_logprobs,
 // completion_tokens} (only those slices go through JSON.parse) and the spans of every
 // choice's meta_info.routed_experts / indexer_topk, which the client copy leaves out.
-// It never copies or re-serializes the body: the client copy is a list of views.
+// It never copies or re-serializes the body: it reads the chunks as received, and the
+// client copy is a list of views into them.
 import type { ChatMessage } from "./chat-template.ts";
 import { EngineReplyError } from "./errors.ts";
 import { JsonScanner, type MemberSpan } from "./json-scan.ts";
@@ -40,7 +41,7 @@ function metaInfoEdit(scan: JsonScanner, members: MemberSpan[], r3: boolean[]): 
   members.forEach((m, i) => {
     if (r3[i]) return;
     if (insert.length > 0) insert.push(COMMA);
-    insert.push(scan.buf.subarray(m.keyStart, m.valueEnd));
+    for (const v of scan.buf.views(m.keyStart, m.valueEnd)) insert.push(v);
   });
   return { start: members[0]!.keyStart, end: members[members.length - 1]!.valueEnd, insert };
 }
@@ -53,7 +54,7 @@ interface FirstChoice {
 }
 
 function scanChoice(scan: JsonScanner, start: number, first: FirstChoice | undefined, edits: Edit[]): number | void {
-  if (scan.buf[start] !== 0x7b) return;
+  if (scan.buf.at(start) !== 0x7b) return;
   return scan.members(start, (m) => {
     if (first && scan.keyIs(m, "message")) {
       first.message = [m.valueStart, (m.valueEnd = scan.skipValue(m.valueStart))];
@@ -63,7 +64,7 @@ function scanChoice(scan: JsonScanner, start: number, first: FirstChoice | undef
       first.finishReason = [m.valueStart, (m.valueEnd = scan.skipValue(m.valueStart))];
       return m.valueEnd;
     }
-    if (!scan.keyIs(m, "meta_info") || scan.buf[m.valueStart] !== 0x7b) return;
+    if (!scan.keyIs(m, "meta_info") || scan.buf.at(m.valueStart) !== 0x7b) return;
     const members: MemberSpan[] = [];
     const r3: boolean[] = [];
     const end = scan.members(m.valueStart, (inner) => {
@@ -85,20 +86,21 @@ function scanChoice(scan: JsonScanner, start: number, first: FirstChoice | undef
 }
 
 /** Validates the reply (any failure is a 502 EngineReplyError) and builds the client copy. */
-export function scanReply(body: Buffer): ScannedReply {
+export function scanReply(body: Buffer | readonly Buffer[]): ScannedReply {
   const scan = new JsonScanner(body);
+  const bytes = scan.buf;
   const start = scan.ws(0);
-  if (body[start] !== 0x7b) scan.fail("expected a JSON object", start);
+  if (bytes.at(start) !== 0x7b) scan.fail("expected a JSON object", start);
   let first: FirstChoice = {};
   const edits: Edit[] = [];
   const end = scan.members(start, (m) => {
-    if (!scan.keyIs(m, "choices") || body[m.valueStart] !== 0x5b) return;
+    if (!scan.keyIs(m, "choices") || bytes.at(m.valueStart) !== 0x5b) return;
     // A repeated "choices" key: JSON.parse keeps the last one, so validation does too;
     // R3 payloads are cut from every copy, since the bytes of each reach the client.
     first = {};
     return scan.elements(m.valueStart, (i, s) => scanChoice(scan, s, i === 0 ? first : undefined, edits));
   });
-  if (scan.ws(end) !== body.length) scan.fail("unexpected data after the JSON value", scan.ws(end));
+  if (scan.ws(end) !== bytes.length) scan.fail("unexpected data after the JSON value", scan.ws(end));
 
   if (!first.message) throw new EngineReplyError("engine reply has no choices[0].message");
   const message = scan.parse(...first.message) as ChatMessage | null;
@@ -128,10 +130,11 @@ export function scanReply(body: Buffer): ScannedReply {
   const clientBody: Buffer[] = [];
   let cursor = 0;
   for (const edit of edits) {
-    clientBody.push(body.subarray(cursor, edit.start), ...edit.insert);
+    for (const v of bytes.views(cursor, edit.start)) clientBody.push(v);
+    for (const v of edit.insert) clientBody.push(v);
     cursor = edit.end;
   }
-  clientBody.push(body.subarray(cursor));
+  for (const v of bytes.views(cursor, bytes.length)) clientBody.push(v);
   return {
     message,
     completionIds,

@@ -2,7 +2,7 @@
 // origin, the header forwarding rules of CONTRACT.md ("Forwarding to the engine"), a
 // per-request timeout, and failures mapped to coded 502s naming the cause. Wrapping
 // behaviour (timeout, error mapping) is composed once around the raw send (STYLE.md 7).
-// It reads reply bodies whole and never interprets them.
+// It reads reply bodies whole (as their chunk list) and never interprets them.
 import { Pool } from "undici";
 import {
   EngineRequestError,
@@ -24,7 +24,8 @@ export interface UpstreamRequest {
 export interface UpstreamResponse {
   status: number;
   headers: Record<string, string>;
-  body: Buffer;
+  /** The body as received, chunk by chunk: never concatenated (fresh memory is slow to fill). */
+  body: Buffer[];
 }
 
 export type Send = (req: UpstreamRequest) => Promise<UpstreamResponse>;
@@ -72,12 +73,8 @@ function poolSend(pool: Pool, basePath: string): Send {
       signal: req.signal,
     });
     const chunks: Buffer[] = [];
-    let length = 0;
-    for await (const chunk of res.body) {
-      chunks.push(chunk as Buffer);
-      length += (chunk as Buffer).length;
-    }
-    return { status: res.statusCode, headers: replyHeaders(res.headers), body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length) };
+    for await (const chunk of res.body) chunks.push(chunk as Buffer);
+    return { status: res.statusCode, headers: replyHeaders(res.headers), body: chunks };
   };
 }
 

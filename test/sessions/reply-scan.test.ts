@@ -13,14 +13,31 @@ function expectedClient(text: string): unknown {
   return v;
 }
 
+/** The same bytes cut into chunks at seeded random points, some of one byte. */
+function chunked(buf: Buffer, seed: number): Buffer[] {
+  const r = rng(seed);
+  const out: Buffer[] = [];
+  let at = 0;
+  while (at < buf.length) {
+    const n = r() < 0.3 ? 1 : 1 + Math.floor(r() * 40);
+    out.push(buf.subarray(at, at + n));
+    at += n;
+  }
+  return out;
+}
+
+let checks = 0;
 function check(text: string) {
-  const scanned = scanReply(Buffer.from(text));
+  const whole = scanReply(Buffer.from(text));
+  const scanned = scanReply(chunked(Buffer.from(text), ++checks));
+  assert.equal(Buffer.concat(scanned.clientBody), Buffer.concat(whole.clientBody), "chunked and whole bodies give the same client copy");
   const client = Buffer.concat(scanned.clientBody).toString("utf8");
   assert.equal(JSON.parse(client), expectedClient(text), text.slice(0, 300));
   const parsed = JSON.parse(text);
   assert.equal(scanned.message, parsed.choices[0].message);
   assert.equal(scanned.completionIds, parsed.choices[0].meta_info.output_token_logprobs.map((e: number[]) => e[1]));
-  return scanned;
+  assert.is(whole.strippedR3, scanned.strippedR3);
+  return whole;
 }
 
 const reply = (meta: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
