@@ -4,24 +4,16 @@
 import { join } from "node:path";
 import pino from "pino";
 import { startChildRuntime } from "../actors/index.ts";
-import { createSessionCore } from "../sessions/index.ts";
+import { createSessionCore, type SessionCoreOptions } from "../sessions/index.ts";
 import { listenChannels } from "../transport/index.ts";
 import { workerHandler } from "./worker-handler.ts";
 
-export interface WorkerConfig {
+/** What the host passes a worker: the session core's plain options plus its shard. */
+export type WorkerConfig = Omit<SessionCoreOptions, "tokenizerFolder" | "notFoundHint" | "logger" | "recordStore"> & {
   index: number;
   socketDir: string;
-  engineUrl: string;
-  tokenizerDir?: string;
-  titoFamily?: "default" | "qwen3";
-  chatTemplateKwargs?: Record<string, unknown>;
-  allowedAppendRoles?: string[];
-  routingReplay?: boolean;
-  indexerReplay?: boolean;
-  engineTimeoutMs?: number;
-  authToken?: string;
   logLevel: string;
-}
+};
 
 const runtime = startChildRuntime<WorkerConfig>();
 const config = runtime.config;
@@ -38,23 +30,15 @@ function startCore() {
   }
 }
 
-const coreOptions = () => ({
-  engineUrl: config.engineUrl,
-  tokenizerDir: config.tokenizerDir,
-  titoFamily: config.titoFamily,
-  chatTemplateKwargs: config.chatTemplateKwargs,
-  allowedAppendRoles: config.allowedAppendRoles,
-  routingReplay: config.routingReplay,
-  indexerReplay: config.indexerReplay,
-  engineTimeoutMs: config.engineTimeoutMs,
-  authToken: config.authToken,
-  // Sessions live in this process's memory: after a restart, earlier ones are gone.
-  notFoundHint:
-    config.epoch > 1
-      ? ` (shard ${config.index} restarted; sessions created on it before the restart were lost)`
-      : undefined,
-  logger,
-});
+const coreOptions = (): SessionCoreOptions => {
+  const { index, socketDir, logLevel, name, epoch, ...options } = config;
+  return {
+    ...options,
+    // Sessions live in this process's memory: after a restart, earlier ones are gone.
+    notFoundHint: epoch > 1 ? ` (shard ${index} restarted; sessions created on it before the restart were lost)` : undefined,
+    logger,
+  };
+};
 const core = startCore();
 
 const socketPath = join(config.socketDir, `shard-${config.index}.${config.epoch}.sock`);
