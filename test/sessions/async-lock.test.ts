@@ -6,24 +6,26 @@ test("holders run one at a time, in FIFO order, even when earlier ones are slowe
   const lock = new AsyncLock();
   const events: string[] = [];
   let active = 0;
-  const gates: Array<() => void> = [];
+  // Each holder, once running, hands the test its release function through `running`.
+  let announce!: (release: () => void) => void;
+  let running = new Promise<() => void>((r) => (announce = r));
   const holders = [0, 1, 2, 3].map((i) =>
     lock.run(async () => {
       active++;
       assert.is(active, 1, "never two holders at once");
       events.push(`start ${i}`);
-      await new Promise<void>((resolve) => gates.push(resolve));
+      await new Promise<void>((release) => announce(release));
       events.push(`end ${i}`);
       active--;
       return i;
     }),
   );
   assert.is(lock.pending, 4);
-  // Release each holder as it arrives: only one gate exists at a time.
   for (let i = 0; i < 4; i++) {
-    while (gates.length === 0) await new Promise((r) => setImmediate(r));
-    assert.is(gates.length, 1);
-    gates.shift()!();
+    const release = await running;
+    running = new Promise<() => void>((r) => (announce = r));
+    assert.is(events[events.length - 1], `start ${i}`, "the next holder in line, and only it, is running");
+    release();
   }
   assert.equal(await Promise.all(holders), [0, 1, 2, 3]);
   assert.equal(events, ["start 0", "end 0", "start 1", "end 1", "start 2", "end 2", "start 3", "end 3"]);
