@@ -28,7 +28,7 @@ export interface ChannelOptions {
   maxFrameBytes?: number;
   /** Streaming bodies are cut into chunks of at most this size. Default 1 MiB. */
   chunkBytes?: number;
-  /** Per-stream receive window: unconsumed bytes a sender may have in flight. Default 4 chunks. */
+  /** Per-stream receive window: unconsumed bytes a sender may have in flight. Default 8 chunks. */
   windowBytes?: number;
   /** Extra coded error classes to rebuild when a peer's handler throws them. */
   errorCodes?: Record<string, ErrorClass>;

@@ -42,7 +42,7 @@ export class Channel {
   constructor(socket: Socket, options: ChannelOptions & { initiator?: boolean } = {}) {
     const maxFrameBytes = options.maxFrameBytes ?? 16 * 2 ** 20;
     this.#chunkBytes = options.chunkBytes ?? 2 ** 20;
-    this.#windowBytes = options.windowBytes ?? 4 * this.#chunkBytes;
+    this.#windowBytes = options.windowBytes ?? 8 * this.#chunkBytes;
     if (!(this.#chunkBytes > 0 && this.#chunkBytes + 64 <= maxFrameBytes)) throw new RangeError("chunkBytes must be positive and leave room for a frame head below maxFrameBytes");
     if (!(this.#windowBytes >= 2)) throw new RangeError("windowBytes must be at least 2");
     this.#errorTable = { ...transportErrorCodes, ...options.errorCodes };
@@ -205,8 +205,9 @@ export class Channel {
       consumed: (body, n) => {
         if (!body.streaming) return;
         body.unacked += n;
-        // Refill in batches of half a window so credit frames stay rare.
-        if (body.unacked * 2 >= this.#windowBytes && this.#inbound.get(body.id) === body) {
+        // Refill in quarter-window batches: credit frames stay rare, yet the sender
+        // gets more window well before it runs dry.
+        if (body.unacked * 4 >= this.#windowBytes && this.#inbound.get(body.id) === body) {
           this.#sendControl(Kind.CREDIT, body.id, body.unacked);
           body.unacked = 0;
         }

@@ -24,7 +24,7 @@ async function* lazyBody(total: number, piece = MiB) {
 }
 
 test.before(async () => {
-  pair = await channelPair(dir.path("flow.sock")); // defaults: 1 MiB chunks, 4 MiB window
+  pair = await channelPair(dir.path("flow.sock"), { windowBytes: 4 * MiB }); // 1 MiB chunks (default)
   pair.server.serve(async (req) => {
     if (req.meta.op === "big") return { meta: { big: true }, body: lazyBody(Number(req.meta.bytes)) };
     return { meta: { small: req.meta.i }, body: Buffer.from(`small ${req.meta.i}`) };
