@@ -133,7 +133,7 @@ export class JsonScanner {
     const b = this.buf;
     const len = m.keyEnd - m.keyStart - 2;
     for (let i = m.keyStart + 1; i < m.keyEnd - 1; i++) {
-      if (b.at(i) === BACKSLASH) return JSON.parse(b.toString(m.keyStart, m.keyEnd)) === name;
+      if (b.at(i) === BACKSLASH) return this.parse(m.keyStart, m.keyEnd) === name;
     }
     if (len !== name.length) return false;
     for (let i = 0; i < len; i++) if (b.at(m.keyStart + 1 + i) !== name.charCodeAt(i)) return false;

@@ -151,6 +151,7 @@ test("invalid replies are 502s naming the problem", () => {
   rejects('{"a" 1}', /not valid JSON/);
   rejects('{"choices":[{"message":{"role":"assistant","content":"x"},"meta_info":{"output_token_logprobs":[[0,1],],"completion_tokens":1}}]}', /not valid JSON/);
   rejects("[1]", /expected a JSON object/);
+  rejects('{"bad\\qkey": 1}', /not valid JSON/);
   rejects('{"a":' + "[".repeat(100_000) + "]".repeat(100_000) + "}", /nesting too deep/);
   rejects('{"choices": []}', /no choices\[0\]\.message/);
   rejects(JSON.stringify({ choices: [{ message: { role: "assistant", content: "x" } }] }), /missing choices\[0\]\.meta_info\.output_token_logprobs/);
