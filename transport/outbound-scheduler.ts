@@ -80,7 +80,13 @@ export class OutboundScheduler {
 
   /** Starts streaming `source` as CHUNK frames for `id`, then END; onDone(err) on failure or stop. */
   addStream(id: number, source: StreamSource, onDone: (err?: unknown) => void): void {
-    const iter = Symbol.asyncIterator in source ? (source as AsyncIterable<unknown>)[Symbol.asyncIterator]() : (source as Iterable<unknown>)[Symbol.iterator]();
+    let iter: OutStream["iter"];
+    try {
+      iter = Symbol.asyncIterator in source ? (source as AsyncIterable<unknown>)[Symbol.asyncIterator]() : (source as Iterable<unknown>)[Symbol.iterator]();
+    } catch (err) {
+      queueMicrotask(() => onDone(err ?? new Error("body source failed"))); // same path as a failure midway
+      return;
+    }
     const s: OutStream = { id, iter, credit: INITIAL_CREDIT, pieces: [], bytes: 0, pulling: false, sourceDone: false, failure: undefined, onDone };
     this.#streams.set(id, s);
     this.#ring.push(s);

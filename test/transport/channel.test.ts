@@ -148,6 +148,11 @@ test("a body source that throws midway fails that body only", async () => {
     assert.is((e as Error).message, "stream gave out");
   }
   assert.ok(received <= 40_000);
+  // A source that cannot even start fails the same way, not the process.
+  handler = async () => ({ meta: {}, body: { [Symbol.asyncIterator]: () => { throw new Error("no iterator"); } } as AsyncIterable<Buffer> });
+  const broken = await pair.client.request({ kind: "no-iterator" });
+  await broken.body.collect().then(() => assert.unreachable("body should fail"), (e) => assert.is((e as Error).message, "no iterator"));
+  handler = async (req) => ({ meta: {}, body: req.meta.kind === "ok" ? Buffer.from("fine") : undefined });
   const ok = await pair.client.request({ kind: "ok" });
   assert.is(Buffer.concat(await ok.body.collect()).toString(), "fine");
   // The same holds for a request body the caller streams.
