@@ -1,0 +1,113 @@
+// Keeps the user docs true to the code, without starting a process: the router's
+// registered routes vs docs/http.md's route index (both ways), the router's own error
+// messages vs docs/http.md, the CLI's flags and --help text vs docs/operations.md, and
+// the embedding options and their defaults vs docs/embedding.md.
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { HELP } from "../../server/cli.ts";
+import { resolveOptions } from "../../server/options.ts";
+import { buildRouterApp } from "../../server/router-app.ts";
+import { ShardLinks } from "../../server/shard-links.ts";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const read = (path: string) => readFileSync(join(root, path), "utf8");
+const httpDoc = read("docs/http.md");
+const opsDoc = read("docs/operations.md");
+const embedDoc = read("docs/embedding.md");
+
+type RouteMap = Map<string, Set<string>>;
+
+/** Parses Fastify's printRoutes({ commonPrefix: false }) tree into full path -> methods. */
+function registeredRoutes(tree: string): RouteMap {
+  const routes: RouteMap = new Map();
+  const stack: string[] = [];
+  for (const line of tree.split("\n")) {
+    const m = /^(.*?)(?:├── |└── )(\S+)(?: \(([^)]*)\))?$/.exec(line);
+    if (!m) continue;
+    const depth = m[1]!.length / 4;
+    stack.length = depth;
+    stack.push(m[2]!);
+    if (!m[3]) continue;
+    // The tree prints a wildcard's "/" as an unprinted node of its own: put it back.
+    const path = stack.join("").replace(/([^/])\*$/, "$1/*").replace(/:id/g, "{id}").replace(/\*$/, "{path…}");
+    routes.set(path, new Set(m[3].split(",").map((s) => s.trim())));
+  }
+  return routes;
+}
+
+/** The "Route index" table of docs/http.md: | `path` | METHOD, METHOD |. */
+function documentedRoutes(doc: string): RouteMap {
+  const section = doc.split("## Route index")[1]?.split("\n## ")[0] ?? "";
+  const routes: RouteMap = new Map();
+  for (const m of section.matchAll(/^\| `([^`]+)` \| ([A-Z, ]+) \|$/gm)) {
+    routes.set(m[1]!, new Set(m[2]!.split(",").map((s) => s.trim())));
+  }
+  return routes;
+}
+
+const sorted = (routes: RouteMap) => [...routes].map(([path, methods]) => `${path} ${[...methods].sort().join(",")}`).sort();
+
+test("every route the router registers is in docs/http.md's route index, and nothing else", async () => {
+  const app = buildRouterApp({
+    links: new ShardLinks(1, 0),
+    status: { instanceId: "0".repeat(32), tree: null, events: [] },
+    bodyLimit: 1024,
+    logger: false,
+  });
+  try {
+    await app.ready();
+    const registered = registeredRoutes(app.printRoutes({ commonPrefix: false }));
+    assert.ok(registered.size >= 8, `parsed too few routes from printRoutes: ${sorted(registered)}`);
+    assert.ok(app.hasRoute({ method: "POST", url: "/sessions/:id/v1/chat/completions" }));
+    assert.equal(sorted(documentedRoutes(httpDoc)), sorted(registered));
+  } finally {
+    await app.close();
+  }
+});
+
+test("every error message the router itself writes is in docs/http.md", () => {
+  const sources = ["router-app.ts", "router-relay.ts", "router-sessions.ts", "router-status.ts", "errors.ts"].map((f) => read(`server/${f}`));
+  const messages = new Set<string>();
+  for (const src of sources) {
+    // sendError(reply, 503, "literal") and sendError(reply, 404, `prefix ${…}`)
+    for (const m of src.matchAll(/sendError\(reply, \d+, (?:"([^"]+)"|`([^`$]+))/g)) messages.add((m[1] ?? m[2])!);
+    // super("TITO_ERR_…", status, "literal" | `prefix ${…}`)
+    for (const m of src.matchAll(/super\("TITO_ERR_[A-Z_]+", \d+, (?:"([^"]+)"|`([^`$]+))/g)) messages.add((m[1] ?? m[2])!);
+  }
+  assert.ok(messages.size >= 6, `found too few router messages: ${[...messages]}`);
+  for (const message of messages) assert.ok(httpDoc.includes(message), `docs/http.md lacks the router message ${JSON.stringify(message)}`);
+});
+
+test("every CLI flag is in docs/operations.md, which quotes --help verbatim and names no other flag", () => {
+  const cli = read("server/cli.ts");
+  const block = /const FLAGS = \{([\s\S]*?)\} as const;/.exec(cli)?.[1] ?? "";
+  const flags = [...block.matchAll(/^\s+"?([a-z][a-z-]*)"?: \{/gm)].map((m) => m[1]!);
+  assert.ok(flags.length >= 15, `parsed too few flags from server/cli.ts: ${flags}`);
+  for (const flag of flags) assert.ok(opsDoc.includes(`--${flag}`), `docs/operations.md lacks --${flag}`);
+  assert.ok(opsDoc.includes(HELP), "docs/operations.md must quote `tito-server serve --help` exactly");
+  // Flags the design mentions but the CLI does not have may be named only to say so.
+  const absent = new Set(["data-dir", "durability"]);
+  for (const m of opsDoc.matchAll(/--([a-z][a-z-]*[a-z])/g)) {
+    assert.ok(flags.includes(m[1]!) || absent.has(m[1]!), `docs/operations.md names --${m[1]}, which server/cli.ts does not define`);
+  }
+});
+
+test("every startSessionServer option is in docs/embedding.md with its default", () => {
+  const src = read("server/options.ts");
+  const body = /export interface SessionServerOptions \{([\s\S]*?)\n\}/.exec(src)?.[1] ?? "";
+  const keys = [...body.matchAll(/^\s+(\w+)\?:/gm)].map((m) => m[1]!);
+  assert.ok(keys.length >= 20, `parsed too few options: ${keys}`);
+  const defaults = resolveOptions({}, { port: 0 }) as unknown as Record<string, unknown>;
+  for (const key of keys) {
+    const row = new RegExp(`^\\| \`${key}\` \\|.*$`, "m").exec(embedDoc)?.[0];
+    assert.ok(row, `docs/embedding.md has no options-table row for \`${key}\``);
+    const value = defaults[key];
+    if (value === undefined || typeof value === "function") continue;
+    assert.ok(row.includes(JSON.stringify(value)), `docs/embedding.md's row for ${key} lacks its default ${JSON.stringify(value)}: ${row}`);
+  }
+});
+
+test.run();
