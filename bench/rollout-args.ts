@@ -18,6 +18,8 @@ export interface RolloutConfig {
   out: string;
   serverFlags: string[];
   verbose: boolean;
+  /** Write a V8 CPU profile of every server process into this folder. */
+  cpuProf?: string;
 }
 
 export const USAGE = `Usage: npm run bench -- [flags]
@@ -40,6 +42,7 @@ count, and straight to the simulated engine (the floor), in one run.
   --server-flag FLAG   extra flag for tito-server serve (repeatable), e.g. --server-flag=--durability=memory
   --out FILE           JSON results (default bench/out/rollout.json); the SVG chart goes next to it
   --verbose            copy the children's stderr to this stderr
+  --cpu-prof DIR       write a V8 .cpuprofile of every server process (host, router, workers) into DIR
   --help               this text`;
 
 const PRESETS: Record<string, Partial<RolloutConfig>> = {
@@ -83,6 +86,7 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
         "server-flag": { type: "string", multiple: true },
         out: { type: "string" },
         verbose: { type: "boolean" },
+        "cpu-prof": { type: "string" },
         help: { type: "boolean" },
       },
     }));
@@ -112,6 +116,7 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
     out: values.out ?? join(REPO_ROOT, "bench", "out", "rollout.json"),
     serverFlags: values["server-flag"] ?? [],
     verbose: values.verbose ?? false,
+    cpuProf: values["cpu-prof"],
   };
 }
 

@@ -35,6 +35,8 @@ export interface SpawnOptions {
   timeoutMs?: number;
   /** Copy the child's stderr to ours as it comes (default: keep only a tail). */
   echoStderr?: boolean;
+  /** Extra environment (e.g. NODE_OPTIONS=--cpu-prof, inherited by the server's children). */
+  env?: Record<string, string>;
 }
 
 function isAlive(pid: number): boolean {
@@ -55,7 +57,11 @@ async function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
 /** Starts `node <args>` in the repo root and resolves once the ready line appears. */
 export async function startChild(options: SpawnOptions): Promise<Started> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, options.args, { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, options.args, {
+    cwd: REPO_ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: options.env ? { ...process.env, ...options.env } : process.env,
+  });
   if (child.pid === undefined) throw new Error(`${options.name}: spawn failed`);
   const pid = child.pid;
   let tail = "";
@@ -91,7 +97,8 @@ export async function startChild(options: SpawnOptions): Promise<Started> {
   };
   live.add(handle);
 
-  const timeoutMs = options.timeoutMs ?? 120_000;
+  // Generous: on a 2-core machine shared with other work, 8 tokenizer loads can take a minute.
+  const timeoutMs = options.timeoutMs ?? 300_000;
   try {
     const line = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no ready line within ${timeoutMs} ms`)), timeoutMs);
@@ -126,8 +133,9 @@ export function startEngine(flags: string[], echoStderr = false): Promise<Starte
 }
 
 /** `tito-server serve` as its own process tree (the bench stays a pure client). */
-export function startServer(workers: number, engineUrl: string, extra: string[] = [], echoStderr = false): Promise<Started> {
+export function startServer(workers: number, engineUrl: string, extra: string[] = [], echoStderr = false, env?: Record<string, string>): Promise<Started> {
   return startChild({
+    env,
     name: `tito-server(w${workers})`,
     args: ["bin/tito-server.js", "serve", "--port", "0", "--workers", String(workers), "--engine", engineUrl, "--log-level", "warn", ...extra],
     ready: /^tito-server ready url=(\S+)/,

@@ -47,6 +47,8 @@ export interface RunContext {
   repeat: number;
   serverFlags: string[];
   verbose: boolean;
+  /** NODE_OPTIONS for the server (inherited by its children), e.g. --cpu-prof. */
+  serverEnv?: Record<string, string>;
   hooks: RunHooks;
   note: (line: string) => void;
 }
@@ -125,7 +127,7 @@ export async function runFloor(ctx: RunContext): Promise<RunResult> {
 
 export async function runServer(workers: number, ctx: RunContext): Promise<RunResult> {
   ctx.note(`tito-server with ${workers} worker(s), repeat ${ctx.repeat}: starting`);
-  const server = await startServer(workers, ctx.engine.url, ctx.serverFlags, ctx.verbose);
+  const server = await startServer(workers, ctx.engine.url, ctx.serverFlags, ctx.verbose, ctx.serverEnv);
   let childPids: number[] = [];
   const problems: string[] = [];
   try {

@@ -5,10 +5,10 @@
 // The bench process is only a client; it stops exactly the processes it started.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
-import { dirname } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { chartSvg } from "./rollout-chart.ts";
 import { parseRolloutArgs, r3BytesPerSession, r3LastRawBytes, type RolloutConfig } from "./rollout-args.ts";
-import { killStartedOnExit, startEngine } from "./rollout-procs.ts";
+import { killStartedOnExit, REPO_ROOT, startEngine } from "./rollout-procs.ts";
 import { Progress } from "./rollout-progress.ts";
 import { describe, markdown, ratios, summarizeLabels, targets } from "./rollout-report.ts";
 import { runFloor, runServer, type RunContext, type RunResult } from "./rollout-run.ts";
@@ -40,6 +40,7 @@ async function main(): Promise<void> {
   const loadAtStart = loadavg();
   const engine = await startEngine(engineFlags(config), config.verbose);
   const runs: RunResult[] = [];
+  const failures: { label: string; repeat: number; error: string }[] = [];
   try {
     for (let repeat = 1; repeat <= config.repeat; repeat++) {
       const ctx: RunContext = {
@@ -48,6 +49,12 @@ async function main(): Promise<void> {
         repeat,
         serverFlags,
         verbose: config.verbose,
+        serverEnv: config.cpuProf
+          ? {
+              NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import ${join(REPO_ROOT, "bench", "rollout-cpu-prof.mjs")}`.trim(),
+              TITO_BENCH_CPU_PROF_DIR: resolve(config.cpuProf),
+            }
+          : undefined,
         hooks: { onTurn: () => progress.tick() },
         note: (line) => {
           progress.phase(line);
@@ -55,18 +62,31 @@ async function main(): Promise<void> {
         },
       };
       // Interleaved (floor, w1, w2, … per repeat) so slow drift of a shared machine hits all alike.
-      runs.push(await runFloor(ctx));
-      for (const workers of config.workers) runs.push(await runServer(workers, ctx));
+      // A failed run is reported and the others still run: one bad worker count must not hide the rest.
+      const attempts: [string, () => Promise<RunResult>][] = [
+        ["floor", () => runFloor(ctx)],
+        ...config.workers.map((w): [string, () => Promise<RunResult>] => [`w${w}`, () => runServer(w, ctx)]),
+      ];
+      for (const [label, run] of attempts) {
+        try {
+          runs.push(await run());
+        } catch (err) {
+          failures.push({ label, repeat, error: (err as Error).message });
+          process.stderr.write(`\nbench: run ${label} (repeat ${repeat}) failed: ${(err as Error).message}\n`);
+        }
+      }
     }
   } finally {
     progress.finish();
     await engine.stop();
   }
 
+  if (runs.length === 0) throw new Error("every run failed");
   const labels = summarizeLabels(runs);
   const title = `tito-server rollout benchmark — ${describe(config)}`;
   const table = markdown(config, runs, labels);
   process.stdout.write(`${table}\n\n`);
+  for (const f of failures) process.stdout.write(`FAILED: ${f.label} (repeat ${f.repeat}): ${f.error.split("\n")[0]}\n`);
   process.stdout.write(`machine: ${cpus().length} CPUs, node ${process.version}, load average at start ${loadAtStart.map((l) => l.toFixed(2)).join(" ")}, at end ${loadavg().map((l) => l.toFixed(2)).join(" ")}\n`);
   mkdirSync(dirname(config.out), { recursive: true });
   const machine = {
@@ -78,10 +98,11 @@ async function main(): Promise<void> {
     loadavgAtStart: loadAtStart,
     loadavgAtEnd: loadavg(),
   };
-  writeFileSync(config.out, `${JSON.stringify({ config, machine, summary: labels, ratios: ratios(config, labels), targets: targets(config, labels), runs }, null, 1)}\n`);
+  writeFileSync(config.out, `${JSON.stringify({ config, machine, summary: labels, ratios: ratios(config, labels), targets: targets(config, labels), failures, runs }, null, 1)}\n`);
   const svgPath = config.out.replace(/\.json$/i, "") + ".svg";
   writeFileSync(svgPath, chartSvg(title, labels, runs));
   process.stdout.write(`results: ${config.out}\nchart: ${svgPath}\n`);
+  if (failures.length > 0) process.exitCode = 1;
 }
 
 main().catch((err: Error) => {
