@@ -94,7 +94,11 @@ export class SupervisionTree extends EventEmitter {
       const onTree = (tree: TreeSnapshot) => {
         if (tree.state === "running") {
           this.off("tree", onTree);
-          resolve(tree);
+          // Resolve once the startup events (published just after) are readable too.
+          query(this.#eventLog, { type: "flush" } as any, 5_000).then(
+            () => resolve(tree),
+            () => resolve(tree),
+          );
         } else if (tree.failure || tree.state === "stopped") {
           this.off("tree", onTree);
           reject(new SessionServerFailedError(`session server failed to start: ${tree.failure ?? "stopped"}`));
