@@ -9,7 +9,7 @@ import { listenChannels } from "../transport/index.ts";
 import { workerHandler } from "./worker-handler.ts";
 
 /** What the host passes a worker: the session core's plain options plus its shard. */
-export type WorkerConfig = Omit<SessionCoreOptions, "tokenizerFolder" | "notFoundHint" | "logger" | "recordStore"> & {
+export type WorkerConfig = Omit<SessionCoreOptions, "tokenizerFolder" | "notFoundHint" | "logger" | "recordStore" | "onUpstream"> & {
   index: number;
   socketDir: string;
   logLevel: string;

@@ -6,3 +6,4 @@ export * from "./errors.ts";
 export { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 export { MemoryRecordStore, sessionBodyChunks, type RecordStore, type TurnRecord } from "./records.ts";
 export type { Mismatch } from "./drift.ts";
+export type { UpstreamObservation } from "./upstream.ts";

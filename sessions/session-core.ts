@@ -15,7 +15,7 @@ import { scanReply } from "./reply-scan.ts";
 import { selectFamily } from "./tito-family.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 import type { Trajectory } from "./trajectory.ts";
-import { createUpstream, forwardHeaders, type Upstream } from "./upstream.ts";
+import { createUpstream, forwardHeaders, type Upstream, type UpstreamObservation } from "./upstream.ts";
 
 export interface CoreRequest {
   method: string;
@@ -52,6 +52,8 @@ export interface SessionCoreOptions {
   /** Appended to every session-not-found message. */
   notFoundHint?: string;
   logger?: Logger;
+  /** Called after every engine call (metrics); must not throw. */
+  onUpstream?: (observation: UpstreamObservation) => void;
   /** Where records live; the in-memory store by default. */
   recordStore?: RecordStore;
 }
@@ -112,7 +114,7 @@ export class SessionCore {
     };
     this.#registry = new SessionRegistry(options.notFoundHint ?? "");
     this.#records = options.recordStore ?? new MemoryRecordStore();
-    this.#upstream = createUpstream(options.engineUrl, options.engineTimeoutMs ?? 600_000);
+    this.#upstream = createUpstream(options.engineUrl, options.engineTimeoutMs ?? 600_000, options.onUpstream);
     this.#log = options.logger;
   }
 

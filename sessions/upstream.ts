@@ -127,11 +127,39 @@ export interface Upstream {
   close(): Promise<void>;
 }
 
-export function createUpstream(engineUrl: string, timeoutMs: number): Upstream {
+/** What one engine call looked like, for metrics: status 0 when it failed without a reply. */
+export interface UpstreamObservation {
+  method: string;
+  path: string;
+  status: number;
+  seconds: number;
+}
+
+/** Reports every call's outcome and duration; never changes the call. */
+function withObserver(send: Send, observe: (o: UpstreamObservation) => void): Send {
+  return async (req) => {
+    const start = performance.now();
+    let status = 0;
+    try {
+      const res = await send(req);
+      status = res.status;
+      return res;
+    } finally {
+      try {
+        observe({ method: req.method, path: req.path, status, seconds: (performance.now() - start) / 1000 });
+      } catch {
+        // an observer must never fail a turn
+      }
+    }
+  };
+}
+
+export function createUpstream(engineUrl: string, timeoutMs: number, observe?: (o: UpstreamObservation) => void): Upstream {
   const url = new URL(engineUrl);
   const basePath = url.pathname.replace(/\/+$/, "");
   // undici's own inactivity timers back up the overall one (they would default to 300 s).
   const pool = new Pool(url.origin, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-  const send = withErrorMapping(withTimeout(poolSend(pool, basePath), timeoutMs, engineUrl), engineUrl);
+  const mapped = withErrorMapping(withTimeout(poolSend(pool, basePath), timeoutMs, engineUrl), engineUrl);
+  const send = observe ? withObserver(mapped, observe) : mapped;
   return { send, close: () => pool.close() };
 }
