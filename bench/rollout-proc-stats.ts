@@ -17,16 +17,22 @@ const CLK_TCK = (() => {
 
 export const CPU_TICK_MS = 1000 / CLK_TCK;
 
-/** utime+stime of a process in ms, or NaN when it is gone. */
-export function cpuMs(pid: number): number {
+/** utime and stime of a process in ms (NaN when it is gone). */
+export function cpuSplitMs(pid: number): { user: number; sys: number } {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
     // The command name (field 2) may hold spaces and parentheses: split after the last ")".
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLK_TCK;
+    return { user: (Number(fields[11]) * 1000) / CLK_TCK, sys: (Number(fields[12]) * 1000) / CLK_TCK };
   } catch {
-    return Number.NaN;
+    return { user: Number.NaN, sys: Number.NaN };
   }
+}
+
+/** utime+stime of a process in ms, or NaN when it is gone. */
+export function cpuMs(pid: number): number {
+  const { user, sys } = cpuSplitMs(pid);
+  return user + sys;
 }
 
 function statusKb(pid: number, key: string): number {
@@ -48,9 +54,14 @@ export const peakRssMiB = (pid: number) => statusKb(pid, "VmHWM") / MIB;
 
 export type CpuSnapshot = Record<string, number>;
 
-/** CPU ms of each named process now. */
-export function cpuSnapshot(pids: Record<string, number>): CpuSnapshot {
-  return Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, cpuMs(pid)]));
+/** CPU ms of each named process now; `sys` picks system time only (page faults, syscalls). */
+export function cpuSnapshot(pids: Record<string, number>, part: "total" | "sys" = "total"): CpuSnapshot {
+  return Object.fromEntries(
+    Object.entries(pids).map(([name, pid]) => {
+      const { user, sys } = cpuSplitMs(pid);
+      return [name, part === "sys" ? sys : user + sys];
+    }),
+  );
 }
 
 /** CPU ms spent by each process between two snapshots. */

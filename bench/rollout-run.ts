@@ -28,7 +28,9 @@ export interface RunResult {
   pids: Record<string, number>;
   /** CPU ms of each process during the concurrent workload. */
   cpuMs: Record<string, number>;
-  cpuPerTurnMs: { server: number; engine: number; client: number; perProcess: Record<string, number> };
+  /** Of cpuMs, the system (kernel) part: syscalls, page faults of fresh memory. */
+  cpuSysMs: Record<string, number>;
+  cpuPerTurnMs: { server: number; serverSys: number; engine: number; client: number; perProcess: Record<string, number> };
   rss: {
     /** Sampled peak of the server's processes together (host + router + workers), MiB. */
     serverGroupPeakMiB: number | null;
@@ -82,14 +84,17 @@ async function measure(
 
   const pids = { ...groupPids, engine: ctx.engine.pid };
   const cpu0 = cpuSnapshot(pids);
+  const sys0 = cpuSnapshot(pids, "sys");
   // The group peak sums only the server's processes: the engine is not the server's memory.
   const sampler = new RssSampler(pids, Object.keys(groupPids));
   const result = await runWorkload(target, shape, 0, ctx.hooks);
   const sampled = sampler.stop();
   const cpuMs = cpuDelta(cpu0, cpuSnapshot(pids));
+  const cpuSysMs = cpuDelta(sys0, cpuSnapshot(pids, "sys"));
 
   const perProcess = Object.fromEntries(Object.entries(cpuMs).map(([name, ms]) => [name, ms / result.turns]));
   const serverCpu = Object.keys(groupPids).reduce((sum, name) => sum + cpuMs[name], 0);
+  const serverSys = Object.keys(groupPids).reduce((sum, name) => sum + cpuSysMs[name], 0);
   return {
     label,
     repeat: ctx.repeat,
@@ -104,7 +109,8 @@ async function measure(
     soloRecordsGet: probe.recordsGetMs.length ? { ms: probe.recordsGetMs[0], bytes: probe.recordsGetBytes[0] } : null,
     pids,
     cpuMs,
-    cpuPerTurnMs: { server: serverCpu / result.turns, engine: cpuMs.engine / result.turns, client: result.clientCpuMs / result.turns, perProcess },
+    cpuSysMs,
+    cpuPerTurnMs: { server: serverCpu / result.turns, serverSys: serverSys / result.turns, engine: cpuMs.engine / result.turns, client: result.clientCpuMs / result.turns, perProcess },
     rss: {
       serverGroupPeakMiB: Object.keys(groupPids).length ? sampled.group : null,
       sampledPeakMiB: sampled.perProcess,
