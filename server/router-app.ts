@@ -3,6 +3,8 @@
 // plugins (STYLE.md 8). Errors are JSON `{"error": …}` with the right status.
 import Fastify, { LogController, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import fp from "fastify-plugin";
+import { metricsRoutes, RouterMetrics } from "./router-metrics.ts";
 import { sessionRoutes } from "./router-sessions.ts";
 import { statusRoutes, type RouterStatus } from "./router-status.ts";
 import { sendError } from "./router-relay.ts";
@@ -33,7 +35,7 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   if (authToken) {
     const expected = `Bearer ${authToken}`;
     app.addHook("onRequest", async (request, reply) => {
-      if (request.url === "/health") return;
+      if (request.routeOptions.url === "/health") return;
       if (request.headers.authorization !== expected) {
         const err = new UnauthorizedError();
         return sendError(reply, err.status, err.message);
@@ -51,7 +53,10 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
     return sendError(reply, code, code >= 500 ? `internal router error: ${err.message}` : err.message);
   });
 
+  const metrics = new RouterMetrics(status);
+  // fastify-plugin: the metrics hook must see every route, not only its own plugin's.
+  app.register(fp(metricsRoutes), { links, metrics });
   app.register(statusRoutes, { links, status });
-  app.register(sessionRoutes, { links });
+  app.register(sessionRoutes, { links, metrics });
   return app;
 }

@@ -7,8 +7,16 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { ChannelClosedError, RequestAbortedError, type Meta } from "../transport/index.ts";
 import { WorkerFailedError, WorkerUnavailableError } from "./errors.ts";
 import type { ShardLinks } from "./shard-links.ts";
+import type { RouterMetrics } from "./router-metrics.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
+
+async function* counted(body: AsyncIterable<Buffer>, add: (bytes: number) => void): AsyncGenerator<Buffer> {
+  for await (const chunk of body) {
+    add(chunk.length);
+    yield chunk;
+  }
+}
 
 export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
   return reply.code(status).header("content-type", JSON_TYPE).send(JSON.stringify({ error: message }));
@@ -21,7 +29,11 @@ export async function relay(
   reply: FastifyReply,
   meta: Meta,
   body?: Buffer,
+  metrics?: RouterMetrics,
 ): Promise<FastifyReply> {
+  const label = { shard: String(shard) };
+  metrics?.inflight.inc(label);
+  reply.raw.once("close", () => metrics?.inflight.dec(label));
   reply.header("x-tito-shard", String(shard));
   const controller = new AbortController();
   // The client went away before we answered: cancel the worker's work and its reply.
@@ -51,6 +63,10 @@ export async function relay(
   const status = Number(res.meta.status) || 502;
   const headers = (res.meta.headers ?? {}) as Record<string, string>;
   reply.code(status).headers(headers);
-  if (whole) return reply.send(whole.length === 1 ? whole[0] : Buffer.concat(whole));
-  return reply.send(Readable.from(res.body));
+  if (whole) {
+    const bytes = whole.length === 1 ? whole[0] : Buffer.concat(whole);
+    metrics?.relayedBytes.inc(label, bytes.length);
+    return reply.send(bytes);
+  }
+  return reply.send(Readable.from(metrics ? counted(res.body, (n) => metrics.relayedBytes.inc(label, n)) : res.body));
 }

@@ -5,9 +5,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { relay } from "./router-relay.ts";
 import { mintSessionId, shardOf } from "./shard-hash.ts";
 import type { ShardLinks } from "./shard-links.ts";
+import type { RouterMetrics } from "./router-metrics.ts";
 
 export interface SessionRoutesOptions {
   links: ShardLinks;
+  metrics?: RouterMetrics;
 }
 
 const PROXY_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"] as const;
@@ -23,20 +25,20 @@ function rawPathAndQuery(request: FastifyRequest, sessionId: string): { path: st
   return { path: rest, query: q < 0 ? "" : url.slice(q + 1) };
 }
 
-export async function sessionRoutes(app: FastifyInstance, { links }: SessionRoutesOptions): Promise<void> {
+export async function sessionRoutes(app: FastifyInstance, { links, metrics }: SessionRoutesOptions): Promise<void> {
   const n = links.size;
   type IdRequest = FastifyRequest<{ Params: { id: string } }>;
   const route = (op: string) => (request: IdRequest, reply: FastifyReply) => {
     const sessionId = request.params.id;
     const { path, query } = rawPathAndQuery(request, sessionId);
     const meta = { op, sessionId, method: request.method, path, query, headers: request.headers };
-    return relay(links, shardOf(sessionId, n), request, reply, meta, request.body as Buffer | undefined);
+    return relay(links, shardOf(sessionId, n), request, reply, meta, request.body as Buffer | undefined, metrics);
   };
 
   app.post("/sessions", (request, reply) => {
     const sessionId = mintSessionId();
     const meta = { op: "create", sessionId, method: "POST", path: "/sessions", query: "", headers: request.headers };
-    return relay(links, shardOf(sessionId, n), request, reply, meta);
+    return relay(links, shardOf(sessionId, n), request, reply, meta, undefined, metrics);
   });
   app.get("/sessions/:id", route("get"));
   app.delete("/sessions/:id", route("delete"));

@@ -3,13 +3,14 @@
 // worker trusts the router's routing; it knows nothing of HTTP servers.
 import type { Handler, IncomingRequest, Reply } from "../transport/index.ts";
 import type { CoreRequest, CoreResponse, SessionCore } from "../sessions/index.ts";
+import type { WorkerMetrics } from "./worker-metrics.ts";
 
 function toReply(res: CoreResponse): Reply {
   return { meta: { status: res.status, headers: res.headers }, body: res.body };
 }
 
-function jsonReply(status: number, value: unknown): Reply {
-  return { meta: { status, headers: { "content-type": "application/json; charset=utf-8" } }, body: Buffer.from(JSON.stringify(value)) };
+function jsonResponse(status: number, value: unknown): CoreResponse {
+  return { status, headers: { "content-type": "application/json; charset=utf-8" }, body: Buffer.from(JSON.stringify(value)) };
 }
 
 async function coreRequest(req: IncomingRequest): Promise<CoreRequest> {
@@ -24,25 +25,30 @@ async function coreRequest(req: IncomingRequest): Promise<CoreRequest> {
   };
 }
 
-export function workerHandler(core: SessionCore): Handler {
+export function workerHandler(core: SessionCore, metrics: WorkerMetrics): Handler {
   return async (req) => {
-    const meta = req.meta as { op?: string; sessionId?: string };
-    const id = String(meta.sessionId ?? "");
-    switch (meta.op) {
-      case "health":
-        return toReply(core.health());
-      case "create":
-        return toReply(await core.create(id || undefined));
-      case "get":
-        return toReply(await core.get(id));
-      case "delete":
-        return toReply(await core.delete(id));
-      case "chat":
-        return toReply(await core.chat(id, await coreRequest(req), req.signal));
-      case "proxy":
-        return toReply(await core.proxy(id, await coreRequest(req), req.signal));
-      default:
-        return jsonReply(404, { error: `operation not supported by this worker: ${meta.op}` });
-    }
+    const op = String((req.meta as { op?: string }).op);
+    if (op === "metrics") return toReply(jsonResponse(200, await metrics.registry.getMetricsAsJSON()));
+    if (op === "health") return toReply(core.health());
+    return metrics.track(op, () => operation(core, req)).then(toReply);
   };
+}
+
+async function operation(core: SessionCore, req: IncomingRequest): Promise<CoreResponse> {
+  const meta = req.meta as { op?: string; sessionId?: string };
+  const id = String(meta.sessionId ?? "");
+  switch (meta.op) {
+    case "create":
+      return core.create(id || undefined);
+    case "get":
+      return core.get(id);
+    case "delete":
+      return core.delete(id);
+    case "chat":
+      return core.chat(id, await coreRequest(req), req.signal);
+    case "proxy":
+      return core.proxy(id, await coreRequest(req), req.signal);
+    default:
+      return jsonResponse(404, { error: `operation not supported by this worker: ${meta.op}` });
+  }
 }

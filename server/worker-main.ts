@@ -7,6 +7,7 @@ import { startChildRuntime } from "../actors/index.ts";
 import { createSessionCore, type SessionCoreOptions } from "../sessions/index.ts";
 import { listenChannels } from "../transport/index.ts";
 import { workerHandler } from "./worker-handler.ts";
+import { WorkerMetrics } from "./worker-metrics.ts";
 
 /** What the host passes a worker: the session core's plain options plus its shard. */
 export type WorkerConfig = Omit<SessionCoreOptions, "tokenizerFolder" | "notFoundHint" | "logger" | "recordStore" | "onUpstream"> & {
@@ -37,12 +38,14 @@ const coreOptions = (): SessionCoreOptions => {
     // Sessions live in this process's memory: after a restart, earlier ones are gone.
     notFoundHint: epoch > 1 ? ` (shard ${index} restarted; sessions created on it before the restart were lost)` : undefined,
     logger,
+    onUpstream: metrics.observeUpstream,
   };
 };
+const metrics = new WorkerMetrics(config.index, () => core.sessionCount());
 const core = startCore();
 
 const socketPath = join(config.socketDir, `shard-${config.index}.${config.epoch}.sock`);
-const server = await listenChannels(socketPath, (channel) => channel.serve(workerHandler(core)));
+const server = await listenChannels(socketPath, (channel) => channel.serve(workerHandler(core, metrics)));
 runtime.onClose(async () => {
   await server.close();
   await core.close();

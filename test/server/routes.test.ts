@@ -180,4 +180,36 @@ test("the official openai client completes a chat through the session route", as
   assert.not.ok("routed_experts" in (completion.choices[0] as any).meta_info);
 });
 
+/** The value of one sample line of Prometheus text, 0 when absent. */
+function sample(text: string, name: string, labels: Record<string, string>): number {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name + "{") && !line.startsWith(name + " ")) continue;
+    const inner = /\{(.*)\}/.exec(line)?.[1] ?? "";
+    if (Object.entries(labels).every(([k, v]) => inner.includes(`${k}="${v}"`))) return Number(line.split(" ").at(-1));
+  }
+  return 0;
+}
+
+test("GET /metrics: Prometheus text whose counters move with traffic", async () => {
+  const before = await call(base, "GET", "/metrics");
+  assert.is(before.status, 200);
+  assert.match(before.headers.get("content-type")!, /text\/plain/);
+  const id = await newSession(base);
+  const shard = String(shardOf(id, WORKERS));
+  const turn = await chat(base, id, [{ role: "user", content: "count me" }]);
+  assert.is(turn.res.status, 200);
+  const after = (await call(base, "GET", "/metrics")).text;
+  const chatRoute = { route: "/sessions/:id/v1/chat/completions", method: "POST", status: "200" };
+  assert.is(sample(after, "tito_http_requests_total", chatRoute), sample(before.text, "tito_http_requests_total", chatRoute) + 1);
+  assert.ok(sample(after, "tito_chat_latency_seconds_count", { status: "200" }) >= 1);
+  const engineCalls = (t: string) => sample(t, "tito_engine_request_duration_seconds_count", { shard, path: "/v1/chat/completions", status: "200" });
+  assert.is(engineCalls(after), engineCalls(before.text) + 1, "the owning worker's engine histogram moved");
+  assert.ok(sample(after, "tito_sessions", { shard }) >= 1);
+  assert.ok(sample(after, "tito_worker_reply_bytes_total", { shard, op: "chat" }) > 0);
+  assert.ok(sample(after, "tito_relayed_reply_bytes_total", { shard }) > sample(before.text, "tito_relayed_reply_bytes_total", { shard }));
+  assert.is(sample(after, "tito_tree_state", { state: "running" }), 1);
+  assert.is(sample(after, "tito_child_restarts", { actor: "router" }), 0);
+  assert.match(after, /tito_inflight_requests/);
+});
+
 test.run();

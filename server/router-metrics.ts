@@ -1,0 +1,79 @@
+// GET /metrics (Prometheus text, prom-client): the router's own counters — requests by
+// route and status, chat latency, in-flight requests and relayed bytes per shard, the
+// tree's state and restarts — merged with every reachable worker's metrics, fetched over
+// the transport. A shard that cannot answer in time is left out, never waited on long.
+import type { FastifyInstance } from "fastify";
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { RouterStatus } from "./router-status.ts";
+import type { ShardLinks } from "./shard-links.ts";
+
+const WORKER_METRICS_TIMEOUT_MS = 2_000;
+const TREE_STATES = ["starting", "running", "failed", "stopping", "stopped"];
+
+export class RouterMetrics {
+  readonly registry = new Registry();
+  readonly requests: Counter<"route" | "method" | "status">;
+  readonly chatLatency: Histogram<"status">;
+  readonly inflight: Gauge<"shard">;
+  readonly relayedBytes: Counter<"shard">;
+
+  constructor(status: RouterStatus) {
+    const registers = [this.registry];
+    this.requests = new Counter({ name: "tito_http_requests_total", help: "HTTP requests answered by the router, by route, method and status.", labelNames: ["route", "method", "status"], registers });
+    this.chatLatency = new Histogram({
+      name: "tito_chat_latency_seconds",
+      help: "Chat turn latency at the router (POST /sessions/:id/v1/chat/completions), by status.",
+      labelNames: ["status"],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
+      registers,
+    });
+    this.inflight = new Gauge({ name: "tito_inflight_requests", help: "Requests the router is relaying now, by shard.", labelNames: ["shard"], registers });
+    this.relayedBytes = new Counter({ name: "tito_relayed_reply_bytes_total", help: "Reply body bytes relayed from workers to clients, by shard.", labelNames: ["shard"], registers });
+    new Gauge({
+      name: "tito_tree_state",
+      help: "1 for the supervision tree's current state.",
+      labelNames: ["state"],
+      registers,
+      collect() {
+        for (const state of TREE_STATES) this.set({ state }, status.tree?.state === state ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "tito_child_restarts",
+      help: "Restarts of each supervised child process since start.",
+      labelNames: ["actor"],
+      registers,
+      collect() {
+        if (!status.tree) return;
+        this.set({ actor: "router" }, status.tree.router.restarts);
+        for (const shard of status.tree.shards) this.set({ actor: `shard-${shard.index}` }, shard.restarts);
+      },
+    });
+  }
+}
+
+export async function metricsRoutes(app: FastifyInstance, opts: { links: ShardLinks; metrics: RouterMetrics }): Promise<void> {
+  const { links, metrics } = opts;
+
+  app.addHook("onResponse", async (request, reply) => {
+    const route = request.routeOptions.url ?? "unmatched";
+    metrics.requests.inc({ route, method: request.method, status: String(reply.statusCode) });
+    if (route === "/sessions/:id/v1/chat/completions") metrics.chatLatency.observe({ status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+
+  app.get("/metrics", async (_request, reply) => {
+    const signal = AbortSignal.timeout(WORKER_METRICS_TIMEOUT_MS);
+    const fromWorkers = await Promise.allSettled(
+      Array.from({ length: links.size }, async (_, shard) => {
+        const channel = await links.acquire(shard, signal);
+        const res = await channel.request({ op: "metrics" }, undefined, { signal });
+        const chunks = await res.body.collect();
+        return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      }),
+    );
+    const all = [await metrics.registry.getMetricsAsJSON()];
+    for (const r of fromWorkers) if (r.status === "fulfilled" && Array.isArray(r.value)) all.push(r.value);
+    const merged = AggregatorRegistry.aggregate(all as never);
+    return reply.header("content-type", merged.contentType).send(await merged.metrics());
+  });
+}
