@@ -32,7 +32,9 @@ export interface Ratio {
 const MIB = 1024 * 1024;
 
 export function summarizeLabels(runs: RunResult[]): LabelSummary[] {
-  const labels = [...new Set(runs.map((r) => r.label))];
+  // floor first, then by worker count, whatever order the runs finished in
+  const order = (label: string) => (label === "floor" ? 0 : Number(label.slice(1)));
+  const labels = [...new Set(runs.map((r) => r.label))].sort((a, b) => order(a) - order(b));
   return labels.map((label) => {
     const of = runs.filter((r) => r.label === label);
     const med = (pick: (r: RunResult) => number | null | undefined) => median(of.map(pick).filter((v): v is number => typeof v === "number"));

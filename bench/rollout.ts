@@ -3,6 +3,7 @@
 // (the floor) and through a fresh `tito-server serve` child for each worker count, and
 // prints a markdown table, writes the JSON results and an SVG chart next to them.
 // The bench process is only a client; it stops exactly the processes it started.
+import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -13,6 +14,16 @@ import { Progress } from "./rollout-progress.ts";
 import { describe, markdown, ratios, summarizeLabels, targets } from "./rollout-report.ts";
 import { runFloor, runServer, type RunContext, type RunResult } from "./rollout-run.ts";
 import type { WorkloadShape } from "./rollout-workload.ts";
+
+/** Which code was measured: the commit, and whether the tree had uncommitted changes. */
+function gitState(): { commit: string; uncommittedChanges: boolean } | Record<string, never> {
+  try {
+    const git = (...args: string[]) => execFileSync("git", args, { cwd: REPO_ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    return { commit: git("rev-parse", "--short", "HEAD"), uncommittedChanges: git("status", "--porcelain", "--untracked-files=no") !== "" };
+  } catch {
+    return {}; // not a git checkout (e.g. an exported snapshot)
+  }
+}
 
 function engineFlags(config: RolloutConfig): string[] {
   const flags = ["--prebuilt-tokens", String(config.outputTokens), "--prebuilt-turns", String(config.turns), "--latency-ms", String(config.latencyMs)];
@@ -38,6 +49,7 @@ async function main(): Promise<void> {
   const progress = new Progress(config.repeat * runsPerRepeat * (config.sessions + 1) * config.turns);
   progress.phase("starting the engine (pre-building replies)");
   const loadAtStart = loadavg();
+  const git = gitState(); // the code as it was when the servers started
   const engine = await startEngine(engineFlags(config), config.verbose);
   const runs: RunResult[] = [];
   const failures: { label: string; repeat: number; error: string }[] = [];
@@ -87,8 +99,6 @@ async function main(): Promise<void> {
   const table = markdown(config, runs, labels);
   process.stdout.write(`${table}\n\n`);
   for (const f of failures) process.stdout.write(`FAILED: ${f.label} (repeat ${f.repeat}): ${f.error.split("\n")[0]}\n`);
-  process.stdout.write(`machine: ${cpus().length} CPUs, node ${process.version}, load average at start ${loadAtStart.map((l) => l.toFixed(2)).join(" ")}, at end ${loadavg().map((l) => l.toFixed(2)).join(" ")}\n`);
-  mkdirSync(dirname(config.out), { recursive: true });
   const machine = {
     node: process.version,
     cpus: cpus().length,
@@ -97,7 +107,12 @@ async function main(): Promise<void> {
     // Other work on the machine inflates every latency; the load average says how much there was.
     loadavgAtStart: loadAtStart,
     loadavgAtEnd: loadavg(),
+    ...git,
   };
+  const code = "commit" in machine ? `, code ${machine.commit}${machine.uncommittedChanges ? " + uncommitted changes" : ""}` : "";
+  const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
+  process.stdout.write(`machine: ${machine.cpus} CPUs, node ${process.version}${code}, load average at start ${load(loadAtStart)}, at end ${load(machine.loadavgAtEnd)}\n`);
+  mkdirSync(dirname(config.out), { recursive: true });
   writeFileSync(config.out, `${JSON.stringify({ config, machine, summary: labels, ratios: ratios(config, labels), targets: targets(config, labels), failures, runs }, null, 1)}\n`);
   const svgPath = config.out.replace(/\.json$/i, "") + ".svg";
   writeFileSync(svgPath, chartSvg(title, labels, runs));
