@@ -1,6 +1,7 @@
 // The package root: the embedding API for rollout programs.
 export { startSessionServer, type SessionServer } from "./server/session-server.ts";
 export type { SessionServerOptions } from "./server/options.ts";
+export { InvalidOptionError } from "./server/errors.ts";
 export {
   SessionServerFailedError,
   type SupervisionEvent,
