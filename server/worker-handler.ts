@@ -46,6 +46,8 @@ async function operation(core: SessionCore, req: IncomingRequest): Promise<CoreR
       return core.delete(id);
     case "chat":
       return core.chat(id, await coreRequest(req), req.signal);
+    case "samples":
+      return core.samples(id, await coreRequest(req));
     case "proxy":
       return core.proxy(id, await coreRequest(req), req.signal);
     default:

@@ -139,6 +139,20 @@ export class UpstreamAbortedError extends TitoError {
   }
 }
 
+/** The samples request is not usable: bad JSON body, an unknown key, a bad max_seq_len or format. */
+export class InvalidSampleRequestError extends TitoError {
+  constructor(message: string) {
+    super("TITO_ERR_INVALID_SAMPLE_REQUEST", 400, message);
+  }
+}
+
+/** A recorded engine reply cannot become a training sample (e.g. routed_experts not a whole number of rows). */
+export class SampleDataError extends TitoError {
+  constructor(message: string) {
+    super("TITO_ERR_SAMPLE_DATA", 502, message);
+  }
+}
+
 /** Every class above, by code: the table transports use to rebuild errors (STYLE.md 3). */
 export const sessionErrorCodes: Readonly<Record<string, number>> = Object.freeze({
   TITO_ERR_TOKENIZER_LOAD: 500,
@@ -158,4 +172,6 @@ export const sessionErrorCodes: Readonly<Record<string, number>> = Object.freeze
   TITO_ERR_ENGINE_REQUEST: 502,
   TITO_ERR_PROXY_PATH: 400,
   TITO_ERR_UPSTREAM_ABORTED: 499,
+  TITO_ERR_INVALID_SAMPLE_REQUEST: 400,
+  TITO_ERR_SAMPLE_DATA: 502,
 });

@@ -11,6 +11,8 @@ import { planPrompt, renderOrThrow, type PromptContext } from "./prompt-builder.
 import { checkProxyPath } from "./proxy-path.ts";
 import { MemoryRecordStore, sessionBodyChunks, type RecordStore } from "./records.ts";
 import { SessionRegistry } from "./registry.ts";
+import { sampleJson, sampleSafetensors } from "./sample-encode.ts";
+import { buildSample, parseSampleRequest } from "./samples.ts";
 import { scanReply } from "./reply-scan.ts";
 import { selectFamily } from "./tito-family.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
@@ -192,6 +194,21 @@ export class SessionCore {
         });
       });
       return { status: 200, headers: res.headers, body: scanned.clientBody };
+    });
+  }
+
+  /** POST /sessions/{id}/samples: the committed trajectory as one training sample (samples.ts). */
+  async samples(sessionId: string, req: CoreRequest): Promise<CoreResponse> {
+    return this.#guard(async () => {
+      const t = this.#registry.get(sessionId);
+      const request = parseSampleRequest(req.body, req.query, req.headers);
+      // Under the lock: turns and records from the same committed state.
+      const encoded = await t.lock.run(async () => {
+        if (t.closing) throw new SessionNotFoundError(sessionId, this.#registry.notFoundHint);
+        const sample = buildSample(t.id, t.turns, await this.#records.list(t.id), request.maxSeqLen);
+        return request.format === "safetensors" ? sampleSafetensors(sample) : sampleJson(sample);
+      });
+      return { status: 200, headers: { "content-type": encoded.contentType }, body: encoded.body };
     });
   }
 
