@@ -153,6 +153,21 @@ export class SampleDataError extends TitoError {
   }
 }
 
+/** A journal write (or its fsync) failed: the turn, create, rollback or delete is not acknowledged. */
+export class JournalWriteError extends TitoError {
+  constructor(path: string, options: { cause: unknown }) {
+    const reason = options.cause instanceof Error ? options.cause.message : String(options.cause);
+    super("TITO_ERR_JOURNAL_WRITE", 500, `journal write failed (${path}): ${reason}`, options);
+  }
+}
+
+/** A journal entry that is not the torn last one fails its checks: replay stops, naming where. */
+export class JournalCorruptError extends TitoError {
+  constructor(path: string, offset: number, reason: string, options?: { cause?: unknown }) {
+    super("TITO_ERR_JOURNAL_CORRUPT", 500, `journal corrupt: ${path} at byte offset ${offset}: ${reason}`, options);
+  }
+}
+
 /** Every class above, by code: the table transports use to rebuild errors (STYLE.md 3). */
 export const sessionErrorCodes: Readonly<Record<string, number>> = Object.freeze({
   TITO_ERR_TOKENIZER_LOAD: 500,
@@ -174,4 +189,6 @@ export const sessionErrorCodes: Readonly<Record<string, number>> = Object.freeze
   TITO_ERR_UPSTREAM_ABORTED: 499,
   TITO_ERR_INVALID_SAMPLE_REQUEST: 400,
   TITO_ERR_SAMPLE_DATA: 502,
+  TITO_ERR_JOURNAL_WRITE: 500,
+  TITO_ERR_JOURNAL_CORRUPT: 500,
 });

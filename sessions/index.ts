@@ -4,6 +4,8 @@ export { createSessionCore, errorResponse, SessionCore } from "./session-core.ts
 export type { CoreRequest, CoreResponse, SessionCoreOptions } from "./session-core.ts";
 export * from "./errors.ts";
 export { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
-export { MemoryRecordStore, sessionBodyChunks, type RecordStore, type TurnRecord } from "./records.ts";
+export { MemoryRecordStore, sessionBodyEnds, type RecordStore, type TurnRecord } from "./records.ts";
+export { JournalRecordStore, type JournalStoreOptions } from "./journal-store.ts";
+export type { FsyncPolicy } from "./journal-segments.ts";
 export type { Mismatch } from "./drift.ts";
 export type { UpstreamObservation } from "./upstream.ts";

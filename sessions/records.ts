@@ -1,9 +1,10 @@
-// The record store (one record per committed turn) and the GET body builder. Records
-// keep the request sent upstream and the engine's reply exactly as the bytes that
-// crossed the wire; the GET body splices those bytes into the JSON as they are, as a
-// list of chunks, so no record is ever re-parsed or re-serialized and no session body
-// has to fit in one string.
+// The record store seam (one record per committed turn), the in-memory store, and the
+// GET body's JSON around the records. Records keep the request sent upstream and the
+// engine's reply exactly as the bytes that crossed the wire; the GET body splices those
+// bytes into the JSON as they are, as chunks (or a stream, for the journal store), so no
+// record is ever re-parsed or re-serialized and no session body has to fit in one string.
 import assert from "node:assert";
+import type { ChatMessage } from "./chat-template.ts";
 
 export interface TurnRecord {
   /** Unix seconds (float). */
@@ -17,36 +18,85 @@ export interface TurnRecord {
   response: readonly Buffer[];
 }
 
-/** Where committed turns' records live. The memory store is one; a journal is another. */
+/**
+ * What a journal needs, besides the record, to rebuild a committed turn on replay: the
+ * record's request already carries the messages, tools and input_ids.
+ */
+export interface TurnState {
+  /** Committed turns before this one. */
+  index: number;
+  completionIds: readonly number[];
+  assistant: ChatMessage;
+}
+
+/** A committed turn read back from a journal, with the request it was sent with. */
+export interface ReplayedTurn extends TurnState {
+  request: Buffer;
+}
+
+/** Receives a journal's history in order; only sessions alive at some point are named. */
+export interface ReplayVisitor {
+  created(sessionId: string): void;
+  committed(sessionId: string, turn: ReplayedTurn): void;
+  truncated(sessionId: string, count: number): void;
+  deleted(sessionId: string): void;
+}
+
+/**
+ * Where committed turns' records live: in memory, or a journal on disk. Every change
+ * resolves once the store holds it (for the journal: written), and a rejected change left
+ * nothing behind. Callers serialize changes per session (the session lock).
+ */
 export interface RecordStore {
-  open(sessionId: string): void;
-  append(sessionId: string, record: TurnRecord): void;
+  /** Rebuilds what the store holds from before this process (nothing, for memory). */
+  recover(visitor: ReplayVisitor): Promise<void>;
+  open(sessionId: string): Promise<void>;
+  append(sessionId: string, record: TurnRecord, turn: TurnState): Promise<void>;
   /** Keeps the first `count` records (a rollback). */
-  truncate(sessionId: string, count: number): void;
-  list(sessionId: string): readonly TurnRecord[];
-  drop(sessionId: string): void;
+  truncate(sessionId: string, count: number): Promise<void>;
+  drop(sessionId: string): Promise<void>;
+  count(sessionId: string): number;
+  /** Every record read back whole (training samples); a journal reads them from disk. */
+  list(sessionId: string): Promise<TurnRecord[]>;
+  /** `head`, the records as JSON array members, then `tail`: as of now, later changes unseen. */
+  body(sessionId: string, head: Buffer, tail: Buffer): Buffer[] | AsyncIterable<Buffer>;
+  close(): Promise<void>;
 }
 
 export class MemoryRecordStore implements RecordStore {
   readonly #bySession = new Map<string, TurnRecord[]>();
 
-  open(sessionId: string): void {
+  async recover(): Promise<void> {}
+  async open(sessionId: string): Promise<void> {
     assert.ok(!this.#bySession.has(sessionId), `records of ${sessionId} opened twice`);
     this.#bySession.set(sessionId, []);
   }
-  append(sessionId: string, record: TurnRecord): void {
+  async append(sessionId: string, record: TurnRecord): Promise<void> {
     this.#records(sessionId).push(record);
   }
-  truncate(sessionId: string, count: number): void {
+  async truncate(sessionId: string, count: number): Promise<void> {
     const records = this.#records(sessionId);
     if (records.length > count) records.length = count;
   }
-  list(sessionId: string): readonly TurnRecord[] {
-    return this.#records(sessionId);
-  }
-  drop(sessionId: string): void {
+  async drop(sessionId: string): Promise<void> {
     this.#bySession.delete(sessionId);
   }
+  count(sessionId: string): number {
+    return this.#records(sessionId).length;
+  }
+  async list(sessionId: string): Promise<TurnRecord[]> {
+    return [...this.#records(sessionId)];
+  }
+  body(sessionId: string, head: Buffer, tail: Buffer): Buffer[] {
+    const chunks: Buffer[] = [head];
+    this.#records(sessionId).forEach((record, i) => {
+      if (i > 0) chunks.push(COMMA);
+      for (const c of recordChunks(record)) chunks.push(c);
+    });
+    chunks.push(tail);
+    return chunks;
+  }
+  async close(): Promise<void> {}
   #records(sessionId: string): TurnRecord[] {
     const records = this.#bySession.get(sessionId);
     assert.ok(records, `no records open for session ${sessionId}`);
@@ -54,21 +104,28 @@ export class MemoryRecordStore implements RecordStore {
   }
 }
 
+const COMMA = Buffer.from(",");
+
+/** A record's JSON up to its request bytes; `recordMiddle` goes between request and response. */
+export function recordHead(record: Pick<TurnRecord, "timestamp" | "method" | "path" | "statusCode">): Buffer {
+  return Buffer.from(
+    `{"timestamp":${JSON.stringify(record.timestamp)},"method":${JSON.stringify(record.method)},` +
+      `"path":${JSON.stringify(record.path)},"status_code":${record.statusCode},"request":`,
+  );
+}
+export const recordMiddle = Buffer.from(',"response":');
+export const recordEnd = Buffer.from("}");
+export const recordSeparator = COMMA;
+
 /** The chunks of one record's JSON object; the request and response bytes are spliced in. */
 export function recordChunks(record: TurnRecord): Buffer[] {
-  const head =
-    `{"timestamp":${JSON.stringify(record.timestamp)},"method":${JSON.stringify(record.method)},` +
-    `"path":${JSON.stringify(record.path)},"status_code":${record.statusCode},"request":`;
-  return [Buffer.from(head), record.request, Buffer.from(',"response":'), ...record.response, Buffer.from("}")];
+  return [recordHead(record), record.request, recordMiddle, ...record.response, recordEnd];
 }
 
-/** `{"session_id":…,"records":[…],"metadata":{…}}` as chunks, in order. */
-export function sessionBodyChunks(sessionId: string, records: readonly TurnRecord[], metadata: Record<string, unknown>): Buffer[] {
-  const chunks: Buffer[] = [Buffer.from(`{"session_id":${JSON.stringify(sessionId)},"records":[`)];
-  records.forEach((record, i) => {
-    if (i > 0) chunks.push(Buffer.from(","));
-    for (const c of recordChunks(record)) chunks.push(c);
-  });
-  chunks.push(Buffer.from(`],"metadata":${JSON.stringify(metadata)}}`));
-  return chunks;
+/** `{"session_id":…,"records":[` and `],"metadata":{…}}`: what a GET body wraps around the records. */
+export function sessionBodyEnds(sessionId: string, metadata: Record<string, unknown>): { head: Buffer; tail: Buffer } {
+  return {
+    head: Buffer.from(`{"session_id":${JSON.stringify(sessionId)},"records":[`),
+    tail: Buffer.from(`],"metadata":${JSON.stringify(metadata)}}`),
+  };
 }

@@ -41,16 +41,27 @@ export class SessionRegistry {
   }
 
   /**
-   * Marks the session closing and removes it under its lock; `onRemoved` runs under the
-   * lock too (to drop its records). Holders queued before the delete run first.
+   * Marks the session closing and removes it under its lock once `onRemoved` (dropping its
+   * records; for a journal, writing the delete) has succeeded. If that fails the session
+   * stays, open again, and the error goes to the caller. Holders queued before the delete run first.
    */
-  async delete(sessionId: string, onRemoved?: (t: Trajectory) => void): Promise<void> {
+  async delete(sessionId: string, onRemoved?: (t: Trajectory) => void | Promise<void>): Promise<void> {
     const trajectory = this.get(sessionId);
     trajectory.closing = true;
-    await trajectory.lock.run(() => {
+    await trajectory.lock.run(async () => {
+      try {
+        await onRemoved?.(trajectory);
+      } catch (err) {
+        trajectory.closing = false;
+        throw err;
+      }
       this.#sessions.delete(sessionId);
-      onRemoved?.(trajectory);
     });
+  }
+
+  /** Forgets a session outright (journal replay of a delete): no lock, nobody holds it yet. */
+  forget(sessionId: string): void {
+    this.#sessions.delete(sessionId);
   }
 
   ids(): IterableIterator<string> {

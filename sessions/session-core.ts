@@ -9,8 +9,9 @@ import { compareTrajectories } from "./drift.ts";
 import { InvalidChatRequestError, InvalidJsonError, SessionNotFoundError, TitoError } from "./errors.ts";
 import { planPrompt, renderOrThrow, type PromptContext } from "./prompt-builder.ts";
 import { checkProxyPath } from "./proxy-path.ts";
-import { MemoryRecordStore, sessionBodyChunks, type RecordStore } from "./records.ts";
+import { MemoryRecordStore, sessionBodyEnds, type RecordStore } from "./records.ts";
 import { SessionRegistry } from "./registry.ts";
+import { sessionRebuilder, type ReplayCounts } from "./session-replay.ts";
 import { sampleJson, sampleSafetensors } from "./sample-encode.ts";
 import { buildSample, parseSampleRequest } from "./samples.ts";
 import { scanReply } from "./reply-scan.ts";
@@ -34,8 +35,8 @@ export interface CoreResponse {
   status: number;
   /** Never framing headers. */
   headers: Record<string, string>;
-  /** A chunk list is written in order by the caller, never concatenated. */
-  body: Buffer | Buffer[];
+  /** A chunk list is written in order by the caller, never concatenated; a stream (records GET from the journal) is passed on as it is. */
+  body: Buffer | Buffer[] | AsyncIterable<Buffer>;
 }
 
 export interface SessionCoreOptions {
@@ -133,10 +134,22 @@ export class SessionCore {
     return this.#registry.size;
   }
 
+  /** Rebuilds the sessions the record store holds from before this process (journal replay). */
+  async recover(): Promise<ReplayCounts> {
+    const rebuilder = sessionRebuilder(this.#registry);
+    await this.#records.recover(rebuilder);
+    return rebuilder.counts();
+  }
+
   async create(sessionId?: string): Promise<CoreResponse> {
     return this.#guard(async () => {
       const t = this.#registry.create(sessionId);
-      this.#records.open(t.id);
+      try {
+        await this.#records.open(t.id);
+      } catch (err) {
+        this.#registry.forget(t.id); // not acknowledged: the session does not exist
+        throw err;
+      }
       return json(200, { session_id: t.id });
     });
   }
@@ -152,7 +165,8 @@ export class SessionCore {
           max_trim_tokens: this.#ctx.family.maxTrimTokens,
         };
         if (t.assistantCount > 0) metadata.tito_session_mismatch = this.#drift(t);
-        return { status: 200, headers: { ...JSON_HEADERS }, body: sessionBodyChunks(t.id, this.#records.list(t.id), metadata) };
+        const { head, tail } = sessionBodyEnds(t.id, metadata);
+        return { status: 200, headers: { ...JSON_HEADERS }, body: this.#records.body(t.id, head, tail) };
       });
     });
   }
@@ -175,23 +189,17 @@ export class SessionCore {
       const res = await this.#upstream.send({ method: "POST", path: CHAT_PATH, headers, body: turn.upstreamBody, signal });
       if (res.status !== 200) return res;
       const scanned = scanReply(res.body);
-      await t.lock.run(() => {
+      await t.lock.run(async () => {
         if (t.closing || t.version !== turn.version) {
           this.#log?.warn({ sessionId, closing: t.closing }, "session changed while the engine answered; turn returned but not recorded");
           return;
         }
-        t.commit(
-          { promptIds: turn.promptIds, completionIds: scanned.completionIds, messages: [...turn.messages, scanned.message], tools: turn.tools },
-          this.#ctx.family.maxTrimTokens,
-        );
-        this.#records.append(t.id, {
-          timestamp: Date.now() / 1000,
-          method: "POST",
-          path: CHAT_PATH,
-          statusCode: 200,
-          request: turn.upstreamBody,
-          response: res.body,
-        });
+        const input = { promptIds: turn.promptIds, completionIds: scanned.completionIds, messages: [...turn.messages, scanned.message], tools: turn.tools };
+        t.verify(input, this.#ctx.family.maxTrimTokens);
+        // Stored before it is applied or acknowledged: a failed write leaves the session as it was.
+        const record = { timestamp: Date.now() / 1000, method: "POST", path: CHAT_PATH, statusCode: 200, request: turn.upstreamBody, response: res.body };
+        await this.#records.append(t.id, record, { index: t.assistantCount, completionIds: scanned.completionIds, assistant: scanned.message });
+        t.restore(input);
       });
       return { status: 200, headers: res.headers, body: scanned.clientBody };
     });
@@ -222,10 +230,11 @@ export class SessionCore {
 
   async close(): Promise<void> {
     await this.#upstream.close();
+    await this.#records.close();
   }
 
   /** Step 1 of a turn, under the lock: parse, force fields, plan the prompt, apply a rollback. */
-  #prepare(t: Trajectory, bytes: Buffer): PreparedTurn {
+  async #prepare(t: Trajectory, bytes: Buffer): Promise<PreparedTurn> {
     if (t.closing) throw new SessionNotFoundError(t.id, this.#registry.notFoundHint);
     const body = parseChatBody(bytes);
     const messages = body.messages as ChatMessage[];
@@ -233,8 +242,8 @@ export class SessionCore {
     const plan = planPrompt(this.#ctx, t, messages, tools);
     if (plan.rollbackToTurns !== undefined) {
       this.#log?.info({ sessionId: t.id, from: t.assistantCount, to: plan.rollbackToTurns }, "rollback");
+      await this.#records.truncate(t.id, plan.rollbackToTurns);
       t.rollbackTo(plan.rollbackToTurns);
-      this.#records.truncate(t.id, plan.rollbackToTurns);
     }
     const upstream: Record<string, unknown> = { ...body, logprobs: true, return_meta_info: true, no_stop_trim: false };
     if (this.#options.routingReplay) upstream.return_routed_experts = true;

@@ -70,26 +70,49 @@ export class Trajectory implements TrajectoryView {
    * Commits a turn: the previous checkpoint, minus its last `maxTrimTokens` ids, must be a
    * prefix of prompt + completion (nothing generated is ever re-tokenized), else 500.
    */
-  commit(turn: { promptIds: readonly number[]; completionIds: readonly number[]; messages: ChatMessage[]; tools?: unknown[] }, maxTrimTokens: number): CommittedTurn {
-    const checkpoint = [...turn.promptIds, ...turn.completionIds];
+  commit(turn: TurnInput, maxTrimTokens: number): CommittedTurn {
+    this.verify(turn, maxTrimTokens);
+    return this.restore(turn);
+  }
+
+  /** The check of commit() without the commit (a journal write goes between the two). */
+  verify(turn: TurnInput, maxTrimTokens: number): void {
     const previous = this.currentIds;
+    const length = turn.promptIds.length + turn.completionIds.length;
+    const at = (i: number) => (i < turn.promptIds.length ? turn.promptIds[i] : turn.completionIds[i - turn.promptIds.length]);
     const mustMatch = Math.max(0, previous.length - maxTrimTokens);
-    if (checkpoint.length < mustMatch) {
+    if (length < mustMatch) {
       throw new TokenizationError(
-        `the new trajectory (${checkpoint.length} tokens) is shorter than the previous checkpoint (${previous.length} tokens, ${maxTrimTokens} trimmable)`,
+        `the new trajectory (${length} tokens) is shorter than the previous checkpoint (${previous.length} tokens, ${maxTrimTokens} trimmable)`,
       );
     }
     for (let i = 0; i < mustMatch; i++) {
-      if (previous[i] !== checkpoint[i]) {
+      if (previous[i] !== at(i)) {
         throw new TokenizationError(
-          `the previous checkpoint is not a prefix of the new trajectory: first difference at token ${i} (previous ${previous[i]}, new ${checkpoint[i]}) of ${previous.length}`,
+          `the previous checkpoint is not a prefix of the new trajectory: first difference at token ${i} (previous ${previous[i]}, new ${at(i)}) of ${previous.length}`,
         );
       }
     }
-    const committed: CommittedTurn = { checkpoint, promptLength: turn.promptIds.length, messageCount: turn.messages.length, tools: turn.tools };
+  }
+
+  /** Appends a turn unchecked: a verified one, or one replayed from the journal that verified it. */
+  restore(turn: TurnInput): CommittedTurn {
+    const committed: CommittedTurn = {
+      checkpoint: [...turn.promptIds, ...turn.completionIds],
+      promptLength: turn.promptIds.length,
+      messageCount: turn.messages.length,
+      tools: turn.tools,
+    };
     this.#version++;
     this.#turns.push(committed);
     this.#messages = turn.messages;
     return committed;
   }
+}
+
+export interface TurnInput {
+  promptIds: readonly number[];
+  completionIds: readonly number[];
+  messages: ChatMessage[];
+  tools?: unknown[];
 }

@@ -18,7 +18,7 @@ let r3: R3Engine;
 let core: SessionCore;
 let r3Core: SessionCore;
 
-const bytes = (r: CoreResponse) => (Array.isArray(r.body) ? Buffer.concat(r.body) : r.body);
+const bytes = (r: CoreResponse) => (Array.isArray(r.body) ? Buffer.concat(r.body) : (r.body as Buffer));
 const json = (r: CoreResponse) => JSON.parse(bytes(r).toString("utf8"));
 const req = (body: unknown, query = "", headers: Record<string, string> = {}) => ({
   method: "POST",
