@@ -42,11 +42,20 @@ test("--help and bad flags", async () => {
 
 test("ready line, a working session, SIGTERM exits 0 and leaves no child", async () => {
   const events = join(dir, "events.jsonl");
-  const run = await startCli(["--port", "0", "--workers", "2", "--engine", engine.url, "--events", events, "--log-level", "warn"]);
+  const run = await startCli(["--port", "0", "--workers", "2", "--engine", engine.url, "--events", events, "--log-level", "warn", "--auth-token", "s3cret"]);
   assert.match(run.readyLine, /^tito-server ready url=http:\/\/127\.0\.0\.1:\d+ workers=2 instance=[0-9a-f]{32}$/);
-  const created = await call(run.url, "POST", "/sessions");
+  const auth = { authorization: "Bearer s3cret" };
+  assert.is((await call(run.url, "GET", "/health")).status, 200, "/health needs no token");
+  const refused = await call(run.url, "POST", "/sessions");
+  assert.is(refused.status, 401);
+  assert.equal(refused.json, { error: "missing or invalid bearer token" });
+  assert.is((await call(run.url, "POST", "/sessions", undefined, { authorization: "Bearer wrong" })).status, 401);
+  const created = await call(run.url, "POST", "/sessions", undefined, auth);
   assert.is(created.status, 200);
-  const pids = await treePids(run.url);
+  const turn = await call(run.url, "POST", `/sessions/${created.json.session_id}/v1/chat/completions`, { model: "m", messages: [{ role: "user", content: "hi" }] }, auth);
+  assert.is(turn.status, 200);
+  const tree = (await call(run.url, "GET", "/supervision", undefined, auth)).json;
+  const pids = [tree.router.pid, ...tree.shards.map((s: any) => s.pid)];
   run.proc.kill("SIGTERM");
   const { code } = await run.exit;
   assert.is(code, 0);

@@ -42,7 +42,9 @@ test("bad options are refused before anything starts", async () => {
 });
 
 test("events: the async iterable replays from the start, matches on('event'), and ends at shutdown", async () => {
+  const exitHooks = process.listenerCount("exit");
   const server = await startSessionServer({ engineUrl: engine.url, workers: 1, logLevel: "warn" });
+  assert.is(process.listenerCount("exit"), exitHooks + 1, "an exit hook guards the children while running");
   const live: SupervisionEvent[] = [];
   server.on("event", (e) => live.push(e));
   const iterated: SupervisionEvent[] = [];
@@ -58,6 +60,7 @@ test("events: the async iterable replays from the start, matches on('event'), an
   assert.equal(iterated.at(-1)!.kind, "stopped");
   assert.equal(live, iterated.slice(iterated.length - live.length), "the listener saw the same tail");
   assert.throws(() => server.check(), /shut down/);
+  assert.is(process.listenerCount("exit"), exitHooks, "the exit hook is removed after shutdown");
   assert.equal(await waitGone(pids, 5_000), []);
 });
 
