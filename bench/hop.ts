@@ -3,7 +3,8 @@
 // For each worker count it starts `tito-server serve` as a child (time to the ready
 // line; RSS of every process once ready, pids from GET /supervision), then times
 // `GET /sessions/{id}/v1/models` through the server against `GET /v1/models` straight to
-// the engine, alternating blocks of the two so machine noise hits both alike.
+// the engine, alternating blocks so machine noise hits all alike; two more legs (the
+// router alone, router -> worker without the engine) show where the added time goes.
 // It is a client only: it stops exactly the processes it started.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
@@ -30,6 +31,9 @@ interface HopRow {
   rssMiB: Record<string, number>;
   direct: LatencySummary;
   proxied: LatencySummary;
+  /** Legs of the proxied path, for locating the cost: the router alone, and router -> worker without the engine. */
+  routerOnly: LatencySummary;
+  routerWorker: LatencySummary;
   addedP50Us: number;
   addedP99Us: number;
 }
@@ -54,31 +58,36 @@ function parse(argv: string[]): { workers: number[]; requests: number; out?: str
 }
 
 /** One request, body read to the end; returns µs. */
-async function timed(pool: Pool, path: string): Promise<number> {
+async function timed(pool: Pool, path: string, status: number): Promise<number> {
   const t0 = performance.now();
   const res = await pool.request({ method: "GET", path });
   await res.body.dump({ limit: Number.POSITIVE_INFINITY });
-  if (res.statusCode !== 200) throw new Error(`GET ${path}: status ${res.statusCode}`);
+  if (res.statusCode !== status) throw new Error(`GET ${path}: status ${res.statusCode}, want ${status}`);
   return (performance.now() - t0) * 1000;
 }
 
-/** Alternating blocks of direct and proxied requests, after an unmeasured warm-up of each. */
-async function measureHop(engineUrl: string, serverUrl: string, requests: number): Promise<{ direct: number[]; proxied: number[] }> {
-  const direct = new Pool(engineUrl, { connections: 1, keepAliveTimeout: 60_000 });
-  const proxied = new Pool(serverUrl, { connections: 1, keepAliveTimeout: 60_000 });
-  const proxyPath = `/sessions/${SESSION_ID}/v1/models`;
-  const out = { direct: [] as number[], proxied: [] as number[] };
+type Leg = "direct" | "proxied" | "routerOnly" | "routerWorker";
+
+/** Alternating blocks of each leg, after an unmeasured warm-up of each. */
+async function measureHop(engineUrl: string, serverUrl: string, requests: number): Promise<Record<Leg, number[]>> {
+  const engine = new Pool(engineUrl, { connections: 1, keepAliveTimeout: 60_000 });
+  const server = new Pool(serverUrl, { connections: 1, keepAliveTimeout: 60_000 });
+  const legs: [Leg, Pool, string, number][] = [
+    ["direct", engine, "/v1/models", 200],
+    ["proxied", server, `/sessions/${SESSION_ID}/v1/models`, 200],
+    // Served by the router from its own state: HTTP in and out, no hop.
+    ["routerOnly", server, "/supervision", 200],
+    // Router -> worker -> router, no engine: the session does not exist, the worker says 404.
+    ["routerWorker", server, `/sessions/${SESSION_ID}`, 404],
+  ];
+  const out: Record<Leg, number[]> = { direct: [], proxied: [], routerOnly: [], routerWorker: [] };
   try {
-    for (let i = 0; i < 2 * BLOCK; i++) {
-      await timed(direct, "/v1/models");
-      await timed(proxied, proxyPath);
-    }
+    for (let i = 0; i < 2 * BLOCK; i++) for (const [, pool, path, status] of legs) await timed(pool, path, status);
     for (let block = 0; block < requests / BLOCK; block++) {
-      for (let i = 0; i < BLOCK; i++) out.direct.push(await timed(direct, "/v1/models"));
-      for (let i = 0; i < BLOCK; i++) out.proxied.push(await timed(proxied, proxyPath));
+      for (const [leg, pool, path, status] of legs) for (let i = 0; i < BLOCK; i++) out[leg].push(await timed(pool, path, status));
     }
   } finally {
-    await Promise.all([direct.close(), proxied.close()]);
+    await Promise.all([engine.close(), server.close()]);
   }
   return out;
 }
@@ -98,10 +107,20 @@ async function runOne(workers: number, engineUrl: string, requests: number): Pro
     const pids = await supervisionPids(server.url);
     childPids = Object.entries(pids).filter(([n]) => n !== "host").map(([, pid]) => pid);
     const rss = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, rssMiB(pid)]));
-    const { direct, proxied } = await measureHop(engineUrl, server.url, requests);
-    const d = summarize(direct);
-    const p = summarize(proxied);
-    return { workers, startupMs: server.startupMs, rssMiB: rss, direct: d, proxied: p, addedP50Us: p.p50 - d.p50, addedP99Us: p.p99 - d.p99 };
+    const legs = await measureHop(engineUrl, server.url, requests);
+    const d = summarize(legs.direct);
+    const p = summarize(legs.proxied);
+    return {
+      workers,
+      startupMs: server.startupMs,
+      rssMiB: rss,
+      direct: d,
+      proxied: p,
+      routerOnly: summarize(legs.routerOnly),
+      routerWorker: summarize(legs.routerWorker),
+      addedP50Us: p.p50 - d.p50,
+      addedP99Us: p.p99 - d.p99,
+    };
   } finally {
     for (const problem of await stopServer(server, childPids)) process.stderr.write(`bench:hop: warning: ${problem}\n`);
   }
@@ -120,6 +139,15 @@ function table(rows: HopRow[]): string {
       `| ${r.workers} | ${fmt(r.startupMs, 0)} | ${fmt(r.rssMiB.host, 0)} | ${fmt(r.rssMiB.router, 0)} | ${perWorker} | ${fmt(total, 0)} | ` +
         `${fmt(r.direct.p50, 0)} / ${fmt(r.direct.p99, 0)} | ${fmt(r.proxied.p50, 0)} / ${fmt(r.proxied.p99, 0)} | ${fmt(r.addedP50Us, 0)} | ${fmt(r.addedP99Us, 0)} |`,
     );
+  }
+  lines.push(
+    "",
+    "| workers | router only (GET /supervision) p50 / p99 µs | router -> worker, no engine (GET /sessions/{missing} 404) p50 / p99 µs | proxied p50 / p99 µs |",
+    "|---|---|---|---|",
+  );
+  for (const r of rows) {
+    const cell = (l: LatencySummary) => `${fmt(l.p50, 0)} / ${fmt(l.p99, 0)}`;
+    lines.push(`| ${r.workers} | ${cell(r.routerOnly)} | ${cell(r.routerWorker)} | ${cell(r.proxied)} |`);
   }
   return lines.join("\n");
 }

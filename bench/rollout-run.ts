@@ -7,7 +7,7 @@ import { request } from "undici";
 import { cpuDelta, cpuSnapshot, peakRssMiB, RssSampler } from "./rollout-proc-stats.ts";
 import { startServer, stopServer, type Started } from "./rollout-procs.ts";
 import { summarize, type LatencySummary } from "./rollout-stats.ts";
-import { runWorkload, Target, type RunHooks, type WorkloadShape } from "./rollout-workload.ts";
+import { runWorkload, Target, warmUp, type RunHooks, type WorkloadShape } from "./rollout-workload.ts";
 
 export interface RunResult {
   label: string; // "floor" | "w1" | "w2" …
@@ -77,8 +77,8 @@ async function measure(
   groupPids: Record<string, number>,
 ): Promise<Omit<RunResult, "kind" | "workers" | "startupMs" | "problems">> {
   const { shape } = ctx;
-  // Warm-up: JIT, connections and the engine's reply cache; not measured.
-  await runWorkload(target, { ...shape, sessions: Math.min(2, shape.sessions), turns: Math.min(3, shape.turns), getRecords: false, r3BytesPerSession: 0 }, 900_000);
+  // Warm-up of every worker (JIT), the connections and the engine's reply cache; not measured.
+  await warmUp(target, shape, Object.keys(groupPids).filter((n) => n.startsWith("worker-")).length);
   // The probe runs alone, so its records GET (if any) is also the "one GET afterwards" measurement.
   const probe = await runWorkload(target, { ...shape, sessions: 1 }, 800_000, ctx.hooks);
 

@@ -53,7 +53,11 @@ export class Target {
     this.#pool = new Pool(url, { connections: opts.connections, keepAliveTimeout: 60_000, headersTimeout: 600_000, bodyTimeout: 600_000 });
   }
 
-  async request(method: "GET" | "POST" | "DELETE", path: string, body?: string): Promise<{ status: number; chunks: Buffer[]; bytes: number }> {
+  async request(
+    method: "GET" | "POST" | "DELETE",
+    path: string,
+    body?: string,
+  ): Promise<{ status: number; chunks: Buffer[]; bytes: number; headers: Record<string, string | string[] | undefined> }> {
     const res = await this.#pool.request({
       method,
       path,
@@ -66,14 +70,20 @@ export class Target {
       chunks.push(chunk as Buffer);
       bytes += (chunk as Buffer).length;
     }
-    return { status: res.statusCode, chunks, bytes };
+    return { status: res.statusCode, chunks, bytes, headers: res.headers };
   }
 
   async create(): Promise<string> {
-    if (!this.sessions) return "";
+    return (await this.createOnShard()).id;
+  }
+
+  /** Creates a session and says which shard owns it (the `x-tito-shard` header). */
+  async createOnShard(): Promise<{ id: string; shard: number }> {
+    if (!this.sessions) return { id: "", shard: 0 };
     const res = await this.request("POST", "/sessions", "{}");
     expectStatus(res, 200, "POST /sessions");
-    return JSON.parse(Buffer.concat(res.chunks).toString("utf8")).session_id as string;
+    const id = JSON.parse(Buffer.concat(res.chunks).toString("utf8")).session_id as string;
+    return { id, shard: Number(res.headers["x-tito-shard"] ?? 0) };
   }
 
   chatPath(id: string): string {
@@ -131,8 +141,8 @@ export interface RunHooks {
   onTurn?: () => void;
 }
 
-async function runSession(target: Target, shape: WorkloadShape, seed: number, out: WorkloadResult, hooks: RunHooks): Promise<void> {
-  const id = await target.create();
+async function runSession(target: Target, shape: WorkloadShape, seed: number, out: WorkloadResult, hooks: RunHooks, created?: string): Promise<void> {
+  const id = created ?? (await target.create());
   const messages: Message[] = [{ role: "user", content: `Session ${seed}.${text(shape.inputTokens, seed)}` }];
   for (let k = 0; k < shape.turns; k++) {
     // Turn k sends 2k+1 messages: the first user message, then (assistant, tool) pairs.
@@ -170,4 +180,31 @@ export async function runWorkload(target: Target, shape: WorkloadShape, seedBase
   const cpu = process.cpuUsage(cpu0);
   out.clientCpuMs = (cpu.user + cpu.system) / 1000;
   return out;
+}
+
+/**
+ * Warm-up, not measured: two sessions of a few turns on every shard, so no worker is
+ * measured cold (each worker process JIT-compiles the tokenizer and template code on its
+ * own). Sessions land on shards by a hash of their id, so it creates until each shard
+ * has two, within a fixed number of attempts.
+ */
+export async function warmUp(target: Target, shape: WorkloadShape, shards: number): Promise<void> {
+  const short: WorkloadShape = { ...shape, turns: Math.min(4, shape.turns), getRecords: false, r3BytesPerSession: 0 };
+  if (!target.sessions) {
+    await runWorkload(target, { ...short, sessions: 2 }, 900_000);
+    return;
+  }
+  const perShard = new Array<number>(shards).fill(0);
+  const ids: string[] = [];
+  for (let attempt = 0; attempt < 32 * shards && perShard.some((n) => n < 2); attempt++) {
+    const { id, shard } = await target.createOnShard();
+    if (perShard[shard] < 2) {
+      perShard[shard]++;
+      ids.push(id);
+    } else {
+      await target.delete(id);
+    }
+  }
+  const out: WorkloadResult = { wallMs: 0, turns: 0, chatMs: [], recordsGetMs: [], recordsGetBytes: [], clientCpuMs: 0 };
+  await Promise.all(ids.map((id, i) => runSession(target, short, 900_000 + i, out, {}, id)));
 }
