@@ -1,7 +1,8 @@
 // The package root: the embedding API for rollout programs.
 export { startSessionServer, type SessionServer } from "./server/session-server.ts";
 export type { SessionServerOptions } from "./server/options.ts";
-export { InvalidOptionError } from "./server/errors.ts";
+export { InvalidOptionError, SamplesRequestError } from "./server/errors.ts";
+export type { TrainingSample } from "./sessions/index.ts";
 export {
   SessionServerFailedError,
   type SupervisionEvent,

@@ -42,3 +42,12 @@ export class UnauthorizedError extends ServerError {
     super("TITO_ERR_UNAUTHORIZED", 401, "missing or invalid bearer token");
   }
 }
+
+/** server.samples() got a non-200: `status` is the HTTP status (404 unknown or lost session, 400 bad request, …). */
+export class SamplesRequestError extends ServerError {
+  readonly sessionId: string;
+  constructor(sessionId: string, status: number, message: string) {
+    super("TITO_ERR_SAMPLES_REQUEST", status, `samples of session ${sessionId} failed (${status}): ${message}`);
+    this.sessionId = sessionId;
+  }
+}

@@ -10,6 +10,8 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SessionServerFailedError, SupervisionTree, type SupervisionEvent, type TreeSnapshot } from "../actors/index.ts";
+import type { TrainingSample } from "../sessions/index.ts";
+import { SamplesRequestError } from "./errors.ts";
 import { resolveOptions, type ResolvedOptions, type SessionServerOptions } from "./options.ts";
 import { startSimEngine, type SimEngine } from "./sim-engine.ts";
 import type { RouterConfig } from "./router-main.ts";
@@ -32,6 +34,8 @@ export interface SessionServer {
   off(event: "event", listener: (event: SupervisionEvent) => void): this;
   /** Stop everything: SIGTERM, grace, SIGKILL. Idempotent; concurrent callers share it. */
   shutdown(): Promise<void>;
+  /** POST {url}/sessions/{id}/samples (JSON): the session as one training sample; rejects with SamplesRequestError on a non-200. */
+  samples(sessionId: string, opts?: { maxSeqLen?: number }): Promise<TrainingSample>;
 }
 
 class ServerHandle extends EventEmitter implements SessionServer {
@@ -39,10 +43,12 @@ class ServerHandle extends EventEmitter implements SessionServer {
   readonly engineUrl: string;
   readonly #tree: SupervisionTree;
   readonly #cleanup: () => Promise<void>;
+  readonly #authToken: string | undefined;
   #stopping: Promise<void> | undefined;
 
-  constructor(url: string, engineUrl: string, tree: SupervisionTree, cleanup: () => Promise<void>) {
+  constructor(url: string, engineUrl: string, tree: SupervisionTree, cleanup: () => Promise<void>, authToken?: string) {
     super();
+    this.#authToken = authToken;
     this.url = url;
     this.engineUrl = engineUrl;
     this.#tree = tree;
@@ -60,6 +66,24 @@ class ServerHandle extends EventEmitter implements SessionServer {
 
   get events(): AsyncIterable<SupervisionEvent> {
     return iterateEvents(this.#tree);
+  }
+
+  async samples(sessionId: string, opts: { maxSeqLen?: number } = {}): Promise<TrainingSample> {
+    const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
+    if (this.#authToken !== undefined) headers.authorization = `Bearer ${this.#authToken}`;
+    const body = opts.maxSeqLen === undefined ? {} : { max_seq_len: opts.maxSeqLen };
+    const res = await fetch(`${this.url}/sessions/${encodeURIComponent(sessionId)}/samples`, { method: "POST", headers, body: JSON.stringify(body) });
+    const text = await res.text();
+    if (res.status !== 200) {
+      let message = text;
+      try {
+        message = (JSON.parse(text) as { error?: string }).error ?? text;
+      } catch {
+        // not our JSON error body (a proxy in between?): keep the text
+      }
+      throw new SamplesRequestError(sessionId, res.status, message);
+    }
+    return JSON.parse(text) as TrainingSample;
   }
 
   shutdown(): Promise<void> {
@@ -186,7 +210,7 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
     // The ready event reaches listeners through the event-log actor: wait for it.
     while (!url && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
     await waitHealthy(url, deadline);
-    return new ServerHandle(url, engineUrl, tree, cleanup);
+    return new ServerHandle(url, engineUrl, tree, cleanup, opts.authToken);
   } catch (err) {
     await tree?.shutdown();
     await cleanup();

@@ -9,3 +9,4 @@ export { JournalRecordStore, type JournalStoreOptions } from "./journal-store.ts
 export type { FsyncPolicy } from "./journal-segments.ts";
 export type { Mismatch } from "./drift.ts";
 export type { UpstreamObservation } from "./upstream.ts";
+export type { TrainingSample } from "./sample-encode.ts";

@@ -1,8 +1,23 @@
 // The two wire forms of a training sample (samples.ts): JSON (the default) and
 // safetensors. Large arrays are written as a list of chunks, never one giant string:
 // routed experts can be millions of values. It encodes; it never computes a sample.
-import type { Sample } from "./samples.ts";
+import type { Sample, SampleTurn } from "./samples.ts";
 import { encodeSafetensors, type Tensor } from "./safetensors.ts";
+
+/** The JSON form, as `POST /sessions/{id}/samples` returns it and `server.samples()` resolves. */
+export interface TrainingSample {
+  session_id: string;
+  status: "completed" | "truncated";
+  response_length: number;
+  tokens: number[];
+  /** Over the response: 1 for engine-generated tokens, 0 for everything the server or client added. */
+  loss_mask: number[];
+  /** Over the response: the engine's logprob of each generated token, 0 elsewhere. */
+  rollout_log_probs: number[];
+  turns: SampleTurn[];
+  /** tokens.length - 1 rows of int32 (layers x top-k per token), when routing replay was on. */
+  rollout_routed_experts?: number[][];
+}
 
 export interface EncodedSample {
   contentType: string;
