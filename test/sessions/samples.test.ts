@@ -1,9 +1,12 @@
 // Training samples from the session core against real engines (the simulated one, and
 // an SGLang-shaped routed-experts engine): every array is checked against the session's
 // own records (GET), which the sample must agree with token for token.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { createSessionCore, type CoreResponse, type SessionCore } from "../../sessions/index.ts";
+import { createSessionCore, JournalRecordStore, type CoreResponse, type SessionCore } from "../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
 import { startR3Engine, type R3Engine } from "../fixtures/r3-engine.ts";
 import { readSafetensors } from "../helpers/safetensors.ts";
@@ -196,6 +199,29 @@ test("bad requests are 400, unknown sessions 404", async () => {
   const gone = await core.samples(id, req(""));
   assert.is(gone.status, 404);
   assert.equal(json(gone), { error: `session not found: session_id=${id}` });
+});
+
+test("journal store: records read back from disk give the same sample, also after a restart (replay)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "tito-samples-journal-"));
+  const open = async () => {
+    const c = createSessionCore({ engineUrl: engine.url, tokenizerFolder: folder, allowedAppendRoles: ["tool", "user"], recordStore: await JournalRecordStore.open({ dir }) });
+    await c.recover();
+    return c;
+  };
+  let journaled = await open();
+  try {
+    const memId = await toolLoopWithRollback(core);
+    const id = await toolLoopWithRollback(journaled);
+    const want = { ...(await sample(core, memId, { max_seq_len: 300 })), session_id: id };
+    assert.equal(await sample(journaled, id, { max_seq_len: 300 }), want, "the same deterministic loop, memory vs journal");
+    await journaled.close();
+    journaled = await open();
+    assert.equal(await sample(journaled, id, { max_seq_len: 300 }), want, "after replay");
+    await core.delete(memId);
+  } finally {
+    await journaled.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("routed experts: the last turn's payload, decoded to rows of int32 per token, cut with the tokens", async () => {
