@@ -28,6 +28,13 @@ Options:
                                tree fails; 0 = fail fast (default 3)
   --restart-window-ms N        sliding window for --max-restarts (default 60000)
   --events FILE                also append every supervision event to FILE (JSONL)
+  --durability MODE            journal | memory: journal (default) keeps each shard's
+                               sessions in an append-only journal that a restarted
+                               worker replays; memory loses them with the worker
+  --data-dir DIR               where shard journals live, kept (default: a fresh
+                               directory under the OS temp dir, removed on shutdown)
+  --fsync POLICY               every | interval | never: when journal writes reach
+                               the disk (default interval, every 100 ms)
   --engine-timeout-ms N        per upstream request (default 600000)
   --auth-token TOKEN           require "Authorization: Bearer TOKEN" on every route
                                but /health (or env TITO_AUTH_TOKEN)
@@ -54,6 +61,9 @@ const FLAGS = {
   "max-restarts": { type: "string" },
   "restart-window-ms": { type: "string" },
   events: { type: "string" },
+  durability: { type: "string" },
+  "data-dir": { type: "string" },
+  fsync: { type: "string" },
   "engine-timeout-ms": { type: "string" },
   "auth-token": { type: "string" },
   "body-limit": { type: "string" },
@@ -101,6 +111,9 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     maxRestarts: num("max-restarts", values["max-restarts"]),
     restartWindowMs: num("restart-window-ms", values["restart-window-ms"]),
     eventsFile: values.events,
+    durability: values.durability as SessionServerOptions["durability"],
+    dataDir: values["data-dir"],
+    fsync: values.fsync as SessionServerOptions["fsync"],
     engineTimeoutMs: num("engine-timeout-ms", values["engine-timeout-ms"]),
     authToken: values["auth-token"] ?? (env.TITO_AUTH_TOKEN || undefined),
     bodyLimit: num("body-limit", values["body-limit"]),

@@ -45,12 +45,18 @@ export interface SessionServerOptions {
   onEvent?: (event: import("../actors/index.ts").SupervisionEvent) => void;
   /** Simulated generation latency of the built-in engine (only without engineUrl). */
   simLatencyMs?: number;
+  /** "journal" (default): each shard appends its sessions to a journal and a restarted worker replays it; "memory": lost with the worker. */
+  durability?: "journal" | "memory";
+  /** Where shard journals live (one subdirectory per shard); kept. Default: a fresh directory under the OS temp dir, removed on clean shutdown. */
+  dataDir?: string;
+  /** When journal writes are fsynced: "every" entry before its ack, "interval" (default, every 100 ms), or "never" (the OS decides). */
+  fsync?: "every" | "interval" | "never";
 }
 
 export type ResolvedOptions = Required<
-  Omit<SessionServerOptions, "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent">
+  Omit<SessionServerOptions, "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent" | "dataDir">
 > &
-  Pick<SessionServerOptions, "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent">;
+  Pick<SessionServerOptions, "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent" | "dataDir">;
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
@@ -86,7 +92,17 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
     startTimeoutMs: int("startTimeoutMs", options.startTimeoutMs ?? 120_000, 1),
     simLatencyMs: int("simLatencyMs", options.simLatencyMs ?? 0, 0),
     onEvent: options.onEvent,
+    durability: options.durability ?? "journal",
+    dataDir: options.dataDir,
+    fsync: options.fsync ?? "interval",
   };
+  if (!["journal", "memory"].includes(resolved.durability)) {
+    throw new InvalidOptionError(`durability must be "journal" or "memory", got ${JSON.stringify(resolved.durability)}`);
+  }
+  if (!["every", "interval", "never"].includes(resolved.fsync)) {
+    throw new InvalidOptionError(`fsync must be "every", "interval" or "never", got ${JSON.stringify(resolved.fsync)}`);
+  }
+  if (resolved.dataDir !== undefined && resolved.dataDir.trim() === "") throw new InvalidOptionError("dataDir must not be empty");
   if (resolved.titoFamily && !["default", "qwen3"].includes(resolved.titoFamily)) {
     throw new InvalidOptionError(`titoFamily must be "default" or "qwen3", got ${JSON.stringify(resolved.titoFamily)}`);
   }

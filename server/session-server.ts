@@ -5,9 +5,9 @@
 // for the GPU engine, for development and examples).
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SessionServerFailedError, SupervisionTree, type SupervisionEvent, type TreeSnapshot } from "../actors/index.ts";
 import type { TrainingSample } from "../sessions/index.ts";
@@ -122,7 +122,7 @@ async function* iterateEvents(tree: SupervisionTree): AsyncGenerator<Supervision
   }
 }
 
-function childSpecs(opts: ResolvedOptions, engineUrl: string, instanceId: string, socketDir: string) {
+function childSpecs(opts: ResolvedOptions, engineUrl: string, instanceId: string, socketDir: string, dataDir: string | undefined) {
   const router: RouterConfig = {
     host: opts.host,
     port: opts.port,
@@ -147,6 +147,9 @@ function childSpecs(opts: ResolvedOptions, engineUrl: string, instanceId: string
       engineTimeoutMs: opts.engineTimeoutMs,
       authToken: opts.authToken,
       logLevel: opts.logLevel,
+      durability: opts.durability,
+      dataDir,
+      fsync: opts.fsync,
     };
     return { name: `shard-${index}`, entry: join(here, "worker-main.ts"), config: config as unknown as Record<string, unknown> };
   });
@@ -173,16 +176,24 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
   const opts = resolveOptions(options, { port: 0 });
   const instanceId = randomBytes(16).toString("hex");
   const socketDir = mkdtempSync(join(tmpdir(), "tito-sock-"));
+  // A journal directory the caller named is theirs to keep; a default one lives as long as the server.
+  let dataDir: string | undefined;
+  let ownDataDir = false;
+  if (opts.durability === "journal") {
+    if (opts.dataDir !== undefined) mkdirSync((dataDir = resolve(opts.dataDir)), { recursive: true });
+    else [dataDir, ownDataDir] = [mkdtempSync(join(tmpdir(), "tito-data-")), true];
+  }
   let engine: SimEngine | undefined;
   let tree: SupervisionTree | undefined;
   const cleanup = async () => {
     await engine?.close();
     rmSync(socketDir, { recursive: true, force: true });
+    if (ownDataDir && dataDir) rmSync(dataDir, { recursive: true, force: true });
   };
   try {
     if (!opts.engineUrl) engine = await startSimEngine({ tokenizerDir: opts.tokenizerDir, latencyMs: opts.simLatencyMs });
     const engineUrl = opts.engineUrl ?? engine!.url;
-    const specs = childSpecs(opts, engineUrl, instanceId, socketDir);
+    const specs = childSpecs(opts, engineUrl, instanceId, socketDir, dataDir);
     let url = "";
     tree = new SupervisionTree({
       instanceId,

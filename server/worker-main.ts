@@ -1,10 +1,11 @@
 // Entry point of a worker process: one shard. Loads the tokenizer and the session core,
-// serves the router over a Unix socket (a fresh path per epoch, handed to the host in
-// the ready message), and reports ready only once it can answer.
+// opens the shard's record store and (journal) replays it, serves the router over a Unix
+// socket (a fresh path per epoch, handed to the host in the ready message), and reports
+// ready only once it can answer with every session it had before.
 import { join } from "node:path";
 import pino from "pino";
 import { startChildRuntime } from "../actors/index.ts";
-import { createSessionCore, type SessionCoreOptions } from "../sessions/index.ts";
+import { createSessionCore, JournalRecordStore, MemoryRecordStore, type FsyncPolicy, type RecordStore, type SessionCoreOptions } from "../sessions/index.ts";
 import { listenChannels } from "../transport/index.ts";
 import { workerHandler } from "./worker-handler.ts";
 import { WorkerMetrics } from "./worker-metrics.ts";
@@ -14,35 +15,51 @@ export type WorkerConfig = Omit<SessionCoreOptions, "tokenizerFolder" | "notFoun
   index: number;
   socketDir: string;
   logLevel: string;
+  durability: "journal" | "memory";
+  /** The journal directory of all shards (this one uses shard-<index>/ in it). */
+  dataDir?: string;
+  fsync: FsyncPolicy;
 };
 
 const runtime = startChildRuntime<WorkerConfig>();
 const config = runtime.config;
 const logger = pino({ level: config.logLevel, base: { proc: `shard-${config.index}`, epoch: config.epoch } }, pino.destination(2));
 
-function startCore() {
-  try {
-    return createSessionCore(coreOptions());
-  } catch (err) {
-    // Bad configuration (e.g. a tokenizer folder without tokenizer.json): one clear line,
-    // then a non-zero exit that supervision records and, past its limit, escalates.
-    logger.fatal({ code: (err as { code?: string }).code }, `shard-${config.index} cannot start: ${(err as Error).message}`);
-    process.exit(1);
-  }
+// Bad configuration (e.g. a tokenizer folder without tokenizer.json) or a corrupt journal:
+// one clear line, then a non-zero exit that supervision records and, past its limit, escalates.
+function cannotStart(err: unknown): never {
+  logger.fatal({ code: (err as { code?: string }).code }, `shard-${config.index} cannot start: ${(err as Error).message}`);
+  process.exit(1);
 }
 
-const coreOptions = (): SessionCoreOptions => {
-  const { index, socketDir, logLevel, name, epoch, ...options } = config;
+async function openStore(): Promise<RecordStore> {
+  if (config.durability === "memory") return new MemoryRecordStore();
+  if (!config.dataDir) throw new Error("durability journal needs a data directory");
+  return JournalRecordStore.open({ dir: join(config.dataDir, `shard-${config.index}`), fsync: config.fsync, logger });
+}
+
+const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
+  const { index, socketDir, logLevel, name, epoch, durability, dataDir, fsync, ...options } = config;
   return {
     ...options,
-    // Sessions live in this process's memory: after a restart, earlier ones are gone.
-    notFoundHint: epoch > 1 ? ` (shard ${index} restarted; sessions created on it before the restart were lost)` : undefined,
+    // Only in-memory sessions die with their process; a journal brings them back.
+    notFoundHint: durability === "memory" && epoch > 1 ? ` (shard ${index} restarted; sessions created on it before the restart were lost)` : undefined,
     logger,
+    recordStore,
     onUpstream: metrics.observeUpstream,
   };
 };
 const metrics = new WorkerMetrics(config.index, () => core.sessionCount());
-const core = startCore();
+const core = await openStore()
+  .then((store) => createSessionCore(coreOptions(store)))
+  .catch(cannotStart);
+try {
+  const started = Date.now();
+  const { sessions, turns } = await core.recover();
+  if (config.durability === "journal") logger.info({ sessions, turns, ms: Date.now() - started }, `shard-${config.index} replayed its journal`);
+} catch (err) {
+  cannotStart(err);
+}
 
 const socketPath = join(config.socketDir, `shard-${config.index}.${config.epoch}.sock`);
 const server = await listenChannels(socketPath, (channel) => channel.serve(workerHandler(core, metrics)));

@@ -15,7 +15,7 @@ const WORKERS = 2;
 
 test.before(async () => {
   engine = await startGatedEngine();
-  server = await startSessionServer({ engineUrl: engine.url, workers: WORKERS, restartBackoffMs: 300, maxRestarts: 10, logLevel: "warn" });
+  server = await startSessionServer({ engineUrl: engine.url, workers: WORKERS, restartBackoffMs: 300, maxRestarts: 10, logLevel: "warn", durability: "memory" });
   base = server.url;
 });
 test.after(async () => {
