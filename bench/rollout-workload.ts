@@ -183,22 +183,25 @@ export async function runWorkload(target: Target, shape: WorkloadShape, seedBase
 }
 
 /**
- * Warm-up, not measured: two sessions of a few turns on every shard, so no worker is
- * measured cold (each worker process JIT-compiles the tokenizer and template code on its
- * own). Sessions land on shards by a hash of their id, so it creates until each shard
- * has two, within a fixed number of attempts.
+ * Warm-up, not measured: one full pass of the workload (all sessions, all turns, no
+ * records GET) with at least two sessions on every shard. Each worker process
+ * JIT-compiles the tokenizer and template code and fills the tokenizer's caches on its
+ * own; measured here, a few turns per worker left the first measured pass up to 2x
+ * slower than the second. Sessions land on shards by a hash of their id, so it creates
+ * until every shard has two, within a fixed number of attempts.
  */
 export async function warmUp(target: Target, shape: WorkloadShape, shards: number): Promise<void> {
-  const short: WorkloadShape = { ...shape, turns: Math.min(4, shape.turns), getRecords: false, r3BytesPerSession: 0 };
+  const pass: WorkloadShape = { ...shape, getRecords: false };
   if (!target.sessions) {
-    await runWorkload(target, { ...short, sessions: 2 }, 900_000);
+    await runWorkload(target, pass, 900_000);
     return;
   }
-  const perShard = new Array<number>(shards).fill(0);
+  const perShard = new Array<number>(Math.max(1, shards)).fill(0);
   const ids: string[] = [];
-  for (let attempt = 0; attempt < 32 * shards && perShard.some((n) => n < 2); attempt++) {
+  const enough = () => ids.length >= shape.sessions && perShard.every((n) => n >= 2);
+  for (let attempt = 0; attempt < 32 * perShard.length + shape.sessions && !enough(); attempt++) {
     const { id, shard } = await target.createOnShard();
-    if (perShard[shard] < 2) {
+    if (ids.length < shape.sessions || perShard[shard] < 2) {
       perShard[shard]++;
       ids.push(id);
     } else {
@@ -206,5 +209,5 @@ export async function warmUp(target: Target, shape: WorkloadShape, shards: numbe
     }
   }
   const out: WorkloadResult = { wallMs: 0, turns: 0, chatMs: [], recordsGetMs: [], recordsGetBytes: [], clientCpuMs: 0 };
-  await Promise.all(ids.map((id, i) => runSession(target, short, 900_000 + i, out, {}, id)));
+  await Promise.all(ids.map((id, i) => runSession(target, pass, 900_000 + i, out, {}, id)));
 }
