@@ -122,7 +122,7 @@ async function measure(
 
 export async function runFloor(ctx: RunContext): Promise<RunResult> {
   ctx.note(`floor (engine alone), repeat ${ctx.repeat}`);
-  const target = new Target(ctx.engine.url, ctx.engine.url, { sessions: false, connections: ctx.shape.sessions + 2 });
+  const target = new Target("floor", ctx.engine.url, { sessions: false, connections: ctx.shape.sessions + 2 });
   try {
     const measured = await measure(target, "floor", ctx, {});
     return { ...measured, kind: "floor", workers: null, startupMs: null, problems: [] };
