@@ -3,7 +3,8 @@
 // replay rebuilds the sessions from them; a records GET streams the stored bytes from the
 // files. In memory it keeps, per record, only where its request and reply bytes are (file,
 // offset, length), never the bytes. Compaction removes a sealed segment once every
-// session with entries in it is deleted and no delete in it still hides older entries.
+// session with entries in it is deleted; a delete in it that still hides older entries
+// of its session elsewhere is first written again at the journal's end.
 import type { Logger } from "pino";
 import { JournalCorruptError } from "./errors.ts";
 import { encodeEntry, EntryKind, type EntryMeta } from "./journal-format.ts";
@@ -50,6 +51,7 @@ export class JournalRecordStore implements RecordStore {
   readonly #sessions = new Map<string, SessionEntry>();
   readonly #log: SegmentLog;
   readonly #logger?: Logger;
+  #compaction: Promise<void> = Promise.resolve();
 
   private constructor(log: SegmentLog, logger?: Logger) {
     this.#log = log;
@@ -169,12 +171,23 @@ export class JournalRecordStore implements RecordStore {
     await this.#log.close();
   }
 
-  /** Removes every candidate segment nothing needs any more, and whatever that frees in turn. */
-  async compact(candidates: Iterable<Segment>): Promise<void> {
-    const queue = [...candidates];
+  /** Removes every candidate segment nothing needs any more, and whatever that frees in turn; one run at a time. */
+  compact(candidates: Iterable<Segment>): Promise<void> {
+    const list = [...candidates];
+    const run = this.#compaction.then(() => this.#compact(list));
+    this.#compaction = run.catch((err) => this.#logger?.error({ err }, "journal compaction failed; segments are kept"));
+    return run;
+  }
+
+  /** Resolves once the compaction runs started so far are over. */
+  idle(): Promise<void> {
+    return this.#compaction;
+  }
+
+  async #compact(queue: Segment[]): Promise<void> {
     while (queue.length > 0) {
       const segment = queue.pop()!;
-      if (segment.removed || !this.#removable(segment)) continue;
+      if (segment.removed || !(await this.#freeable(segment))) continue;
       const removing = this.#log.remove(segment);
       for (const user of segment.data as Set<SessionEntry>) {
         user.segments.delete(segment);
@@ -188,12 +201,21 @@ export class JournalRecordStore implements RecordStore {
     }
   }
 
-  #removable(segment: Segment): boolean {
+  /** Whether a segment holds nothing live; deletes it must keep are first moved to the journal's end. */
+  async #freeable(segment: Segment): Promise<boolean> {
     if (segment === this.#log.active) return false;
     for (const user of segment.data) if (!user.dead) return false;
     // A delete must outlive every older entry of its session, or replay would revive it.
-    for (const user of segment.tombstones) for (const other of user.segments) if (other !== segment) return false;
-    return true;
+    for (const user of [...segment.tombstones] as SessionEntry[]) {
+      if (![...user.segments].some((other) => other !== segment)) continue;
+      // The id was created again since: a delete written now would hit the new session.
+      if (this.#sessions.get(user.id) !== user) return false;
+      const { segment: to } = await this.#log.append(encodeEntry({ kind: EntryKind.DELETE, id: user.id }));
+      segment.tombstones.delete(user);
+      user.tombstone = to;
+      to.tombstones.add(user);
+    }
+    return !segment.removed && segment !== this.#log.active;
   }
 
   #replay(segment: Segment, scanned: ScannedEntry, visitor: ReplayVisitor): void {
