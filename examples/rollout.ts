@@ -22,6 +22,7 @@ const { values: flags } = parseArgs({
     "latency-ms": { type: "string", default: "20" },
     "max-seq-len": { type: "string" },
     "kill-worker-after": { type: "string" },
+    durability: { type: "string", default: "journal" },
     out: { type: "string", default: join(tmpdir(), `tito-rollout-${process.pid}.jsonl`) },
   },
 });
@@ -56,6 +57,7 @@ interface Episode {
 }
 
 let steps = 0;
+let retried = 0;
 let killed: { shard: number; pid: number } | undefined;
 const live = new Set<Episode>();
 
@@ -72,6 +74,24 @@ function maybeKillWorker(server: SessionServer): void {
   process.kill(pid, "SIGKILL");
 }
 
+/**
+ * One generation step. A 503 means the worker died with this turn in flight; the turn was
+ * not acknowledged, so it is sent again once: the router holds it until the restarted
+ * worker is up, and with the journal the session is there again (with durability
+ * "memory" it is gone, and the retry's 404 says so).
+ */
+async function generate(client: OpenAI, messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[], ep: Episode) {
+  const request = () => client.chat.completions.create({ model: "policy", messages, tools: [WEATHER_TOOL] });
+  try {
+    return await request();
+  } catch (err) {
+    if (!(err instanceof OpenAI.APIError) || err.status !== 503) throw err;
+    retried++;
+    console.log(`retrying a turn of agent ${ep.agent} (session ${ep.sessionId}, shard ${ep.shard}): ${err.message}`);
+    return await request();
+  }
+}
+
 async function runEpisode(server: SessionServer, ep: Episode): Promise<void> {
   live.add(ep);
   try {
@@ -86,7 +106,7 @@ async function runEpisode(server: SessionServer, ep: Episode): Promise<void> {
       messages.push({ role: "user", content: `Agent ${ep.agent}: what is the weather in ${city}?` });
       for (let step = 0; step < 4; step++) {
         server.check(); // a failed tree stops the rollout here, loudly
-        const res = await client.chat.completions.create({ model: "policy", messages, tools: [WEATHER_TOOL] });
+        const res = await generate(client, messages, ep);
         steps++;
         maybeKillWorker(server);
         const msg = res.choices[0]!.message;
@@ -112,6 +132,7 @@ async function main(): Promise<number> {
   const server = await startSessionServer({
     workers: Number(flags.workers),
     allowedAppendRoles: ["tool", "user"], // each new city is a new user turn
+    durability: flags.durability as "journal" | "memory",
     simLatencyMs: Number(flags["latency-ms"]),
     logLevel: "warn",
   });
@@ -135,7 +156,7 @@ async function main(): Promise<number> {
     const tokens = sum((s) => s.tokens.length);
     const generated = sum((s) => s.loss_mask.reduce((a, b) => a + b, 0));
     const truncated = done.filter((ep) => ep.sample!.status === "truncated").length;
-    console.log(`sessions ${K}, samples ${done.length} (truncated ${truncated}), lost ${K - done.length}, turns ${turns}, tokens ${tokens}, generated tokens ${generated}`);
+    console.log(`sessions ${K}, samples ${done.length} (truncated ${truncated}), lost ${K - done.length}, retried ${retried}, turns ${turns}, tokens ${tokens}, generated tokens ${generated}`);
     console.log(`samples written to ${flags.out}`);
     for (const ep of episodes) {
       if (ep.error) console.log(`lost: agent ${ep.agent} session ${ep.sessionId ?? "-"} shard ${ep.shard ?? "-"}${ep.onRestartedShard ? " (its worker restarted)" : ""}: ${ep.error}`);

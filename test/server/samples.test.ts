@@ -91,9 +91,9 @@ test("examples/rollout.ts: K agents, a worker killed mid-run, every session samp
   assert.is(run.code, 0, run.stdout + run.stderr);
   const killed = /^killing worker of shard (\d+) \(pid \d+\) after 2 generation steps$/m.exec(run.stdout);
   assert.ok(killed, run.stdout);
-  const summary = /^sessions (\d+), samples (\d+) \(truncated 0\), lost (\d+), turns (\d+), tokens (\d+), generated tokens (\d+)$/m.exec(run.stdout);
+  const summary = /^sessions (\d+), samples (\d+) \(truncated 0\), lost (\d+), retried (\d+), turns (\d+), tokens (\d+), generated tokens (\d+)$/m.exec(run.stdout);
   assert.ok(summary, run.stdout);
-  const [sessions, samples, lost, turns, tokens, generated] = summary!.slice(1).map(Number) as number[];
+  const [sessions, samples, lost, retried, turns, tokens, generated] = summary!.slice(1).map(Number) as number[];
   assert.is(sessions, K);
   assert.is(samples! + lost!, K);
   // The killed shard owned at least one live episode: each is named, lost or survived.
@@ -101,6 +101,8 @@ test("examples/rollout.ts: K agents, a worker killed mid-run, every session samp
   assert.ok(reported.length >= 1, run.stdout);
   assert.is(reported.filter((l) => l.startsWith("lost:")).length, lost);
   for (const line of reported) assert.match(line, `shard ${killed![1]} (its worker restarted)`);
+  // A turn at the dead worker got a 503 and was sent again once, and says so.
+  assert.is(run.stdout.split("\n").filter((l) => l.startsWith("retrying a turn of agent ")).length, retried);
 
   const lines = readFileSync(out, "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
   assert.is(lines.length, samples);
