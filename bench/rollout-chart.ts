@@ -5,8 +5,8 @@ import type { LabelSummary } from "./rollout-report.ts";
 import type { RunResult } from "./rollout-run.ts";
 
 const W = 1060;
-const H = 400;
-const PAD = { top: 48, right: 56, bottom: 56, left: 64 };
+const H = 430;
+const PAD = { top: 76, right: 56, bottom: 56, left: 64 };
 const PANEL = 420; // width of each panel's plot area
 const GAP = 110;
 const COLORS = ["#6b7280", "#2563eb", "#16a34a", "#d97706", "#9333ea", "#dc2626", "#0891b2", "#4d7c0f"];
@@ -29,7 +29,7 @@ function throughputPanel(labels: LabelSummary[], x0: number): string[] {
   const maxT = niceMax(Math.max(...labels.map((l) => l.turnsPerSec)));
   const maxP = niceMax(Math.max(...labels.map((l) => l.chatP99)));
   const slot = PANEL / labels.length;
-  const out = [text(x0, PAD.top - 20, "Throughput (turns/s, bars) and chat p99 (ms, dots)", 'font-weight="bold"')];
+  const out = [text(x0, PAD.top - 16, "Throughput (turns/s, bars, left) and chat p99 (ms, red dots, right)", 'font-weight="bold"')];
   for (let i = 0; i <= 4; i++) {
     const y = PAD.top + plotH - (i / 4) * plotH;
     out.push(`<line x1="${x0}" x2="${x0 + PANEL}" y1="${y}" y2="${y}" stroke="#e5e7eb"/>`);
@@ -58,7 +58,7 @@ function cdfPanel(labels: LabelSummary[], runs: RunResult[], x0: number): string
   const hi = 10 ** Math.ceil(Math.log10(Math.max(...all)));
   const xOf = (ms: number) => x0 + ((Math.log10(Math.max(ms, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * PANEL;
   const yOf = (q: number) => PAD.top + plotH - q * plotH;
-  const out = [text(x0, PAD.top - 20, "Chat latency distribution (CDF, ms, log scale)", 'font-weight="bold"')];
+  const out = [text(x0, PAD.top - 16, "Chat latency distribution (CDF, ms, log scale)", 'font-weight="bold"')];
   for (let d = lo; d <= hi * 1.0001; d *= 10) {
     out.push(`<line x1="${xOf(d).toFixed(1)}" x2="${xOf(d).toFixed(1)}" y1="${PAD.top}" y2="${PAD.top + plotH}" stroke="#e5e7eb"/>`);
     out.push(text(xOf(d), PAD.top + plotH + 18, String(+d.toPrecision(3)), 'text-anchor="middle"'));
@@ -79,13 +79,15 @@ function cdfPanel(labels: LabelSummary[], runs: RunResult[], x0: number): string
   return out;
 }
 
-export function chartSvg(title: string, labels: LabelSummary[], runs: RunResult[]): string {
+/** `subtitle` is the run's configuration (one line, small). */
+export function chartSvg(title: string, subtitle: string, labels: LabelSummary[], runs: RunResult[]): string {
   const left = PAD.left;
   const right = PAD.left + PANEL + GAP;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
     `<rect width="${W}" height="${H}" fill="white"/>`,
-    text(left, 20, title, 'font-size="13"'),
+    text(left, 22, title, 'font-size="15" font-weight="bold"'),
+    text(left, 40, subtitle, 'font-size="10" fill="#374151"'),
     ...throughputPanel(labels, left),
     ...cdfPanel(labels, runs, right),
     "</svg>",

@@ -95,7 +95,7 @@ async function main(): Promise<void> {
 
   if (runs.length === 0) throw new Error("every run failed");
   const labels = summarizeLabels(runs);
-  const title = `tito-server rollout benchmark — ${describe(config)}`;
+
   const table = markdown(config, runs, labels);
   process.stdout.write(`${table}\n\n`);
   for (const f of failures) process.stdout.write(`FAILED: ${f.label} (repeat ${f.repeat}): ${f.error.split("\n")[0]}\n`);
@@ -115,7 +115,7 @@ async function main(): Promise<void> {
   mkdirSync(dirname(config.out), { recursive: true });
   writeFileSync(config.out, `${JSON.stringify({ config, machine, summary: labels, ratios: ratios(config, labels), targets: targets(config, labels), failures, runs }, null, 1)}\n`);
   const svgPath = config.out.replace(/\.json$/i, "") + ".svg";
-  writeFileSync(svgPath, chartSvg(title, labels, runs));
+  writeFileSync(svgPath, chartSvg("tito-server rollout benchmark", `${describe(config)} — load average ${load(loadAtStart)} at start`, labels, runs));
   process.stdout.write(`results: ${config.out}\nchart: ${svgPath}\n`);
   if (failures.length > 0) process.exitCode = 1;
 }
