@@ -1,0 +1,151 @@
+// Durable records with real processes: kill -9 of each worker after several turns per
+// session (routing-replay payloads, a rollback, a delete) brings every session back
+// byte for byte, deleted ones stay 404, and the next turn continues from the exact
+// tokens; a journal cut mid-entry replays up to its last whole entry in a new server on
+// the same --data-dir; `durability: "memory"` keeps the lost-session 404. Restarts are
+// awaited as supervision events, never slept on.
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { mkdtempSync, readdirSync, rmSync, statSync, truncateSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startSessionServer, type SessionServer } from "../../index.ts";
+import type { SupervisionEvent } from "../../actors/index.ts";
+import { shardOf } from "../../server/shard-hash.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
+import { waitForEvent } from "../helpers/events.ts";
+import { call, chat, newSession } from "../helpers/server.ts";
+
+const WORKERS = 2;
+const R3_BYTES = 96 * 1024; // routed_experts per reply, before base64
+let engine: SimEngine;
+const dataRoot = mkdtempSync(join(tmpdir(), "tito-durability-test-"));
+const servers: SessionServer[] = [];
+
+test.before(async () => {
+  engine = await startSimEngine({ routedExpertsBytes: R3_BYTES });
+});
+test.after(async () => {
+  for (const s of servers) await s.shutdown();
+  await engine?.close();
+  rmSync(dataRoot, { recursive: true, force: true });
+});
+
+async function start(options: Parameters<typeof startSessionServer>[0]): Promise<SessionServer> {
+  const server = await startSessionServer({
+    engineUrl: engine.url,
+    routingReplay: true,
+    allowedAppendRoles: ["tool", "user"],
+    restartBackoffMs: 50,
+    maxRestarts: 10,
+    logLevel: "warn",
+    ...options,
+  });
+  servers.push(server);
+  return server;
+}
+
+async function killAndAwaitRestart(server: SessionServer, shard: number): Promise<void> {
+  const events: SupervisionEvent[] = [];
+  const onEvent = (e: SupervisionEvent) => events.push(e);
+  server.on("event", onEvent);
+  process.kill(server.tree().shards[shard]!.pid!, "SIGKILL");
+  await waitForEvent(server, () => events, (e) => e.actor === `shard-${shard}` && e.kind === "restarted");
+  server.off("event", onEvent);
+}
+
+/** `turns` user turns; returns the message history to continue from. */
+async function converse(base: string, id: string, turns: number, tag: string): Promise<unknown[]> {
+  const messages: unknown[] = [{ role: "system", content: "You are terse." }];
+  for (let k = 0; k < turns; k++) {
+    messages.push({ role: "user", content: `${tag} question ${k}` });
+    const { res, message } = await chat(base, id, messages);
+    assert.is(res.status, 200, res.text);
+    assert.not.ok("routed_experts" in res.json.choices[0].meta_info, "the client copy has no R3 payload");
+    messages.push(message);
+  }
+  return messages;
+}
+
+const getBody = async (base: string, id: string) => (await call(base, "GET", `/sessions/${id}`)).text;
+
+test("kill -9 of each worker: sessions identical after replay, deleted stay 404, turns continue from the exact tokens", async () => {
+  const server = await start({ workers: WORKERS, dataDir: join(dataRoot, "kill") });
+  const base = server.url;
+  // Three sessions per shard.
+  const ids: string[][] = [[], []];
+  while (ids.some((l) => l.length < 3)) {
+    const id = await newSession(base);
+    const list = ids[shardOf(id, WORKERS)]!;
+    if (list.length < 3) list.push(id);
+    else assert.is((await call(base, "DELETE", `/sessions/${id}`)).status, 204);
+  }
+  const histories = new Map<string, unknown[]>();
+  for (const [shard, list] of ids.entries()) {
+    for (const id of list) histories.set(id, await converse(base, id, 3, `${shard}/${id.slice(0, 6)}`));
+    // A rollback: the last user turn asked again differently (one committed turn discarded).
+    const rolled = histories.get(list[0]!)!.slice(0, -2);
+    rolled.push({ role: "user", content: "asked differently" });
+    const { res, message } = await chat(base, list[0]!, rolled);
+    assert.is(res.status, 200, res.text);
+    histories.set(list[0]!, [...rolled, message]);
+    // One deleted session per shard.
+    assert.is((await call(base, "DELETE", `/sessions/${list[2]}`)).status, 204);
+  }
+  const live = ids.flatMap((l) => l.slice(0, 2));
+  const before = new Map<string, string>();
+  for (const id of live) before.set(id, await getBody(base, id));
+  assert.is(JSON.parse(before.get(ids[0]![0]!)!).records.length, 3, "the rollback left 3 records");
+
+  for (let shard = 0; shard < WORKERS; shard++) await killAndAwaitRestart(server, shard);
+  assert.equal(server.tree().shards.map((s) => s.restarts), [1, 1]);
+
+  for (const id of live) assert.is(await getBody(base, id), before.get(id), `session ${id} is byte for byte the same`);
+  for (const list of ids) {
+    const gone = await call(base, "GET", `/sessions/${list[2]}`);
+    assert.is(gone.status, 404);
+    assert.is(gone.json.error, `session not found: session_id=${list[2]}`, "no 'shard restarted' hint with a journal");
+  }
+  for (const id of live) {
+    const accumulated: number[] = JSON.parse(before.get(id)!).metadata.accumulated_token_ids;
+    const messages = [...histories.get(id)!, { role: "user", content: "after the crash" }];
+    const { res } = await chat(base, id, messages);
+    assert.is(res.status, 200, res.text);
+    const records = JSON.parse(await getBody(base, id)).records;
+    const inputIds: number[] = records.at(-1).request.input_ids;
+    assert.equal(inputIds.slice(0, accumulated.length), accumulated, `session ${id} continues from its exact tokens`);
+  }
+});
+
+test("a journal cut mid-entry replays up to its last whole entry (a new server on the same --data-dir)", async () => {
+  const dataDir = join(dataRoot, "torn");
+  let server = await start({ workers: 1, dataDir });
+  const id = await newSession(server.url);
+  const messages = await converse(server.url, id, 2, "torn");
+  const twoTurns = await getBody(server.url, id);
+  messages.push({ role: "user", content: "the turn that will be torn" });
+  assert.is((await chat(server.url, id, messages)).res.status, 200);
+  await server.shutdown();
+
+  const shardDir = join(dataDir, "shard-0");
+  const last = join(shardDir, readdirSync(shardDir).sort().at(-1)!);
+  truncateSync(last, statSync(last).size - 1000); // inside the third turn's reply
+  server = await start({ workers: 1, dataDir });
+  assert.is(await getBody(server.url, id), twoTurns);
+  messages.splice(-1, 1, { role: "user", content: "asked again" });
+  const again = await chat(server.url, id, messages);
+  assert.is(again.res.status, 200, again.res.text);
+  assert.is(JSON.parse(await getBody(server.url, id)).records.length, 3);
+});
+
+test("durability memory keeps today's behaviour: a restarted shard's sessions are 404 saying so", async () => {
+  const server = await start({ workers: 1, durability: "memory" });
+  const id = await newSession(server.url);
+  await converse(server.url, id, 1, "memory");
+  await killAndAwaitRestart(server, 0);
+  const lost = await call(server.url, "GET", `/sessions/${id}`);
+  assert.is(lost.status, 404);
+  assert.is(lost.json.error, `session not found: session_id=${id} (shard 0 restarted; sessions created on it before the restart were lost)`);
+});
+
+test.run();
