@@ -2,11 +2,14 @@
 // session (routing-replay payloads, a rollback, a delete) brings every session back
 // byte for byte, deleted ones stay 404, and the next turn continues from the exact
 // tokens; a journal cut mid-entry replays up to its last whole entry in a new server on
-// the same --data-dir; `durability: "memory"` keeps the lost-session 404. Restarts are
-// awaited as supervision events, never slept on.
+// the same --data-dir; a records GET over 700 MiB streams whole (hashed as it arrives,
+// never buffered) with the worker's peak RSS under 1 GiB, before and after a replay;
+// `durability: "memory"` keeps the lost-session 404. Restarts are awaited as supervision
+// events, never slept on.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { mkdtempSync, readdirSync, rmSync, statSync, truncateSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSessionServer, type SessionServer } from "../../index.ts";
@@ -136,6 +139,55 @@ test("a journal cut mid-entry replays up to its last whole entry (a new server o
   const again = await chat(server.url, id, messages);
   assert.is(again.res.status, 200, again.res.text);
   assert.is(JSON.parse(await getBody(server.url, id)).records.length, 3);
+});
+
+/** Streams a GET body: its length, sha256, first bytes and last bytes; never the whole. */
+async function streamBody(url: string) {
+  const res = await fetch(url);
+  assert.is(res.status, 200);
+  const hash = createHash("sha256");
+  let bytes = 0;
+  let head = Buffer.alloc(0);
+  let tail = Buffer.alloc(0);
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    const b = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    hash.update(b);
+    bytes += b.length;
+    if (head.length < 4096) head = Buffer.concat([head, b.subarray(0, 4096 - head.length)]);
+    tail = Buffer.concat([tail, b]).subarray(-256 * 1024);
+  }
+  return { bytes, sha256: hash.digest("hex"), head: head.toString("latin1"), tail: tail.toString("latin1") };
+}
+
+function peakRssBytes(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmHWM:"));
+  return Number(/(\d+)/.exec(line ?? "")?.[1]) * 1024;
+}
+
+test("a records GET over 700 MiB streams whole; the worker's peak RSS stays under 1 GiB, also after a replay", async () => {
+  const TURNS = 12;
+  const big = await startSimEngine({ routedExpertsBytes: 48 * 1024 * 1024, alwaysRoutedExperts: true });
+  try {
+    const server = await start({ workers: 1, engineUrl: big.url, routingReplay: false, dataDir: join(dataRoot, "large") });
+    const id = await newSession(server.url);
+    await converse(server.url, id, TURNS, "large");
+    const first = await streamBody(`${server.url}/sessions/${id}`);
+    const workerPeak = peakRssBytes(server.tree().shards[0]!.pid!);
+    assert.ok(first.bytes > 700 * 1024 * 1024, `GET body of ${first.bytes} bytes`);
+    assert.ok(first.head.startsWith(`{"session_id":"${id}","records":[{"timestamp":`), first.head.slice(0, 100));
+    const metadata = JSON.parse(first.tail.slice(first.tail.lastIndexOf('],"metadata":') + 13, -1));
+    assert.ok(metadata.accumulated_token_ids.length > TURNS * 10, "the metadata closes the body");
+    assert.ok(workerPeak < 1024 * 1024 * 1024, `worker peak RSS ${(workerPeak / 2 ** 20).toFixed(0)} MiB`);
+
+    await killAndAwaitRestart(server, 0);
+    const replayed = await streamBody(`${server.url}/sessions/${id}`);
+    assert.equal({ bytes: replayed.bytes, sha256: replayed.sha256 }, { bytes: first.bytes, sha256: first.sha256 }, "the same body after a replay");
+    const replayPeak = peakRssBytes(server.tree().shards[0]!.pid!);
+    assert.ok(replayPeak < 1024 * 1024 * 1024, `replayed worker peak RSS ${(replayPeak / 2 ** 20).toFixed(0)} MiB`);
+    assert.is((await call(server.url, "DELETE", `/sessions/${id}`)).status, 204);
+  } finally {
+    await big.close();
+  }
 });
 
 test("durability memory keeps today's behaviour: a restarted shard's sessions are 404 saying so", async () => {
