@@ -98,12 +98,12 @@ export function buildSample(sessionId: string, turns: readonly CommittedTurn[], 
   for (let k = 0; k <= lastTurn; k++) {
     const turn = turns[k]!;
     // Each prompt extends the previous checkpoint in full (prompt-builder.ts builds it so).
-    for (let i = 0; i < previousEnd; i++) assert.equal(turn.checkpoint[i], full[i], `session ${sessionId}: turn ${k} does not extend turn ${k - 1}`);
+    assert.equal(firstDifference(turn.checkpoint, full, 0, previousEnd), -1, `session ${sessionId}: turn ${k} does not extend turn ${k - 1}`);
     const facts = scanReplyFacts(records[k]!.response, k);
     const inputIds = countInputIds(records[k]!.request, k);
     assert.equal(inputIds, turn.promptLength, `session ${sessionId}: record ${k} sent ${inputIds} input_ids, its turn has ${turn.promptLength}`);
     assert.equal(facts.completionIds.length, turn.checkpoint.length - turn.promptLength, `session ${sessionId}: record ${k} completion length`);
-    facts.completionIds.forEach((id, i) => assert.equal(id, turn.checkpoint[turn.promptLength + i], `session ${sessionId}: record ${k} completion token ${i}`));
+    assert.equal(firstDifference(facts.completionIds, turn.checkpoint.slice(turn.promptLength), 0, facts.completionIds.length), -1, `session ${sessionId}: record ${k} completion tokens`);
     const end = Math.min(turn.checkpoint.length, length);
     const start = Math.min(turn.promptLength, end);
     for (let p = start; p < end; p++) {
@@ -131,6 +131,12 @@ export function buildSample(sessionId: string, turns: readonly CommittedTurn[], 
   // The last kept turn's payload covers every earlier token too: it alone is the sample's.
   if (routed) sample.routedExperts = routedRows(routed(), turns[lastTurn]!.checkpoint.length - 1, Math.max(0, length - 1), lastTurn);
   return sample;
+}
+
+/** The first index in [from, to) where a and b differ, or -1 (one assert per check, not per token). */
+function firstDifference(a: readonly number[], b: readonly number[], from: number, to: number): number {
+  for (let i = from; i < to; i++) if (a[i] !== b[i]) return i;
+  return -1;
 }
 
 /** The payload of turn k as rows of int32: it covers that turn's tokens but the last. */
