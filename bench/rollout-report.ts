@@ -132,8 +132,8 @@ export function markdown(config: RolloutConfig, runs: RunResult[], labels: Label
   const lines: string[] = [];
   lines.push(`### Rollout benchmark — ${describe(config)}`, "");
   lines.push(
-    "| run | wall s | turns/s | chat p50 ms | p95 | p99 | seq p50 ms | records GET p50 ms (concurrent) | solo GET ms | GET MiB | server CPU ms/turn | of which sys | per process (host · router · workers) | engine CPU ms/turn | server peak RSS MiB | peak RSS per process MiB (VmHWM) | startup s |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| run | wall s | turns/s | chat p50 ms | p95 | p99 | seq p50 ms | records GET p50 ms (concurrent) | solo GET ms | GET MiB | server CPU ms/turn | of which sys | per process (host · router · workers) | sessions per worker | engine CPU ms/turn | server peak RSS MiB | peak RSS per process MiB (VmHWM) | startup s |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
   );
   for (const r of runs) {
     const name = config.repeat > 1 ? `${r.label} #${r.repeat}` : r.label;
@@ -143,7 +143,7 @@ export function markdown(config: RolloutConfig, runs: RunResult[], labels: Label
     lines.push(
       `| ${name} | ${fmt(r.wallMs / 1000, 2)} | ${fmt(r.turnsPerSec, 1)} | ${fmt(r.chat.p50, 2)} | ${fmt(r.chat.p95, 2)} | ${fmt(r.chat.p99, 2)} | ${fmt(r.sequential.p50, 2)} | ` +
         `${r.recordsGet ? fmt(r.recordsGet.p50, 0) : "-"} | ${r.soloRecordsGet ? fmt(r.soloRecordsGet.ms, 0) : "-"} | ${r.recordsGet ? fmt(r.recordsGet.bytesMean / MIB, 1) : "-"} | ` +
-        `${server ? fmt(r.cpuPerTurnMs.server, 2) : "-"} | ${server ? fmt(r.cpuPerTurnMs.serverSys, 2) : "-"} | ${server ? perProcess(procCpu, 2) : "-"} | ${fmt(r.cpuPerTurnMs.engine, 2)} | ` +
+        `${server ? fmt(r.cpuPerTurnMs.server, 2) : "-"} | ${server ? fmt(r.cpuPerTurnMs.serverSys, 2) : "-"} | ${server ? perProcess(procCpu, 2) : "-"} | ${server ? r.sessionsPerWorker.join("/") : "-"} | ${fmt(r.cpuPerTurnMs.engine, 2)} | ` +
         `${server ? fmt(r.rss.serverGroupPeakMiB ?? Number.NaN, 0) : "-"} | ${server ? perProcess(hwm, 0) : "-"} | ${r.startupMs === null ? "-" : fmt(r.startupMs / 1000, 2)} |`,
     );
   }

@@ -26,6 +26,8 @@ export interface RunResult {
   /** The probe session's records GET, alone on the server. */
   soloRecordsGet: { ms: number; bytes: number } | null;
   pids: Record<string, number>;
+  /** Sessions of the workload owned by each worker (the router hashes ids: the split can be uneven). */
+  sessionsPerWorker: number[];
   /** CPU ms of each process during the concurrent workload. */
   cpuMs: Record<string, number>;
   /** Of cpuMs, the system (kernel) part: syscalls, page faults of fresh memory. */
@@ -78,7 +80,8 @@ async function measure(
 ): Promise<Omit<RunResult, "kind" | "workers" | "startupMs" | "problems">> {
   const { shape } = ctx;
   // Warm-up of every worker (JIT), the connections and the engine's reply cache; not measured.
-  await warmUp(target, shape, Object.keys(groupPids).filter((n) => n.startsWith("worker-")).length);
+  const workerCount = Object.keys(groupPids).filter((n) => n.startsWith("worker-")).length;
+  await warmUp(target, shape, workerCount);
   // The probe runs alone, so its records GET (if any) is also the "one GET afterwards" measurement.
   const probe = await runWorkload(target, { ...shape, sessions: 1 }, 800_000, ctx.hooks);
 
@@ -108,6 +111,7 @@ async function measure(
       : null,
     soloRecordsGet: probe.recordsGetMs.length ? { ms: probe.recordsGetMs[0], bytes: probe.recordsGetBytes[0] } : null,
     pids,
+    sessionsPerWorker: Array.from({ length: workerCount }, (_, i) => result.shards.filter((s) => s === i).length),
     cpuMs,
     cpuSysMs,
     cpuPerTurnMs: { server: serverCpu / result.turns, serverSys: serverSys / result.turns, engine: cpuMs.engine / result.turns, client: result.clientCpuMs / result.turns, perProcess },

@@ -23,6 +23,8 @@ export interface WorkloadResult {
   recordsGetMs: number[];
   recordsGetBytes: number[];
   clientCpuMs: number;
+  /** The shard of each session (x-tito-shard of its create); empty for the floor. */
+  shards: number[];
 }
 
 type Message = { role: string; content: string };
@@ -144,7 +146,12 @@ export interface RunHooks {
 }
 
 async function runSession(target: Target, shape: WorkloadShape, seed: number, out: WorkloadResult, hooks: RunHooks, created?: string): Promise<void> {
-  const id = created ?? (await target.create());
+  let id = created;
+  if (id === undefined) {
+    const made = await target.createOnShard();
+    id = made.id;
+    if (target.sessions) out.shards.push(made.shard);
+  }
   const messages: Message[] = [{ role: "user", content: `Session ${seed}.${text(shape.inputTokens, seed)}` }];
   for (let k = 0; k < shape.turns; k++) {
     // Turn k sends 2k+1 messages: the first user message, then (assistant, tool) pairs.
@@ -174,7 +181,7 @@ async function runSession(target: Target, shape: WorkloadShape, seed: number, ou
 
 /** Runs `shape.sessions` sessions concurrently, `seedBase` keeping their texts distinct. */
 export async function runWorkload(target: Target, shape: WorkloadShape, seedBase: number, hooks: RunHooks = {}): Promise<WorkloadResult> {
-  const out: WorkloadResult = { wallMs: 0, turns: 0, chatMs: [], recordsGetMs: [], recordsGetBytes: [], clientCpuMs: 0 };
+  const out: WorkloadResult = { wallMs: 0, turns: 0, chatMs: [], recordsGetMs: [], recordsGetBytes: [], clientCpuMs: 0, shards: [] };
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await Promise.all(Array.from({ length: shape.sessions }, (_, s) => runSession(target, shape, seedBase + s, out, hooks)));
@@ -210,6 +217,6 @@ export async function warmUp(target: Target, shape: WorkloadShape, shards: numbe
       await target.delete(id);
     }
   }
-  const out: WorkloadResult = { wallMs: 0, turns: 0, chatMs: [], recordsGetMs: [], recordsGetBytes: [], clientCpuMs: 0 };
+  const out: WorkloadResult = { wallMs: 0, turns: 0, chatMs: [], recordsGetMs: [], recordsGetBytes: [], clientCpuMs: 0, shards: [] };
   await Promise.all(ids.map((id, i) => runSession(target, pass, 900_000 + i, out, {}, id)));
 }
