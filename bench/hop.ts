@@ -12,7 +12,7 @@ import { dirname } from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Pool, request } from "undici";
-import { rssMiB } from "./rollout-proc-stats.ts";
+import { cpuMs, rssMiB } from "./rollout-proc-stats.ts";
 import { killStartedOnExit, startEngine, startServer, stopServer } from "./rollout-procs.ts";
 import { fmt, summarize, type LatencySummary } from "./rollout-stats.ts";
 
@@ -34,6 +34,7 @@ interface HopRow {
   /** Legs of the proxied path, for locating the cost: the router alone, and router -> worker without the engine. */
   routerOnly: LatencySummary;
   routerWorker: LatencySummary;
+  cpuUsPerRequest: LegCpu;
   addedP50Us: number;
   addedP99Us: number;
 }
@@ -69,7 +70,15 @@ async function timed(pool: Pool, path: string, status: number): Promise<number> 
 type Leg = "direct" | "proxied" | "routerOnly" | "routerWorker";
 
 /** Alternating blocks of each leg, after an unmeasured warm-up of each. */
-async function measureHop(engineUrl: string, serverUrl: string, requests: number): Promise<Record<Leg, number[]>> {
+/** CPU µs per request of each process, per leg (from /proc; one tick is 10 ms over all of a leg's requests). */
+type LegCpu = Record<Leg, { router: number; workers: number; engine: number }>;
+
+async function measureHop(
+  engineUrl: string,
+  serverUrl: string,
+  requests: number,
+  pids: { router: number; workers: number[]; engine: number },
+): Promise<{ latencies: Record<Leg, number[]>; cpu: LegCpu }> {
   const engine = new Pool(engineUrl, { connections: 1, keepAliveTimeout: 60_000 });
   const server = new Pool(serverUrl, { connections: 1, keepAliveTimeout: 60_000 });
   const legs: [Leg, Pool, string, number][] = [
@@ -81,15 +90,24 @@ async function measureHop(engineUrl: string, serverUrl: string, requests: number
     ["routerWorker", server, `/sessions/${SESSION_ID}`, 404],
   ];
   const out: Record<Leg, number[]> = { direct: [], proxied: [], routerOnly: [], routerWorker: [] };
+  const zero = () => ({ router: 0, workers: 0, engine: 0 });
+  const cpu: LegCpu = { direct: zero(), proxied: zero(), routerOnly: zero(), routerWorker: zero() };
+  const now = () => ({ router: cpuMs(pids.router), workers: pids.workers.reduce((sum, pid) => sum + cpuMs(pid), 0), engine: cpuMs(pids.engine) });
   try {
     for (let i = 0; i < 2 * BLOCK; i++) for (const [, pool, path, status] of legs) await timed(pool, path, status);
     for (let block = 0; block < requests / BLOCK; block++) {
-      for (const [leg, pool, path, status] of legs) for (let i = 0; i < BLOCK; i++) out[leg].push(await timed(pool, path, status));
+      for (const [leg, pool, path, status] of legs) {
+        const before = now();
+        for (let i = 0; i < BLOCK; i++) out[leg].push(await timed(pool, path, status));
+        const after = now();
+        for (const k of ["router", "workers", "engine"] as const) cpu[leg][k] += after[k] - before[k];
+      }
     }
   } finally {
     await Promise.all([engine.close(), server.close()]);
   }
-  return out;
+  for (const leg of Object.keys(cpu) as Leg[]) for (const k of ["router", "workers", "engine"] as const) cpu[leg][k] = (cpu[leg][k] * 1000) / out[leg].length;
+  return { latencies: out, cpu };
 }
 
 async function supervisionPids(url: string): Promise<Record<string, number>> {
@@ -100,14 +118,15 @@ async function supervisionPids(url: string): Promise<Record<string, number>> {
   return pids;
 }
 
-async function runOne(workers: number, engineUrl: string, requests: number): Promise<HopRow> {
+async function runOne(workers: number, engineUrl: string, enginePid: number, requests: number): Promise<HopRow> {
   const server = await startServer(workers, engineUrl);
   let childPids: number[] = [];
   try {
     const pids = await supervisionPids(server.url);
     childPids = Object.entries(pids).filter(([n]) => n !== "host").map(([, pid]) => pid);
     const rss = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, rssMiB(pid)]));
-    const legs = await measureHop(engineUrl, server.url, requests);
+    const workerPids = Object.entries(pids).filter(([n]) => n.startsWith("worker-")).map(([, pid]) => pid);
+    const { latencies: legs, cpu } = await measureHop(engineUrl, server.url, requests, { router: pids.router, workers: workerPids, engine: enginePid });
     const d = summarize(legs.direct);
     const p = summarize(legs.proxied);
     return {
@@ -118,6 +137,7 @@ async function runOne(workers: number, engineUrl: string, requests: number): Pro
       proxied: p,
       routerOnly: summarize(legs.routerOnly),
       routerWorker: summarize(legs.routerWorker),
+      cpuUsPerRequest: cpu,
       addedP50Us: p.p50 - d.p50,
       addedP99Us: p.p99 - d.p99,
     };
@@ -142,12 +162,17 @@ function table(rows: HopRow[]): string {
   }
   lines.push(
     "",
-    "| workers | router only (GET /supervision) p50 / p99 µs | router -> worker, no engine (GET /sessions/{missing} 404) p50 / p99 µs | proxied p50 / p99 µs |",
-    "|---|---|---|---|",
+    "Where the time goes — latency p50 / p99 µs, then CPU µs per request (router · workers · engine):",
+    "",
+    "| workers | router only (GET /supervision) | router -> worker, no engine (GET /sessions/{missing}: 404) | proxied (GET /sessions/{id}/v1/models) | direct to the engine |",
+    "|---|---|---|---|---|",
   );
   for (const r of rows) {
-    const cell = (l: LatencySummary) => `${fmt(l.p50, 0)} / ${fmt(l.p99, 0)}`;
-    lines.push(`| ${r.workers} | ${cell(r.routerOnly)} | ${cell(r.routerWorker)} | ${cell(r.proxied)} |`);
+    const cell = (leg: Leg, l: LatencySummary) => {
+      const c = r.cpuUsPerRequest[leg];
+      return `${fmt(l.p50, 0)} / ${fmt(l.p99, 0)} — CPU ${fmt(c.router, 0)} · ${fmt(c.workers, 0)} · ${fmt(c.engine, 0)}`;
+    };
+    lines.push(`| ${r.workers} | ${cell("routerOnly", r.routerOnly)} | ${cell("routerWorker", r.routerWorker)} | ${cell("proxied", r.proxied)} | ${cell("direct", r.direct)} |`);
   }
   return lines.join("\n");
 }
@@ -161,7 +186,7 @@ async function main(): Promise<void> {
   try {
     for (const w of workers) {
       if (process.stderr.isTTY) process.stderr.write(`bench:hop: ${w} worker(s)…\n`);
-      rows.push(await runOne(w, engine.url, requests));
+      rows.push(await runOne(w, engine.url, engine.pid, requests));
     }
   } finally {
     await engine.stop();
