@@ -1,0 +1,281 @@
+// `npm run bench:records` (issue 6's benchmark): what the journal costs a turn, and what
+// streaming records GETs cost everyone else.
+// 1. Per-turn latency, journal vs memory, at 0/16/64 MiB engine replies (the size is the
+//    base64 routed_experts payload; the client copy is small either way).
+// 2. Chat p99 of 4 concurrent small-chat loops, alone and while 4 records GETs of ~1 GiB
+//    sessions stream (read in a worker thread, so the client's own reading does not sit
+//    on the engine's event loop). The big sessions are written through one server, which
+//    then stops; a second server on the same --data-dir replays them (so its engine can
+//    answer the chats with small replies). Target: p99 under GETs within 2x of without.
+// Prints markdown tables and writes JSON (bench/out/records.json, or --out). It is a
+// client only: everything it starts, it stops.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { parseArgs } from "node:util";
+import { Worker } from "node:worker_threads";
+import { startSessionServer, type SessionServer, type SessionServerOptions } from "../index.ts";
+import { shardOf } from "../server/shard-hash.ts";
+import { startSimEngine, type SimEngine } from "../server/sim-engine.ts";
+import { bundledQwen3Dir, loadTokenizerFolder } from "../sessions/tokenizer-folder.ts";
+import { peakRssMiB } from "./rollout-proc-stats.ts";
+import { fmt, fmtRatio, summarize, type LatencySummary } from "./rollout-stats.ts";
+
+const { values: args } = parseArgs({
+  options: { quick: { type: "boolean" }, out: { type: "string" } },
+});
+const QUICK = args.quick === true;
+const MiB = 1024 * 1024;
+const SIZES = [0, 16, 64]; // reply MiB (base64 payload)
+const TURNS: Record<number, number> = QUICK ? { 0: 20, 16: 4, 64: 3 } : { 0: 60, 16: 10, 64: 5 };
+const BIG_TURNS = QUICK ? 2 : 8; // x 128 MiB replies per big session
+const CHAT_LOOPS = 4;
+const CHAT_TURNS = QUICK ? 60 : 160; // per round, over all loops
+const ROUNDS = 2; // alone, with GETs, alone, with GETs: machine noise hits both phases alike
+const folder = loadTokenizerFolder(bundledQwen3Dir());
+const dataRoot = mkdtempSync(join(tmpdir(), "tito-bench-records-"));
+
+const stderr = (line: string) => process.stderr.write(`${line}\n`);
+
+async function post(url: string, body?: unknown): Promise<any> {
+  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`POST ${url}: ${res.status} ${text.slice(0, 200)}`);
+  return JSON.parse(text);
+}
+
+async function engineFor(replyMiB: number): Promise<SimEngine> {
+  // base64 is 4/3 of the raw bytes: ask for 3/4 of the reply size.
+  return startSimEngine({ tokenizerFolder: folder, routedExpertsBytes: Math.round((replyMiB * MiB * 3) / 4), alwaysRoutedExperts: replyMiB > 0 });
+}
+
+async function server(options: SessionServerOptions): Promise<SessionServer> {
+  return startSessionServer({ allowedAppendRoles: ["tool", "user"], logLevel: "warn", ...options });
+}
+
+/** Sequential turns of one growing conversation on each server, interleaved turn by turn so noise hits both; the first (warm-up) is not timed. */
+async function timedTurns(bases: string[], turns: number): Promise<number[][]> {
+  const ids = await Promise.all(bases.map(async (base) => (await post(`${base}/sessions`)).session_id as string));
+  const histories = bases.map(() => [{ role: "system", content: "You are terse." }] as unknown[]);
+  const times = bases.map(() => [] as number[]);
+  for (let k = 0; k <= turns; k++) {
+    for (const [i, base] of bases.entries()) {
+      const messages = histories[i]!;
+      messages.push({ role: "user", content: `question ${k}` });
+      const t = performance.now();
+      const reply = await post(`${base}/sessions/${ids[i]}/v1/chat/completions`, { model: "m", messages });
+      if (k > 0) times[i]!.push(performance.now() - t);
+      messages.push(reply.choices[0].message);
+    }
+  }
+  await Promise.all(bases.map((base, i) => fetch(`${base}/sessions/${ids[i]}`, { method: "DELETE" })));
+  return times;
+}
+
+interface TurnRow {
+  replyMiB: number;
+  memory: LatencySummary;
+  journal: LatencySummary;
+  overheadP50Ms: number;
+}
+
+async function perTurnOverhead(): Promise<TurnRow[]> {
+  const rows: TurnRow[] = [];
+  for (const replyMiB of SIZES) {
+    const engine = await engineFor(replyMiB);
+    const memory = await server({ engineUrl: engine.url, workers: 1, durability: "memory" });
+    const journal = await server({ engineUrl: engine.url, workers: 1, durability: "journal", dataDir: join(dataRoot, `turns-${replyMiB}`) });
+    try {
+      const [m, j] = (await timedTurns([memory.url, journal.url], TURNS[replyMiB]!)).map(summarize);
+      rows.push({ replyMiB, memory: m!, journal: j!, overheadP50Ms: j!.p50 - m!.p50 });
+      stderr(`turns ${replyMiB} MiB: memory p50 ${fmt(m!.p50)} ms, journal p50 ${fmt(j!.p50)} ms`);
+    } finally {
+      await memory.shutdown();
+      await journal.shutdown();
+      await engine.close();
+    }
+  }
+  return rows;
+}
+
+/** Loops of small chats (a fresh session every 6 turns) until `total` turns are timed. */
+async function chatLoad(base: string, total: number): Promise<number[]> {
+  const times: number[] = [];
+  let left = total;
+  const loop = async (n: number) => {
+    while (left > 0) {
+      const { session_id: id } = await post(`${base}/sessions`);
+      const messages: unknown[] = [{ role: "system", content: "You are terse." }];
+      for (let k = 0; k < 6 && left > 0; k++, left--) {
+        messages.push({ role: "user", content: `loop ${n} question ${k}` });
+        const t = performance.now();
+        const reply = await post(`${base}/sessions/${id}/v1/chat/completions`, { model: "m", messages });
+        times.push(performance.now() - t);
+        messages.push(reply.choices[0].message);
+      }
+      await fetch(`${base}/sessions/${id}`, { method: "DELETE" });
+    }
+  };
+  await Promise.all(Array.from({ length: CHAT_LOOPS }, (_, n) => loop(n)));
+  return times;
+}
+
+// Plain JS for the reader thread: GET the URLs over and over, counting bytes, until told
+// to stop; says "started" once every stream has delivered its first bytes.
+const READER = `
+const { parentPort, workerData } = require("node:worker_threads");
+let stop = false, bytes = 0, gets = 0, flowing = 0;
+const controller = new AbortController();
+parentPort.on("message", () => { stop = true; controller.abort(); });
+async function reader(url) {
+  let first = true;
+  while (!stop) {
+    try {
+      const res = await fetch(url, { signal: controller.signal });
+      for await (const chunk of res.body) {
+        bytes += chunk.byteLength;
+        if (first && (first = false, ++flowing === workerData.urls.length)) parentPort.postMessage({ started: true });
+      }
+      gets++;
+    } catch (err) { if (!stop) throw err; }
+  }
+}
+Promise.all(workerData.urls.map(reader)).then(() => parentPort.postMessage({ bytes, gets }), (err) => parentPort.postMessage({ error: String(err) }));
+`;
+
+/** Chat load while `urls` stream in a reader thread; the clock starts once they all flow. */
+async function chatWhileReading(base: string, urls: string[]): Promise<{ times: number[]; bytes: number; gets: number; seconds: number }> {
+  const reader = new Worker(READER, { eval: true, workerData: { urls } });
+  const messages: { started?: boolean; bytes?: number; gets?: number; error?: string }[] = [];
+  let wake: (() => void) | undefined;
+  reader.on("message", (m) => {
+    messages.push(m);
+    wake?.();
+  });
+  const next = async () => {
+    while (messages.length === 0) await new Promise<void>((r) => (wake = r));
+    const m = messages.shift()!;
+    if (m.error) throw new Error(`records GET reader failed: ${m.error}`);
+    return m;
+  };
+  try {
+    await next(); // started
+    const t = performance.now();
+    const times = await chatLoad(base, CHAT_TURNS);
+    const seconds = (performance.now() - t) / 1000;
+    reader.postMessage("stop");
+    const done = await next();
+    return { times, bytes: done.bytes!, gets: done.gets!, seconds };
+  } finally {
+    await reader.terminate();
+  }
+}
+
+interface GetLoadRow {
+  sessionMiB: number[];
+  replayMs: number;
+  alone: LatencySummary;
+  underGets: LatencySummary;
+  p99Ratio: number;
+  getMiBps: number;
+  getsCompleted: number;
+  workerPeakRssMiB: number[];
+}
+
+async function chatUnderGets(): Promise<GetLoadRow> {
+  const dataDir = join(dataRoot, "gets");
+  const big = await engineFor(128);
+  const writer = await server({ engineUrl: big.url, workers: 2, dataDir });
+  const ids: string[] = [];
+  try {
+    while (ids.length < 2) {
+      const { session_id: id } = await post(`${writer.url}/sessions`);
+      if (ids.some((other) => shardOf(other, 2) === shardOf(id, 2))) continue; // one big session per shard
+      ids.push(id);
+    }
+    await Promise.all(ids.map((id) => bigSession(writer.url, id)));
+  } finally {
+    await writer.shutdown();
+    await big.close();
+  }
+  const small = await engineFor(0);
+  const started = performance.now();
+  const s = await server({ engineUrl: small.url, workers: 2, dataDir });
+  const replayMs = performance.now() - started;
+  try {
+    const sessionMiB: number[] = [];
+    for (const id of ids) {
+      const res = await fetch(`${s.url}/sessions/${id}`);
+      let bytes = 0;
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) bytes += chunk.byteLength;
+      sessionMiB.push(bytes / MiB);
+    }
+    await chatLoad(s.url, 20); // warm both workers
+    const urls = [...ids, ...ids].map((id) => `${s.url}/sessions/${id}`);
+    const aloneTimes: number[] = [];
+    const loadedTimes: number[] = [];
+    let bytes = 0;
+    let gets = 0;
+    let seconds = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      aloneTimes.push(...(await chatLoad(s.url, CHAT_TURNS)));
+      const loaded = await chatWhileReading(s.url, urls);
+      loadedTimes.push(...loaded.times);
+      [bytes, gets, seconds] = [bytes + loaded.bytes, gets + loaded.gets, seconds + loaded.seconds];
+      stderr(`round ${round + 1}: chat alone p99 ${fmt(summarize(aloneTimes).p99)} ms, under GETs p99 ${fmt(summarize(loadedTimes).p99)} ms, ${fmt(loaded.bytes / MiB / loaded.seconds)} MiB/s of records`);
+    }
+    const alone = summarize(aloneTimes);
+    const underGets = summarize(loadedTimes);
+    const workerPeakRssMiB = s.tree().shards.map((shard) => peakRssMiB(shard.pid!));
+    return { sessionMiB, replayMs, alone, underGets, p99Ratio: underGets.p99 / alone.p99, getMiBps: bytes / MiB / seconds, getsCompleted: gets, workerPeakRssMiB };
+  } finally {
+    await s.shutdown();
+    await small.close();
+  }
+}
+
+async function bigSession(base: string, id: string): Promise<void> {
+  const messages: unknown[] = [{ role: "system", content: "You are terse." }];
+  for (let k = 0; k < BIG_TURNS; k++) {
+    messages.push({ role: "user", content: `big question ${k}` });
+    const reply = await post(`${base}/sessions/${id}/v1/chat/completions`, { model: "m", messages });
+    messages.push(reply.choices[0].message);
+  }
+}
+
+function report(turns: TurnRow[], gets: GetLoadRow): string {
+  const lines = [
+    "### Per-turn latency, journal vs memory (1 worker each, one growing conversation per server, turns interleaved, ms)",
+    "",
+    "| reply | turns | memory p50 | journal p50 | overhead p50 | memory p99 | journal p99 |",
+    "| --- | --- | --- | --- | --- | --- | --- |",
+    ...turns.map((r) => `| ${r.replyMiB} MiB | ${r.journal.count} | ${fmt(r.memory.p50, 2)} | ${fmt(r.journal.p50, 2)} | ${fmt(r.overheadP50Ms, 2)} | ${fmt(r.memory.p99, 2)} | ${fmt(r.journal.p99, 2)} |`),
+    "",
+    `### Chat latency with 4 concurrent records GETs (2 workers; sessions of ${gets.sessionMiB.map((m) => fmt(m, 0)).join(" and ")} MiB, each fetched twice at once, over and over)`,
+    "",
+    "| phase | turns | p50 ms | p95 ms | p99 ms | max ms |",
+    "| --- | --- | --- | --- | --- | --- |",
+    `| chat alone | ${gets.alone.count} | ${fmt(gets.alone.p50, 2)} | ${fmt(gets.alone.p95, 2)} | ${fmt(gets.alone.p99, 2)} | ${fmt(gets.alone.max, 2)} |`,
+    `| chat + 4 GETs | ${gets.underGets.count} | ${fmt(gets.underGets.p50, 2)} | ${fmt(gets.underGets.p95, 2)} | ${fmt(gets.underGets.p99, 2)} | ${fmt(gets.underGets.max, 2)} |`,
+    "",
+    `p99 ratio (target <= 2x): ${fmtRatio(gets.p99Ratio)}; records streamed meanwhile: ${fmt(gets.getMiBps, 0)} MiB/s (${gets.getsCompleted} whole GETs); ` +
+      `start with replay of both sessions: ${fmt(gets.replayMs, 0)} ms; worker peak RSS: ${gets.workerPeakRssMiB.map((m) => `${fmt(m, 0)} MiB`).join(", ")}`,
+  ];
+  return lines.join("\n");
+}
+
+async function main() {
+  try {
+    const turns = await perTurnOverhead();
+    const gets = await chatUnderGets();
+    process.stdout.write(`${report(turns, gets)}\n`);
+    const out = args.out ?? "bench/out/records.json";
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, JSON.stringify({ quick: QUICK, turns, gets }, null, 2));
+  } finally {
+    rmSync(dataRoot, { recursive: true, force: true });
+  }
+}
+
+await main();
