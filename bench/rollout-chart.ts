@@ -72,8 +72,10 @@ function cdfPanel(labels: LabelSummary[], runs: RunResult[], x0: number): string
     const points = values.map((v, k) => `${xOf(v).toFixed(1)},${yOf((k + 1) / values.length).toFixed(1)}`);
     points.unshift(`${xOf(values[0]).toFixed(1)},${yOf(0).toFixed(1)}`);
     out.push(`<polyline points="${points.join(" ")}" fill="none" stroke="${COLORS[i % COLORS.length]}" stroke-width="2"/>`);
-    out.push(`<rect x="${x0 + 8}" y="${PAD.top + 8 + i * 18}" width="12" height="12" fill="${COLORS[i % COLORS.length]}"/>`);
-    out.push(text(x0 + 26, PAD.top + 18 + i * 18, `${labels[i].label} (p50 ${labels[i].chatP50.toFixed(2)} ms)`));
+    // Legend bottom-right: a CDF's low quantiles sit at the left, so that corner stays empty.
+    const ly = PAD.top + plotH - 22 - (series.length - 1 - i) * 18;
+    out.push(`<rect x="${x0 + PANEL - 190}" y="${ly - 10}" width="12" height="12" fill="${COLORS[i % COLORS.length]}"/>`);
+    out.push(text(x0 + PANEL - 172, ly, `${labels[i].label} (p50 ${labels[i].chatP50.toFixed(2)} ms)`));
   });
   out.push(`<line x1="${x0}" x2="${x0 + PANEL}" y1="${PAD.top + plotH}" y2="${PAD.top + plotH}" stroke="#111"/>`);
   return out;
