@@ -40,11 +40,17 @@ interface HopRow {
 }
 
 function parse(argv: string[]): { workers: number[]; requests: number; out?: string } {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    options: { workers: { type: "string" }, requests: { type: "string" }, out: { type: "string" }, help: { type: "boolean" } },
-  });
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      options: { workers: { type: "string" }, requests: { type: "string" }, out: { type: "string" }, help: { type: "boolean" } },
+    }));
+  } catch (err) {
+    process.stderr.write(`bench:hop: ${(err as Error).message}\n\n${USAGE}\n`);
+    process.exit(2);
+  }
   if (values.help) {
     process.stdout.write(`${USAGE}\n`);
     process.exit(0);
