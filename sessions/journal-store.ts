@@ -171,12 +171,16 @@ export class JournalRecordStore implements RecordStore {
     await this.#log.close();
   }
 
-  /** Removes every candidate segment nothing needs any more, and whatever that frees in turn; one run at a time. */
+  /**
+   * Removes every candidate segment nothing needs any more, and whatever that frees in turn;
+   * one run at a time. Never rejects: a failure (logged) only keeps segments longer.
+   */
   compact(candidates: Iterable<Segment>): Promise<void> {
     const list = [...candidates];
-    const run = this.#compaction.then(() => this.#compact(list));
-    this.#compaction = run.catch((err) => this.#logger?.error({ err }, "journal compaction failed; segments are kept"));
-    return run;
+    this.#compaction = this.#compaction
+      .then(() => this.#compact(list))
+      .catch((err) => this.#logger?.error({ err }, "journal compaction failed; segments are kept"));
+    return this.#compaction;
   }
 
   /** Resolves once the compaction runs started so far are over. */
