@@ -141,6 +141,7 @@ export async function runServer(workers: number, ctx: RunContext): Promise<RunRe
   let childPids: number[] = [];
   const problems: string[] = [];
   try {
+    ctx.note(`tito-server with ${workers} worker(s), repeat ${ctx.repeat}: ready in ${(server.startupMs / 1000).toFixed(1)} s, running`);
     const pids = await supervisionPids(server.url);
     childPids = Object.entries(pids).filter(([name]) => name !== "host").map(([, pid]) => pid);
     if (pids.host !== server.pid) problems.push(`/supervision host_pid ${pids.host} is not the CLI's pid ${server.pid}`);
