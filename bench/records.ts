@@ -1,7 +1,8 @@
 // `npm run bench:records` (issue 6's benchmark): what the journal costs a turn, and what
 // streaming records GETs cost everyone else.
-// 1. Per-turn latency, journal vs memory, at 0/16/64 MiB engine replies (the size is the
-//    base64 routed_experts payload; the client copy is small either way).
+// 1. Per-turn latency, journal (--fsync interval, and every) vs memory, at 0/16/64 MiB
+//    engine replies (the size is the base64 routed_experts payload; the client copy is
+//    small either way).
 // 2. Chat p99 of 4 concurrent small-chat loops, alone and while 4 records GETs of ~1 GiB
 //    sessions stream (read in a worker thread, so the client's own reading does not sit
 //    on the engine's event loop). The big sessions are written through one server, which
@@ -77,6 +78,8 @@ interface TurnRow {
   replyMiB: number;
   memory: LatencySummary;
   journal: LatencySummary;
+  /** The journal with --fsync every (a disk flush before each acknowledgement). */
+  journalEvery: LatencySummary;
   overheadP50Ms: number;
 }
 
@@ -86,13 +89,15 @@ async function perTurnOverhead(): Promise<TurnRow[]> {
     const engine = await engineFor(replyMiB);
     const memory = await server({ engineUrl: engine.url, workers: 1, durability: "memory" });
     const journal = await server({ engineUrl: engine.url, workers: 1, durability: "journal", dataDir: join(dataRoot, `turns-${replyMiB}`) });
+    const every = await server({ engineUrl: engine.url, workers: 1, durability: "journal", fsync: "every", dataDir: join(dataRoot, `turns-every-${replyMiB}`) });
     try {
-      const [m, j] = (await timedTurns([memory.url, journal.url], TURNS[replyMiB]!)).map(summarize);
-      rows.push({ replyMiB, memory: m!, journal: j!, overheadP50Ms: j!.p50 - m!.p50 });
-      stderr(`turns ${replyMiB} MiB: memory p50 ${fmt(m!.p50)} ms, journal p50 ${fmt(j!.p50)} ms`);
+      const [m, j, e] = (await timedTurns([memory.url, journal.url, every.url], TURNS[replyMiB]!)).map(summarize);
+      rows.push({ replyMiB, memory: m!, journal: j!, journalEvery: e!, overheadP50Ms: j!.p50 - m!.p50 });
+      stderr(`turns ${replyMiB} MiB: memory p50 ${fmt(m!.p50)} ms, journal p50 ${fmt(j!.p50)} ms, journal fsync every p50 ${fmt(e!.p50)} ms`);
     } finally {
       await memory.shutdown();
       await journal.shutdown();
+      await every.shutdown();
       await engine.close();
     }
   }
@@ -248,9 +253,12 @@ function report(turns: TurnRow[], gets: GetLoadRow): string {
   const lines = [
     "### Per-turn latency, journal vs memory (1 worker each, one growing conversation per server, turns interleaved, ms)",
     "",
-    "| reply | turns | memory p50 | journal p50 | overhead p50 | memory p99 | journal p99 |",
-    "| --- | --- | --- | --- | --- | --- | --- |",
-    ...turns.map((r) => `| ${r.replyMiB} MiB | ${r.journal.count} | ${fmt(r.memory.p50, 2)} | ${fmt(r.journal.p50, 2)} | ${fmt(r.overheadP50Ms, 2)} | ${fmt(r.memory.p99, 2)} | ${fmt(r.journal.p99, 2)} |`),
+    "| reply | turns | memory p50 | journal p50 | overhead p50 | memory p99 | journal p99 | journal --fsync every p50 |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ...turns.map(
+      (r) =>
+        `| ${r.replyMiB} MiB | ${r.journal.count} | ${fmt(r.memory.p50, 2)} | ${fmt(r.journal.p50, 2)} | ${fmt(r.overheadP50Ms, 2)} | ${fmt(r.memory.p99, 2)} | ${fmt(r.journal.p99, 2)} | ${fmt(r.journalEvery.p50, 2)} |`,
+    ),
     "",
     `### Chat latency with 4 concurrent records GETs (2 workers; sessions of ${gets.sessionMiB.map((m) => fmt(m, 0)).join(" and ")} MiB, each fetched twice at once, over and over)`,
     "",
