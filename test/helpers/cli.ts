@@ -13,8 +13,8 @@ export interface CliRun {
 }
 
 /** Start the CLI and wait for its ready line (or its exit, which rejects). */
-export function startCli(args: string[], options: { detached?: boolean } = {}): Promise<CliRun> {
-  const proc = spawn(process.execPath, [BIN, "serve", ...args], { stdio: ["ignore", "pipe", "pipe"], detached: options.detached });
+export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
+  const proc = spawn(process.execPath, [BIN, "serve", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } });
   let stdout = "";
   let stderr = "";
   proc.stderr!.on("data", (d) => (stderr += d));

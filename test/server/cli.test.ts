@@ -1,6 +1,6 @@
 // The real CLI as a child process: ready line, flags, clean shutdown, no orphans,
 // fail-fast exit, and host death taking every child with it.
-import { readFileSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "uvu";
@@ -90,7 +90,10 @@ test("with --max-restarts 1, two deaths escalate: the CLI prints why and exits n
 });
 
 test("kill -9 of the host: every child exits within 5 s", async () => {
-  const run = await startCli(["--port", "0", "--workers", "2", "--engine", engine.url, "--log-level", "warn"]);
+  // A killed host cannot remove its socket and data directories: keep them in ours.
+  const tmp = join(dir, "host-tmp");
+  mkdirSync(tmp);
+  const run = await startCli(["--port", "0", "--workers", "2", "--engine", engine.url, "--log-level", "warn"], { env: { TMPDIR: tmp } });
   const pids = await treePids(run.url);
   run.proc.kill("SIGKILL");
   await run.exit;
