@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
+import { cachedEncoder } from "./cached-encode.ts";
 import { TokenizerLoadError } from "./errors.ts";
 
 export interface TokenizerFolder {
@@ -90,7 +91,8 @@ export function loadTokenizerFolder(dir: string): TokenizerFolder {
     chatTemplate: chatTemplate as string,
     specialTokenIds: special,
     tokenId,
-    encode: (text) => tokenizer.encode(text, { add_special_tokens: false } as never).ids,
+    // The same ids as the library's encode, with a per-piece cache where the tokenizer's shape allows it.
+    encode: cachedEncoder(tokenizer) ?? ((text) => tokenizer.encode(text, { add_special_tokens: false } as never).ids),
     decode: (ids) => tokenizer.decode(ids as number[], { skip_special_tokens: false } as never),
   };
 }
