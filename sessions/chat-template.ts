@@ -15,7 +15,8 @@ export interface RenderOptions {
 
 const compiled = new WeakMap<TokenizerFolder, Template>();
 
-function templateOf(folder: TokenizerFolder): Template {
+/** The folder's compiled template (parsed once per folder). */
+export function templateOf(folder: TokenizerFolder): Template {
   let template = compiled.get(folder);
   if (!template) {
     template = new Template(folder.chatTemplate);
@@ -54,15 +55,22 @@ export function normalizeMessage(message: ChatMessage): ChatMessage {
   return out;
 }
 
-export function renderChat(folder: TokenizerFolder, messages: readonly ChatMessage[], options: RenderOptions): string {
+/** The render context's entries that are the same for every request: special tokens, then kwargs. */
+export function fixedContext(folder: TokenizerFolder, kwargs?: Record<string, unknown>): Record<string, unknown> {
   const config = folder.config;
   const text = (v: unknown) => (typeof v === "string" ? v : (v as { content?: string } | undefined)?.content ?? "");
-  const context: Record<string, unknown> = {
+  return {
     bos_token: text(config.bos_token),
     eos_token: text(config.eos_token),
     pad_token: text(config.pad_token),
     unk_token: text(config.unk_token),
-    ...options.kwargs,
+    ...kwargs,
+  };
+}
+
+export function renderChat(folder: TokenizerFolder, messages: readonly ChatMessage[], options: RenderOptions): string {
+  const context: Record<string, unknown> = {
+    ...fixedContext(folder, options.kwargs),
     messages: messages.map(normalizeMessage),
     add_generation_prompt: options.addGenerationPrompt,
   };

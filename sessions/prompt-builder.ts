@@ -4,8 +4,9 @@
 // segment, add the generation prompt, and join it all to the accumulated ids with the
 // family's boundary fix. It plans; it never mutates the trajectory (the caller applies
 // the rollback it returns) and never re-tokenizes what the model produced.
-import { renderChat, type ChatMessage, type RenderOptions } from "./chat-template.ts";
+import { fixedContext, renderChat, templateOf, type ChatMessage, type RenderOptions } from "./chat-template.ts";
 import { AppendRoleError, RollbackError, TemplateRenderError, TitoError, TokenizationError } from "./errors.ts";
+import { generationPromptInputs, inputsArePlain } from "./generation-prompt.ts";
 import { matchingPrefixLength } from "./message-compare.ts";
 import type { TitoFamily } from "./tito-family.ts";
 import type { TokenizerFolder } from "./tokenizer-folder.ts";
@@ -44,9 +45,34 @@ export function renderOrThrow(folder: TokenizerFolder, messages: readonly ChatMe
 
 const DUMMY_SYSTEM: ChatMessage = { role: "system", content: "You are a helpful assistant." };
 
-function renderDiff(ctx: PromptContext, base: ChatMessage[], extended: ChatMessage[], what: string, tools?: unknown[]): string {
-  const short = renderOrThrow(ctx.folder, base, { addGenerationPrompt: false, kwargs: ctx.kwargs, tools });
-  const long = renderOrThrow(ctx.folder, extended, { addGenerationPrompt: false, kwargs: ctx.kwargs, tools });
+/** Bound of each memo below: cleared whole when full (they hold a handful of entries in practice). */
+const MEMO_LIMIT = 1024;
+
+/**
+ * Renders of the synthetic base contexts, per folder and kwargs object, by the base's
+ * messages as JSON: the bases are built here from strings only, so equal JSON is equal
+ * input, and a render is a pure function of its input. A base that throws is not stored.
+ */
+const baseRenders = new WeakMap<TokenizerFolder, WeakMap<object, Map<string, string>>>();
+
+function renderBase(ctx: PromptContext, base: ChatMessage[]): string {
+  let byKwargs = baseRenders.get(ctx.folder);
+  if (!byKwargs) baseRenders.set(ctx.folder, (byKwargs = new WeakMap()));
+  let memo = byKwargs.get(ctx.kwargs);
+  if (!memo) byKwargs.set(ctx.kwargs, (memo = new Map()));
+  const key = JSON.stringify(base);
+  let text = memo.get(key);
+  if (text === undefined) {
+    text = renderOrThrow(ctx.folder, base, { addGenerationPrompt: false, kwargs: ctx.kwargs });
+    if (memo.size >= MEMO_LIMIT) memo.clear();
+    memo.set(key, text);
+  }
+  return text;
+}
+
+function renderDiff(ctx: PromptContext, base: ChatMessage[], extended: ChatMessage[], what: string): string {
+  const short = renderBase(ctx, base);
+  const long = renderOrThrow(ctx.folder, extended, { addGenerationPrompt: false, kwargs: ctx.kwargs });
   if (!long.startsWith(short)) throw new TokenizationError(`rendering ${what} does not extend the rendering without it`);
   return long.slice(short.length);
 }
@@ -77,11 +103,38 @@ function segmentsOf(appended: readonly ChatMessage[]): ChatMessage[][] {
   return out;
 }
 
-function generationPromptIds(ctx: PromptContext, messages: readonly ChatMessage[], tools?: unknown[]): number[] {
+/**
+ * Per folder: the inputs of its template's generation-prompt block when that block is
+ * provably a constant suffix (generation-prompt.ts; null when not), and the suffix's ids
+ * by the JSON of those inputs' values, learned from the first turn that rendered both ways.
+ */
+const constantPrompts = new WeakMap<TokenizerFolder, { inputs: string[] | null; ids: Map<string, readonly number[]> }>();
+
+/** The key of the constant generation prompt for this context, or undefined when it is not constant. */
+function constantPromptKey(ctx: PromptContext): { ids: Map<string, readonly number[]>; key: string } | undefined {
+  let known = constantPrompts.get(ctx.folder);
+  if (!known) constantPrompts.set(ctx.folder, (known = { inputs: generationPromptInputs(templateOf(ctx.folder)) ?? null, ids: new Map() }));
+  if (known.inputs === null) return undefined;
+  const context = fixedContext(ctx.folder, ctx.kwargs);
+  if (!inputsArePlain(known.inputs, context)) return undefined;
+  return { ids: known.ids, key: JSON.stringify(known.inputs.map((name) => (context[name] === undefined ? [name] : [name, context[name]]))) };
+}
+
+function generationPromptIds(ctx: PromptContext, messages: readonly ChatMessage[], tools?: unknown[]): readonly number[] {
+  // Rendered even when the suffix is known: a conversation the template rejects is still a 400.
   const without = renderOrThrow(ctx.folder, messages, { addGenerationPrompt: false, kwargs: ctx.kwargs, tools });
+  const constant = constantPromptKey(ctx);
+  const known = constant?.ids.get(constant.key);
+  // The same ids the render with the prompt would give: it is `without` + a suffix fixed by the key.
+  if (known) return known;
   const withPrompt = renderOrThrow(ctx.folder, messages, { addGenerationPrompt: true, kwargs: ctx.kwargs, tools });
   if (!withPrompt.startsWith(without)) throw new TokenizationError("the generation prompt does not extend the rendered conversation");
-  return ctx.folder.encode(withPrompt.slice(without.length));
+  const ids = ctx.folder.encode(withPrompt.slice(without.length));
+  if (constant) {
+    if (constant.ids.size >= MEMO_LIMIT) constant.ids.clear();
+    constant.ids.set(constant.key, ids.slice());
+  }
+  return ids;
 }
 
 /** Which committed turns survive when the request diverges from the stored messages. */
