@@ -19,10 +19,19 @@ export interface ChildSpec {
   config: Record<string, unknown>;
 }
 
+/**
+ * glibc malloc tuning for the children (the caller's environment wins). Bodies move as
+ * 64 KiB–1 MiB buffers; by default glibc serves each from a fresh mmap and returns it on
+ * free, so every chunk page-faults anew (measured here: ~1.3 GiB/s and half the CPU in
+ * the kernel, vs ~10 GiB/s when freed chunks are reused from the heap). Allocations up
+ * to 4 MiB stay on the heap, and up to 64 MiB of free heap is kept before trimming.
+ */
+const MALLOC_TUNING = { MALLOC_MMAP_THRESHOLD_: "4194304", MALLOC_TRIM_THRESHOLD_: "67108864" };
+
 export function spawnChild(spec: ChildSpec, epoch: number): ChildProcess {
   return fork(spec.entry, [], {
     execArgv: ["--import", tsxLoader],
-    env: { ...process.env, TITO_CHILD_CONFIG: JSON.stringify({ ...spec.config, name: spec.name, epoch }) },
+    env: { ...MALLOC_TUNING, ...process.env, TITO_CHILD_CONFIG: JSON.stringify({ ...spec.config, name: spec.name, epoch }) },
     stdio: ["ignore", 2, 2, "ipc"],
     serialization: "json",
   });
