@@ -6,7 +6,7 @@ import type { RunResult } from "./rollout-run.ts";
 
 const W = 1060;
 const H = 430;
-const PAD = { top: 76, right: 56, bottom: 56, left: 64 };
+const PAD = { top: 90, right: 56, bottom: 56, left: 64 };
 const PANEL = 420; // width of each panel's plot area
 const GAP = 110;
 const COLORS = ["#6b7280", "#2563eb", "#16a34a", "#d97706", "#9333ea", "#dc2626", "#0891b2", "#4d7c0f"];
@@ -63,7 +63,8 @@ function cdfPanel(labels: LabelSummary[], runs: RunResult[], x0: number): string
     out.push(`<line x1="${xOf(d).toFixed(1)}" x2="${xOf(d).toFixed(1)}" y1="${PAD.top}" y2="${PAD.top + plotH}" stroke="#e5e7eb"/>`);
     out.push(text(xOf(d), PAD.top + plotH + 18, String(+d.toPrecision(3)), 'text-anchor="middle"'));
   }
-  for (const q of [0, 0.5, 0.95, 0.99, 1]) {
+  // p95 and p100 sit too close to p99 to label; their grid lines would only add clutter.
+  for (const q of [0, 0.5, 0.9, 0.99]) {
     out.push(`<line x1="${x0}" x2="${x0 + PANEL}" y1="${yOf(q)}" y2="${yOf(q)}" stroke="#e5e7eb"/>`);
     out.push(text(x0 - 8, yOf(q) + 4, `p${Math.round(q * 100)}`, 'text-anchor="end"'));
   }
@@ -72,16 +73,30 @@ function cdfPanel(labels: LabelSummary[], runs: RunResult[], x0: number): string
     const points = values.map((v, k) => `${xOf(v).toFixed(1)},${yOf((k + 1) / values.length).toFixed(1)}`);
     points.unshift(`${xOf(values[0]).toFixed(1)},${yOf(0).toFixed(1)}`);
     out.push(`<polyline points="${points.join(" ")}" fill="none" stroke="${COLORS[i % COLORS.length]}" stroke-width="2"/>`);
-    // Legend bottom-right: a CDF's low quantiles sit at the left, so that corner stays empty.
-    const ly = PAD.top + plotH - 22 - (series.length - 1 - i) * 18;
-    out.push(`<rect x="${x0 + PANEL - 190}" y="${ly - 10}" width="12" height="12" fill="${COLORS[i % COLORS.length]}"/>`);
-    out.push(text(x0 + PANEL - 172, ly, `${labels[i].label} (p50 ${labels[i].chatP50.toFixed(2)} ms)`));
+    // Legend top-left: high quantiles at low latency never happen, so that corner stays empty.
+    const ly = PAD.top + 16 + i * 18;
+    out.push(`<rect x="${x0 + 10}" y="${ly - 10}" width="12" height="12" fill="${COLORS[i % COLORS.length]}"/>`);
+    out.push(text(x0 + 28, ly, `${labels[i].label} (p50 ${labels[i].chatP50.toFixed(2)} ms)`));
   });
   out.push(`<line x1="${x0}" x2="${x0 + PANEL}" y1="${PAD.top + plotH}" y2="${PAD.top + plotH}" stroke="#111"/>`);
   return out;
 }
 
-/** `subtitle` is the run's configuration (one line, small). */
+/** Breaks a long configuration line at ", " so each piece fits the chart's width. */
+function wrap(line: string, maxChars: number): string[] {
+  const out: string[] = [];
+  let current = "";
+  for (const part of line.split(/(?<=, )|(?= — )/)) {
+    if (current && (current + part).length > maxChars) {
+      out.push(current.trimEnd());
+      current = part.replace(/^ — /, "");
+    } else current += part;
+  }
+  if (current) out.push(current.trimEnd());
+  return out;
+}
+
+/** `subtitle` is the run's configuration (small; wrapped onto at most three lines). */
 export function chartSvg(title: string, subtitle: string, labels: LabelSummary[], runs: RunResult[]): string {
   const left = PAD.left;
   const right = PAD.left + PANEL + GAP;
@@ -89,7 +104,9 @@ export function chartSvg(title: string, subtitle: string, labels: LabelSummary[]
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
     `<rect width="${W}" height="${H}" fill="white"/>`,
     text(left, 22, title, 'font-size="15" font-weight="bold"'),
-    text(left, 40, subtitle, 'font-size="10" fill="#374151"'),
+    ...wrap(subtitle, 150)
+      .slice(0, 3)
+      .map((line, i) => text(left, 40 + i * 13, line, 'font-size="10" fill="#374151"')),
     ...throughputPanel(labels, left),
     ...cdfPanel(labels, runs, right),
     "</svg>",
