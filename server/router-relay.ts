@@ -32,12 +32,12 @@ export async function relay(
   metrics?: RouterMetrics,
 ): Promise<FastifyReply> {
   const label = { shard: String(shard) };
+  reply.header("x-tito-shard", label.shard);
   metrics?.inflight.inc(label);
-  reply.raw.once("close", () => metrics?.inflight.dec(label));
-  reply.header("x-tito-shard", String(shard));
   const controller = new AbortController();
-  // The client went away before we answered: cancel the worker's work and its reply.
   reply.raw.once("close", () => {
+    metrics?.inflight.dec(label);
+    // The client went away before we answered: cancel the worker's work and its reply.
     if (!reply.raw.writableFinished) controller.abort();
   });
   let channel;

@@ -74,7 +74,8 @@ test("kill -9 of a worker with a chat in flight: 503 at once, then a clean resta
   assert.is(tree.shards[shard].state, "running");
   // The router's copy (GET /supervision) follows over IPC.
   let overHttp = (await call(base, "GET", "/supervision")).json;
-  for (let i = 0; i < 100 && overHttp.shards[shard].pid !== tree.shards[shard].pid; i++) {
+  const same = () => JSON.stringify(overHttp.shards[shard]) === JSON.stringify(tree.shards[shard]);
+  for (let i = 0; i < 100 && !same(); i++) {
     await new Promise((r) => setTimeout(r, 20));
     overHttp = (await call(base, "GET", "/supervision")).json;
   }
