@@ -45,6 +45,31 @@ function tokenText(value: unknown): string | undefined {
   return undefined;
 }
 
+type Fields = Record<string, unknown>;
+const without = (o: Fields, keys: string[]): Fields => Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k)));
+
+/**
+ * The library keeps the parsed tokenizer.json after building its own tables from it: the
+ * vocab object and the merge list (~300k small arrays and strings for Qwen3). Nothing
+ * reads them after construction, but every full GC would trace them for the life of the
+ * process, so the references are dropped (the model's own maps stay).
+ */
+function releaseConstructionInput(tokenizer: Tokenizer): void {
+  const t = tokenizer as unknown as { tokenizer?: Fields; model?: Fields & { config?: Fields; merges?: unknown } };
+  if (t.tokenizer && typeof t.tokenizer.model === "object" && t.tokenizer.model) t.tokenizer = { ...t.tokenizer, model: without(t.tokenizer.model as Fields, ["vocab", "merges"]) };
+  const model = t.model;
+  if (model?.config && typeof model.config === "object") model.config = without(model.config, ["vocab", "merges"]);
+  if (model && Array.isArray(model.merges) && model.bpe_ranks instanceof Map) model.merges = [];
+}
+
+/** Id of a vocabulary token by text: the model's own map when it has one (no second copy kept). */
+function vocabLookup(tokenizer: Tokenizer, tokenizerJson: Fields): (text: string) => number | undefined {
+  const ids = (tokenizer as unknown as { model?: { tokens_to_ids?: unknown } }).model?.tokens_to_ids;
+  if (ids instanceof Map) return (text) => ids.get(text) as number | undefined;
+  const vocab = ((tokenizerJson.model as { vocab?: Record<string, number> })?.vocab) ?? {};
+  return (text) => (Object.hasOwn(vocab, text) ? vocab[text] : undefined);
+}
+
 export function loadTokenizerFolder(dir: string): TokenizerFolder {
   const tokenizerJson = readJson(dir, "tokenizer.json");
   const config = readJson(dir, "tokenizer_config.json");
@@ -70,14 +95,16 @@ export function loadTokenizerFolder(dir: string): TokenizerFolder {
     throw new TokenizerLoadError(`cannot build a tokenizer from ${dir}: ${(err as Error).message}`, { cause: err });
   }
 
+  releaseConstructionInput(tokenizer);
+
   const addedByText = new Map<string, number>();
   const special = new Set<number>();
   for (const added of (tokenizerJson.added_tokens as Array<{ id: number; content: string; special?: boolean }>) ?? []) {
     addedByText.set(added.content, added.id);
     if (added.special) special.add(added.id);
   }
-  const vocab = ((tokenizerJson.model as { vocab?: Record<string, number> })?.vocab) ?? {};
-  const tokenId = (text: string): number | undefined => addedByText.get(text) ?? vocab[text];
+  const vocabId = vocabLookup(tokenizer, tokenizerJson);
+  const tokenId = (text: string): number | undefined => addedByText.get(text) ?? vocabId(text);
   for (const key of ["bos_token", "eos_token", "pad_token", "unk_token"]) {
     const text = tokenText(config[key]);
     const id = text === undefined ? undefined : tokenId(text);

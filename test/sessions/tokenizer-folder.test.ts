@@ -1,6 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { mkdtempSync, writeFileSync, copyFileSync, rmSync } from "node:fs";
+import { mkdtempSync, writeFileSync, copyFileSync, rmSync, readFileSync } from "node:fs";
+import { Tokenizer } from "@huggingface/tokenizers";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-folder.ts";
@@ -15,6 +16,22 @@ test("bundled Qwen3 folder loads with its special tokens", () => {
   assert.not.ok(qwen.specialTokenIds.has(qwen.tokenId("<think>")!), "<think> is an added, non-special token");
   assert.equal(qwen.encode("\n"), [198]);
   assert.is(qwen.decode(qwen.encode("hi <|im_end|>\n")), "hi <|im_end|>\n");
+});
+
+test("vocabulary ids by text come from the model after its construction input is let go", () => {
+  const model = (qwen.tokenizer as unknown as { model: { config: Record<string, unknown>; merges: unknown[]; tokens_to_ids: Map<string, number> } }).model;
+  assert.not.ok("vocab" in model.config, "the vocab object is not kept twice");
+  assert.is(model.merges.length, 0, "the merge list is not kept besides the ranks");
+  assert.is(qwen.tokenId("\u010a"), 198, "a plain vocabulary token (ByteLevel newline)");
+  assert.is(qwen.tokenId("constructor"), model.tokens_to_ids.get("constructor"));
+  assert.is(qwen.tokenId("no such token \u0000"), undefined);
+  // The merges still apply by rank: the same ids as a library tokenizer that keeps everything.
+  const dir = bundledQwen3Dir();
+  const read = (f: string) => JSON.parse(readFileSync(join(dir, f), "utf8"));
+  const full = new Tokenizer(read("tokenizer.json"), read("tokenizer_config.json"));
+  for (const text of ["antidisestablishmentarianism", "Grüße, 世界! x=42;\n\tdone", "  spaced   out  "]) {
+    assert.equal(qwen.encode(text), full.encode(text, { add_special_tokens: false }).ids, text);
+  }
 });
 
 test("a missing file is named in the error", () => {
