@@ -63,19 +63,63 @@ export function replyHeaders(headers: Record<string, string | string[] | undefin
   return out;
 }
 
+/**
+ * One request through the pool's dispatch API: the reply's chunks are collected as they
+ * arrive, with no body stream or async iterator per call (request() builds both, and a
+ * turn reads the whole reply anyway). 1xx informational heads are skipped.
+ */
 function poolSend(pool: Pool, basePath: string): Send {
-  return async (req) => {
-    const res = await pool.request({
-      method: req.method as never,
-      path: basePath + req.path,
-      headers: req.headers,
-      body: req.body && req.body.length > 0 ? req.body : undefined,
-      signal: req.signal,
+  return (req) =>
+    new Promise<UpstreamResponse>((resolve, reject) => {
+      const signal = req.signal;
+      let controller: { abort(reason: Error): void } | undefined;
+      let settled = false;
+      let status = 0;
+      let headers: Record<string, string> = {};
+      const chunks: Buffer[] = [];
+      const onAbort = () => {
+        const reason = signal!.reason instanceof Error ? signal!.reason : new Error("request aborted");
+        controller?.abort(reason);
+        finish(reason);
+      };
+      const finish = (err?: Error) => {
+        if (settled) return;
+        settled = true;
+        signal?.removeEventListener("abort", onAbort);
+        if (err) reject(err);
+        else resolve({ status, headers, body: chunks });
+      };
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      pool.dispatch(
+        {
+          method: req.method as never,
+          path: basePath + req.path,
+          headers: req.headers,
+          body: req.body && req.body.length > 0 ? req.body : undefined,
+        },
+        {
+          onRequestStart(c) {
+            controller = c;
+            if (settled) c.abort(signal?.reason instanceof Error ? signal.reason : new Error("request aborted"));
+          },
+          onResponseStart(_c, statusCode, responseHeaders) {
+            if (statusCode < 200) return;
+            status = statusCode;
+            headers = replyHeaders(responseHeaders);
+          },
+          onResponseData(_c, chunk) {
+            chunks.push(chunk);
+          },
+          onResponseEnd() {
+            finish();
+          },
+          onResponseError(_c, err) {
+            finish(err);
+          },
+        },
+      );
     });
-    const chunks: Buffer[] = [];
-    for await (const chunk of res.body) chunks.push(chunk as Buffer);
-    return { status: res.statusCode, headers: replyHeaders(res.headers), body: chunks };
-  };
 }
 
 /** Aborts the request after `timeoutMs`, and when the caller's signal aborts. */

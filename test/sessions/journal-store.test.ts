@@ -209,27 +209,31 @@ test("a delete outlives older entries of its session (moved forward, never dropp
 });
 
 test("a failed write fails that change with the cause, and nothing else is touched", async () => {
-  const dir = freshDir();
-  const store = await openStore(dir, 4096);
-  await store.open("s");
-  await store.append("s", record(1), state(0)); // fills segment 1
-  const next = join(dir, "00000002.tj");
-  symlinkSync("/dev/full", next); // the next segment's writes fail with ENOSPC
-  try {
-    await store.append("s", record(2), state(1));
-    assert.unreachable("the write must fail");
-  } catch (err) {
-    assert.instance(err, JournalWriteError);
-    assert.match((err as Error).message, `journal write failed (${next}): `);
-    assert.match((err as Error).message, /ENOSPC/);
+  // Small entries are written synchronously, large ones (routing-replay replies) through the thread pool.
+  for (const replyBytes of [3000, 400_000]) {
+    const dir = freshDir();
+    const store = await openStore(dir, 4096);
+    await store.open("s");
+    await store.append("s", record(1, replyBytes), state(0)); // fills the active segment
+    const seq = Number(store.segmentPaths().at(-1)!.match(/(\d{8})\.tj$/)![1]);
+    const next = join(dir, `${String(seq + 1).padStart(8, "0")}.tj`);
+    symlinkSync("/dev/full", next); // the next segment's writes fail with ENOSPC
+    try {
+      await store.append("s", record(2, replyBytes), state(1));
+      assert.unreachable("the write must fail");
+    } catch (err) {
+      assert.instance(err, JournalWriteError);
+      assert.match((err as Error).message, `journal write failed (${next}): `);
+      assert.match((err as Error).message, /ENOSPC/);
+    }
+    assert.is(store.count("s"), 1, "the failed turn is not recorded");
+    await store.append("s", record(3, replyBytes), state(1)); // a fresh segment takes it
+    await store.open("t");
+    const { store: again } = await reopen(store, dir, 4096);
+    assert.is(again.count("s"), 2);
+    assert.is(again.count("t"), 0);
+    assert.match(await bodyText(again, "s"), `"request":{"input_ids":[3]}`);
   }
-  assert.is(store.count("s"), 1, "the failed turn is not recorded");
-  await store.append("s", record(3), state(1)); // a fresh segment takes it
-  await store.open("t");
-  const { store: again } = await reopen(store, dir, 4096);
-  assert.is(again.count("s"), 2);
-  assert.is(again.count("t"), 0);
-  assert.match(await bodyText(again, "s"), `"request":{"input_ids":[3]}`);
 });
 
 test("a records stream keeps reading a segment that compaction removed meanwhile", async () => {
