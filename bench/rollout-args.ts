@@ -15,6 +15,8 @@ export interface RolloutConfig {
   getRecords: boolean;
   latencyMs: number;
   repeat: number;
+  /** Unmeasured passes of the workload before each measured run (JIT warm-up of every process). */
+  warmup: number;
   out: string;
   serverFlags: string[];
   verbose: boolean;
@@ -39,6 +41,8 @@ count, and straight to the simulated engine (the floor), in one run.
   --get-records        each session GETs its full records after its last turn
   --latency-ms MS      simulated generation time per engine reply (default 0)
   --repeat R           run every configuration R times, each on a fresh server (default 1)
+  --warmup P           unmeasured passes of the workload before each measured run
+                       (default: 3 for small, 1 for r3 and quick)
   --server-flag FLAG   extra flag for tito-server serve (repeatable), e.g. --server-flag=--durability=memory
   --out FILE           JSON results (default bench/out/rollout.json); the SVG chart goes next to it
   --verbose            copy the children's stderr to this stderr
@@ -46,9 +50,9 @@ count, and straight to the simulated engine (the floor), in one run.
   --help               this text`;
 
 const PRESETS: Record<string, Partial<RolloutConfig>> = {
-  small: { sessions: 8, turns: 20, inputTokens: 128, outputTokens: 128, r3LastMiB: 0, getRecords: false },
-  r3: { sessions: 8, turns: 10, inputTokens: 128, outputTokens: 128, r3LastMiB: 16, getRecords: true },
-  quick: { sessions: 4, turns: 8, inputTokens: 128, outputTokens: 64, r3LastMiB: 4, getRecords: true },
+  small: { sessions: 8, turns: 20, inputTokens: 128, outputTokens: 128, r3LastMiB: 0, getRecords: false, warmup: 3 },
+  r3: { sessions: 8, turns: 10, inputTokens: 128, outputTokens: 128, r3LastMiB: 16, getRecords: true, warmup: 1 },
+  quick: { sessions: 4, turns: 8, inputTokens: 128, outputTokens: 64, r3LastMiB: 4, getRecords: true, warmup: 1 },
 };
 
 function fail(message: string): never {
@@ -83,6 +87,7 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
         "get-records": { type: "boolean" },
         "latency-ms": { type: "string" },
         repeat: { type: "string" },
+        warmup: { type: "string" },
         "server-flag": { type: "string", multiple: true },
         out: { type: "string" },
         verbose: { type: "boolean" },
@@ -113,6 +118,7 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
     getRecords: values["get-records"] ?? preset.getRecords!,
     latencyMs: num("latency-ms", values["latency-ms"], 0) ?? 0,
     repeat: num("repeat", values.repeat, 1) ?? 1,
+    warmup: num("warmup", values.warmup, 0) ?? preset.warmup!,
     out: values.out ?? join(REPO_ROOT, "bench", "out", "rollout.json"),
     serverFlags: values["server-flag"] ?? [],
     verbose: values.verbose ?? false,

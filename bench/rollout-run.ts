@@ -49,6 +49,8 @@ export interface RunContext {
   engine: Started;
   shape: WorkloadShape;
   repeat: number;
+  /** Unmeasured passes of the workload before the probe and the measured workload. */
+  warmup: number;
   serverFlags: string[];
   verbose: boolean;
   /** NODE_OPTIONS for the server (inherited by its children), e.g. --cpu-prof. */
@@ -80,8 +82,10 @@ async function measure(
 ): Promise<Omit<RunResult, "kind" | "workers" | "startupMs" | "problems">> {
   const { shape } = ctx;
   // Warm-up of every worker (JIT), the connections and the engine's reply cache; not measured.
+  // One pass of the small workload leaves much of the hot code unoptimized (profiles of the
+  // measured pass still showed ~20-30% of the server's CPU in V8's compiler), hence passes.
   const workerCount = Object.keys(groupPids).filter((n) => n.startsWith("worker-")).length;
-  await warmUp(target, shape, workerCount);
+  await warmUp(target, shape, workerCount, ctx.warmup);
   // The probe runs alone, so its records GET (if any) is also the "one GET afterwards" measurement.
   const probe = await runWorkload(target, { ...shape, sessions: 1 }, 800_000, ctx.hooks);
 

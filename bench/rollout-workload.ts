@@ -192,14 +192,18 @@ export async function runWorkload(target: Target, shape: WorkloadShape, seedBase
 }
 
 /**
- * Warm-up, not measured: one full pass of the workload (all sessions, all turns, no
- * records GET) with at least two sessions on every shard. Each worker process
+ * Warm-up, not measured: `passes` full passes of the workload (all sessions, all turns,
+ * no records GET), each with at least two sessions on every shard. Each worker process
  * JIT-compiles the tokenizer and template code and fills the tokenizer's caches on its
  * own; measured here, a few turns per worker left the first measured pass up to 2x
  * slower than the second. Sessions land on shards by a hash of their id, so it creates
  * until every shard has two, within a fixed number of attempts.
  */
-export async function warmUp(target: Target, shape: WorkloadShape, shards: number): Promise<void> {
+export async function warmUp(target: Target, shape: WorkloadShape, shards: number, passes = 1): Promise<void> {
+  for (let p = 0; p < passes; p++) await warmUpPass(target, shape, shards);
+}
+
+async function warmUpPass(target: Target, shape: WorkloadShape, shards: number): Promise<void> {
   const pass: WorkloadShape = { ...shape, getRecords: false };
   if (!target.sessions) {
     await runWorkload(target, pass, 900_000);

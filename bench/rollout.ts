@@ -59,6 +59,7 @@ async function main(): Promise<void> {
         engine,
         shape,
         repeat,
+        warmup: config.warmup,
         serverFlags,
         verbose: config.verbose,
         serverEnv: config.cpuProf
