@@ -3,10 +3,15 @@
 // size, and removal of a segment the store no longer needs (its file is unlinked at once;
 // its handle stays open while a records GET still reads from it). A failed write is cut
 // back off the file, or its segment is abandoned for a fresh one, so a bad disk never
-// leaves garbage between whole entries. Knows bytes and files, not sessions.
+// leaves garbage between whole entries. A removed segment may be kept as a spare file
+// (renamed out of the journal's names, so replay never sees it) and reused by a later
+// rotation, emptied first: its page-cache pages are then freed just before new ones are
+// needed, and come back warm, instead of sitting free until the next rotation (fresh
+// pages are the costliest part of a large append; see docs/operations.md). Knows bytes
+// and files, not sessions.
 import assert from "node:assert";
 import { writevSync } from "node:fs";
-import { mkdir, open, readdir, unlink, type FileHandle } from "node:fs/promises";
+import { mkdir, open, readdir, rename, unlink, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { JournalWriteError } from "./errors.ts";
@@ -42,14 +47,26 @@ export interface SegmentLogOptions {
   dir: string;
   fsync?: FsyncPolicy;
   fsyncIntervalMs?: number;
-  /** Rotate when an append would take the active segment past this. Default 256 MiB. */
+  /** Rotate when an append would take the active segment past this. Default 64 MiB. */
   segmentBytes?: number;
+  /** Removed segments kept as spare files for later rotations to reuse. Default 8. */
+  spareSegments?: number;
   logger?: Logger;
   /** Called when a segment stops taking appends (compaction may now remove it). */
   onSealed?: (segment: Segment) => void;
 }
 
 const NAME = /^(\d{8})\.tj$/;
+const SPARE_NAME = /^spare-(\d+)\.tjs$/;
+
+export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
+export const DEFAULT_SPARE_SEGMENTS = 8;
+
+/** A removed segment's file, emptied only when a rotation takes it. */
+interface Spare {
+  path: string;
+  fh: FileHandle;
+}
 // writev takes at most IOV_MAX (1024 on Linux) buffers at once.
 const WRITEV_BATCH = 512;
 
@@ -88,6 +105,9 @@ export class SegmentLog {
   readonly #log?: Logger;
   readonly #onSealed?: (segment: Segment) => void;
   readonly #timer: NodeJS.Timeout | undefined;
+  readonly #spares: Spare[] = [];
+  readonly #spareLimit: number;
+  #nextSpare = 1;
   #active: Segment | undefined;
   #nextSeq = 1;
   #queue: Promise<unknown> = Promise.resolve();
@@ -98,7 +118,8 @@ export class SegmentLog {
   private constructor(options: SegmentLogOptions) {
     this.dir = options.dir;
     this.#fsync = options.fsync ?? "interval";
-    this.#segmentBytes = options.segmentBytes ?? 256 * 1024 * 1024;
+    this.#segmentBytes = options.segmentBytes ?? DEFAULT_SEGMENT_BYTES;
+    this.#spareLimit = options.spareSegments ?? DEFAULT_SPARE_SEGMENTS;
     this.#log = options.logger;
     this.#onSealed = options.onSealed;
     if (this.#fsync === "interval") {
@@ -107,15 +128,24 @@ export class SegmentLog {
     }
   }
 
-  /** Opens the directory (creating it) and every segment already in it, oldest first. */
+  /** Opens the directory (creating it), every segment already in it, oldest first, and its spares. */
   static async open(options: SegmentLogOptions): Promise<SegmentLog> {
     const log = new SegmentLog(options);
     await mkdir(options.dir, { recursive: true });
-    const seqs = (await readdir(options.dir)).flatMap((name) => (NAME.test(name) ? [Number(NAME.exec(name)![1])] : [])).sort((a, b) => a - b);
+    const names = await readdir(options.dir);
+    const seqs = names.flatMap((name) => (NAME.test(name) ? [Number(NAME.exec(name)![1])] : [])).sort((a, b) => a - b);
     for (const seq of seqs) {
       const path = log.#path(seq);
       log.#segments.set(seq, new Segment(seq, path, await open(path, "r+")));
       log.#nextSeq = seq + 1;
+    }
+    for (const name of names) {
+      const match = SPARE_NAME.exec(name);
+      if (!match) continue;
+      const path = join(options.dir, name);
+      log.#nextSpare = Math.max(log.#nextSpare, Number(match[1]) + 1);
+      if (log.#spares.length < log.#spareLimit) log.#spares.push({ path, fh: await open(path, "r+") });
+      else await unlink(path);
     }
     return log;
   }
@@ -151,13 +181,32 @@ export class SegmentLog {
     if (--segment.refs === 0 && segment.removed) void this.#closeHandle(segment);
   }
 
-  /** Removes a sealed segment: unlinked now, closed when no reader holds it any more. */
+  /**
+   * Removes a sealed segment from the journal: kept as a spare when there is room and no
+   * reader holds it, otherwise unlinked now and closed when no reader holds it any more.
+   */
   async remove(segment: Segment): Promise<void> {
     assert.ok(segment !== this.#active && !segment.removed, `segment ${segment.path} cannot be removed`);
     segment.removed = true;
     this.#segments.delete(segment.seq);
+    if (segment.refs === 0 && !segment.broken && this.#spares.length < this.#spareLimit && !this.#closed) {
+      const path = join(this.dir, `spare-${this.#nextSpare++}.tjs`);
+      try {
+        // Out of the journal's names at once: replay never reads a spare.
+        await rename(segment.path, path);
+        this.#spares.push({ path, fh: segment.fh });
+        return;
+      } catch (err) {
+        this.#log?.warn({ err, path: segment.path }, "journal segment could not be kept as a spare; removing it");
+      }
+    }
     await unlink(segment.path).catch((err) => this.#log?.error({ err, path: segment.path }, "journal segment could not be removed"));
     if (segment.refs === 0) await this.#closeHandle(segment);
+  }
+
+  /** Spare files kept for reuse (tests and operators). */
+  sparePaths(): string[] {
+    return this.#spares.map((s) => s.path);
   }
 
   async close(): Promise<void> {
@@ -168,6 +217,7 @@ export class SegmentLog {
     await this.#syncing;
     if (this.#active && this.#fsync !== "never") await this.#active.fh.datasync().catch(() => {});
     for (const segment of this.#segments.values()) await this.#closeHandle(segment);
+    for (const spare of this.#spares.splice(0)) await spare.fh.close().catch(() => {});
   }
 
   async #write(entry: EncodedEntry): Promise<{ segment: Segment; offset: number }> {
@@ -195,8 +245,7 @@ export class SegmentLog {
     const path = this.#path(seq);
     let fh: FileHandle;
     try {
-      // The directory is ours and seq is past every file in it: nothing is overwritten.
-      fh = await open(path, "w+");
+      fh = (await this.#reuseSpare(path)) ?? (await open(path, "w+"));
     } catch (err) {
       throw new JournalWriteError(path, { cause: err });
     }
@@ -209,6 +258,27 @@ export class SegmentLog {
       this.#onSealed?.(sealed);
     }
     return segment;
+  }
+
+  /**
+   * A spare file as the new segment at `path`, or undefined when none is left. Emptied
+   * before it takes the journal's name, so a crash in between leaves an empty spare or an
+   * empty segment, never old entries under a new name. A spare that fails is dropped.
+   */
+  async #reuseSpare(path: string): Promise<FileHandle | undefined> {
+    for (let spare = this.#spares.pop(); spare; spare = this.#spares.pop()) {
+      try {
+        await spare.fh.truncate(0);
+        // The directory is ours and seq is past every file in it: nothing is overwritten.
+        await rename(spare.path, path);
+        return spare.fh;
+      } catch (err) {
+        this.#log?.warn({ err, path: spare.path }, "journal spare could not be reused; removing it");
+        await spare.fh.close().catch(() => {});
+        await unlink(spare.path).catch(() => {});
+      }
+    }
+    return undefined;
   }
 
   #flush(): void {

@@ -40,8 +40,10 @@ export interface JournalStoreOptions {
   dir: string;
   fsync?: FsyncPolicy;
   fsyncIntervalMs?: number;
-  /** Segment rotation size; default 256 MiB. */
+  /** Segment rotation size; default 64 MiB. */
   segmentBytes?: number;
+  /** Removed segments kept as spare files for reuse by later rotations; default 8. */
+  spareSegments?: number;
   logger?: Logger;
 }
 
@@ -68,6 +70,11 @@ export class JournalRecordStore implements RecordStore {
   /** The segment files kept now (tests and operators watch compaction with it). */
   segmentPaths(): string[] {
     return this.#log.segments().map((s) => s.path);
+  }
+
+  /** Removed segments' files kept for reuse (not part of the journal: replay ignores them). */
+  sparePaths(): string[] {
+    return this.#log.sparePaths();
   }
 
   async recover(visitor: ReplayVisitor): Promise<void> {

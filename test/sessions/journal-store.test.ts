@@ -173,14 +173,54 @@ test("compaction removes segments whose sessions are all deleted; the journal st
   }
   // 40 sessions x ~10 KiB went through; only the keeper's first segment and the recent ones stay.
   await store.idle();
+  const names = (paths: string[]) => paths.map((p) => p.slice(dir.length + 1));
   const kept = readdirSync(dir);
-  assert.equal(kept.sort(), store.segmentPaths().map((p) => p.slice(dir.length + 1)).sort(), "removed segments are gone from disk");
-  assert.ok(kept.length <= 3, `segments kept: ${kept.length} (peak ${peak})`);
+  assert.equal(kept.sort(), [...names(store.segmentPaths()), ...names(store.sparePaths())].sort(), "removed segments are gone from disk or kept as spares");
+  assert.ok(store.segmentPaths().length <= 3, `segments kept: ${store.segmentPaths().length} (peak ${peak})`);
+  assert.ok(store.sparePaths().length <= 8, `spares kept: ${store.sparePaths().length}`);
   const { store: again, history } = await reopen(store, dir, segmentBytes);
   store = again;
   assert.ok(history.includes("create keeper"));
   for (let n = 0; n < 40; n++) assert.not.ok(history.some((h) => h === `create s${n}` && !history.includes(`delete s${n}`)), `s${n} stays deleted`);
   assert.is(store.count("keeper"), 1);
+});
+
+test("removed segments become spares that later rotations reuse; replay never reads a spare", async () => {
+  const dir = freshDir();
+  const segmentBytes = 16 * 1024;
+  const store = await JournalRecordStore.open({ dir, fsync: "never", segmentBytes, spareSegments: 2 });
+  stores.push(store);
+  const fill = async (id: string) => {
+    await store.open(id);
+    for (let k = 0; k < 10; k++) await store.append(id, record(k, 4000), state(k)); // ~42 KiB: three sealed segments
+  };
+  await fill("a");
+  await store.open("b"); // the active segment now also holds b: a's sealed segments can go
+  await store.drop("a");
+  await store.idle();
+  const spares = store.sparePaths();
+  assert.is(spares.length, 2, `spares: ${spares} (three segments removed, at most two kept)`);
+  for (const path of spares) {
+    assert.match(path, /spare-\d+\.tjs$/);
+    assert.ok(statSync(path).size > 0, "a spare keeps its bytes (and pages) until a rotation takes it");
+  }
+  // A replay now (as after a crash) reads segments only: a's entries in the spares stay deleted.
+  const visitor = recorder();
+  const peek = await JournalRecordStore.open({ dir, fsync: "never", segmentBytes, spareSegments: 2 });
+  await peek.recover(visitor);
+  assert.equal(peek.sparePaths().sort(), [...spares].sort(), "a reopened journal adopts its spares");
+  await peek.close();
+  assert.not.ok(visitor.history.some((h) => h.startsWith("turn a ")), visitor.history.join("\n"));
+  // New appends rotate into the spares: emptied first, then renamed to the next segment names.
+  const before = readdirSync(dir).length;
+  for (let k = 0; k < 6; k++) await store.append("b", record(10 + k, 4000), state(k));
+  assert.is(store.sparePaths().length, 0, "both spares were taken");
+  assert.is(readdirSync(dir).length, before, "rotations reused the spare files instead of adding files");
+  for (const path of spares) assert.not.ok(readdirSync(dir).includes(path.slice(dir.length + 1)));
+  const { store: again, history } = await reopen(store, dir, segmentBytes);
+  assert.is(again.count("b"), 6);
+  assert.not.ok(history.some((h) => h.startsWith("turn a ") || h === "create a"), "no entry of a came back through a reused file");
+  assert.match(await bodyText(again, "b"), `"request":{"input_ids":[15]}`);
 });
 
 test("a delete outlives older entries of its session (moved forward, never dropped first)", async () => {
