@@ -174,6 +174,6 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith("server/cli.ts")) {
+if (import.meta.url === `file://${process.argv[1]}` || /server\/cli\.[jt]s$/.test(process.argv[1] ?? "")) {
   main(process.argv.slice(2)).then((code) => process.exit(code));
 }

@@ -13,11 +13,14 @@ import { SessionServerFailedError, SupervisionTree, type SupervisionEvent, type 
 import type { TrainingSample } from "../sessions/index.ts";
 import { SamplesRequestError } from "./errors.ts";
 import { resolveOptions, type ResolvedOptions, type SessionServerOptions } from "./options.ts";
-import { startSimEngine, type SimEngine } from "./sim-engine.ts";
+import type { SimEngine } from "./sim-engine.ts";
 import type { RouterConfig } from "./router-main.ts";
 import type { WorkerConfig } from "./worker-main.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
+// Children run the same build as this module: the compiled .js in dist/ (plain node), or the
+// .ts sources through tsx when this module itself runs from source (tests, development).
+const entryExt = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
 
 export interface SessionServer {
   /** "http://127.0.0.1:PORT" — the HTTP front door (the router process). */
@@ -151,9 +154,9 @@ function childSpecs(opts: ResolvedOptions, engineUrl: string, instanceId: string
       dataDir,
       fsync: opts.fsync,
     };
-    return { name: `shard-${index}`, entry: join(here, "worker-main.ts"), config: config as unknown as Record<string, unknown> };
+    return { name: `shard-${index}`, entry: join(here, `worker-main${entryExt}`), config: config as unknown as Record<string, unknown> };
   });
-  return { router: { name: "router", entry: join(here, "router-main.ts"), config: router as unknown as Record<string, unknown> }, shards };
+  return { router: { name: "router", entry: join(here, `router-main${entryExt}`), config: router as unknown as Record<string, unknown> }, shards };
 }
 
 async function waitHealthy(url: string, deadline: number): Promise<void> {
@@ -191,7 +194,12 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
     if (ownDataDir && dataDir) rmSync(dataDir, { recursive: true, force: true });
   };
   try {
-    if (!opts.engineUrl) engine = await startSimEngine({ tokenizerDir: opts.tokenizerDir, latencyMs: opts.simLatencyMs });
+    if (!opts.engineUrl) {
+      // Loaded only when needed: with a real engine the host never holds the simulator's
+      // HTTP server and tokenizer code.
+      const { startSimEngine } = await import("./sim-engine.ts");
+      engine = await startSimEngine({ tokenizerDir: opts.tokenizerDir, latencyMs: opts.simLatencyMs });
+    }
     const engineUrl = opts.engineUrl ?? engine!.url;
     const specs = childSpecs(opts, engineUrl, instanceId, socketDir, dataDir);
     let url = "";
