@@ -3,9 +3,48 @@
 // of many GiB never sits in memory, and stored bytes are spliced in unparsed. It holds
 // its segments pinned (so compaction cannot close them) until it ends, fails, or its
 // consumer stops early (return()). It never writes and never parses.
+//
+// Read buffers come from a small pool and go back to it when the consumer says it is done
+// with them: each yielded chunk carries a release function under the global symbol
+// "tito.transport.written", which the transport calls once the chunk's bytes are on the
+// socket. A records GET of many MiB then reuses a few buffers instead of allocating one
+// per MiB (fresh buffers count as V8 external memory, and every 64 MiB of it forces a
+// full GC of the worker's heap). A consumer that never releases only costs allocations.
 import type { Segment } from "./journal-segments.ts";
 
 export const READ_CHUNK_BYTES = 1024 * 1024;
+
+const WRITTEN = Symbol.for("tito.transport.written");
+const POOL_LIMIT = 16;
+const pool: Buffer[] = [];
+
+/** Read buffers waiting in the pool (tests watch reuse with it). */
+export function pooledReadBuffers(): number {
+  return pool.length;
+}
+
+function takeBuffer(): Buffer {
+  return pool.pop() ?? Buffer.allocUnsafeSlow(READ_CHUNK_BYTES);
+}
+
+function giveBack(buffer: Buffer): void {
+  if (pool.length < POOL_LIMIT) pool.push(buffer);
+}
+
+/** `buffer`'s first `length` bytes as a chunk whose release (once) returns the buffer to the pool. */
+function releasable(buffer: Buffer, length: number): Buffer {
+  // A fresh view per chunk: the pooled buffer itself is never handed out, so each chunk has its own release.
+  const chunk = buffer.subarray(0, length);
+  let released = false;
+  Object.defineProperty(chunk, WRITTEN, {
+    value: () => {
+      if (released) return;
+      released = true;
+      giveBack(buffer);
+    },
+  });
+  return chunk;
+}
 
 export interface FileRange {
   segment: Segment;
@@ -48,17 +87,22 @@ export class RecordStream implements AsyncIterableIterator<Buffer> {
           this.#offset = 0;
           continue;
         }
-        // A fresh buffer per chunk: the transport keeps a yielded chunk until it is sent.
+        // A buffer no consumer holds any more: the transport keeps a yielded chunk until it is sent.
         const length = Math.min(READ_CHUNK_BYTES, part.length - this.#offset);
-        const chunk = Buffer.allocUnsafe(length);
+        const buffer = takeBuffer();
         let filled = 0;
-        while (filled < length) {
-          const { bytesRead } = await part.segment.fh.read(chunk, filled, length - filled, part.position + this.#offset + filled);
-          if (bytesRead === 0) throw new Error(`journal segment ${part.segment.path} ended at ${part.position + this.#offset + filled}, inside a record`);
-          filled += bytesRead;
+        try {
+          while (filled < length) {
+            const { bytesRead } = await part.segment.fh.read(buffer, filled, length - filled, part.position + this.#offset + filled);
+            if (bytesRead === 0) throw new Error(`journal segment ${part.segment.path} ended at ${part.position + this.#offset + filled}, inside a record`);
+            filled += bytesRead;
+          }
+        } catch (err) {
+          giveBack(buffer);
+          throw err;
         }
         this.#offset += length;
-        return { done: false, value: chunk };
+        return { done: false, value: releasable(buffer, length) };
       }
     } catch (err) {
       this.#finish();

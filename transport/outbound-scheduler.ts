@@ -3,7 +3,11 @@
 // stream per turn, only while the stream has window credit from its receiver and the
 // socket is not backed up (then we wait for 'drain'). So a small message waits behind
 // at most one chunk, a slow consumer stalls only its own stream, and memory held here
-// stays near one chunk per stream. Knows frames, not requests or errors.
+// stays near one chunk per stream. A streamed Buffer may carry a release function under
+// WRITTEN (a global symbol, so producers need not import the transport): it is called
+// once the socket has taken every byte of that buffer (or the stream was dropped), so a
+// producer can reuse the memory for its next chunk instead of allocating a fresh one.
+// Knows frames, not requests or errors.
 
 import type { Socket } from "node:net";
 import { encodeHead, Flag, Kind } from "./frame-codec.ts";
@@ -11,13 +15,29 @@ import { encodeHead, Flag, Kind } from "./frame-codec.ts";
 /** A stream may send one chunk before the receiver's first grant (saves a round trip). */
 const INITIAL_CREDIT = 1;
 
+/** Property of a streamed Buffer: called once the buffer's bytes are written (or dropped). */
+export const WRITTEN: unique symbol = Symbol.for("tito.transport.written") as never;
+export type Releasable = Buffer & { [WRITTEN]?: () => void };
+
 type Piece = Buffer;
+type Release = (() => void) | undefined;
+
+function releaseAll(releases: readonly Release[]): void {
+  for (const r of releases) {
+    try {
+      r?.();
+    } catch {
+      // a producer's bookkeeping never fails the channel
+    }
+  }
+}
 
 interface OutStream {
   id: number;
   iter: AsyncIterator<unknown> | Iterator<unknown>;
   credit: number; // bytes; a chunk may be sent while credit > 0
   pieces: Piece[]; // prefetched, not yet sent
+  releases: Release[]; // pieces[i]'s producer release, called when its last byte is written
   bytes: number;
   pulling: boolean;
   sourceDone: boolean;
@@ -73,9 +93,9 @@ export class OutboundScheduler {
   }
 
   /** Writes one frame now. Throws FrameTooLargeError (nothing written) above the limit. */
-  send(kind: number, flags: number, id: number, meta: unknown, body?: readonly Buffer[], bodyBytes = 0): void {
+  send(kind: number, flags: number, id: number, meta: unknown, body?: readonly Buffer[], bodyBytes = 0, releases?: Release[]): void {
     const head = encodeHead(kind, flags, id, meta, bodyBytes, this.#maxFrameBytes);
-    this.#write(head, body);
+    this.#write(head, body, releases);
   }
 
   /** Starts streaming `source` as CHUNK frames for `id`, then END; onDone(err) on failure or stop. */
@@ -87,7 +107,7 @@ export class OutboundScheduler {
       queueMicrotask(() => onDone(err ?? new Error("body source failed"))); // same path as a failure midway
       return;
     }
-    const s: OutStream = { id, iter, credit: INITIAL_CREDIT, pieces: [], bytes: 0, pulling: false, sourceDone: false, failure: undefined, onDone };
+    const s: OutStream = { id, iter, credit: INITIAL_CREDIT, pieces: [], releases: [], bytes: 0, pulling: false, sourceDone: false, failure: undefined, onDone };
     this.#streams.set(id, s);
     this.#ring.push(s);
     this.#pull(s);
@@ -120,9 +140,12 @@ export class OutboundScheduler {
     for (const id of [...this.#streams.keys()]) this.stop(id);
   }
 
-  #write(head: Buffer, body?: readonly Buffer[]): void {
+  #write(head: Buffer, body?: readonly Buffer[], releases?: Release[]): void {
     const socket = this.#socket;
-    if (this.#closed || socket.destroyed) return;
+    if (this.#closed || socket.destroyed) {
+      if (releases) releaseAll(releases);
+      return;
+    }
     // Cork for the rest of this tick so frames written together leave in one writev;
     // the body buffers are handed over as they are, never copied into the head.
     if (!this.#corked) {
@@ -134,7 +157,11 @@ export class OutboundScheduler {
       });
     }
     let ok = socket.write(head);
-    if (body !== undefined) for (const b of body) ok = socket.write(b);
+    if (body !== undefined) {
+      const last = body.length - 1;
+      // Writes complete in order: the last buffer's callback covers the whole frame.
+      for (let i = 0; i < body.length; i++) ok = i === last && releases?.length ? socket.write(body[i]!, () => releaseAll(releases)) : socket.write(body[i]!);
+    }
     if (!ok) this.#blocked = true;
   }
 
@@ -188,6 +215,7 @@ export class OutboundScheduler {
     } else if (v.length > 0) {
       const b = Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength);
       s.pieces.push(b);
+      s.releases.push((v as Releasable)[WRITTEN]);
       s.bytes += b.length;
       this.#prefetched += b.length;
     }
@@ -245,16 +273,18 @@ export class OutboundScheduler {
         size += p.length;
         used++;
       } else {
+        // The rest stays queued, and so does its release: it fires with the last part.
         out.push(p.subarray(0, room));
         s.pieces[used] = p.subarray(room);
         size += room;
       }
     }
     s.pieces.splice(0, used);
+    const releases = s.releases.splice(0, used).filter((r) => r !== undefined);
     s.bytes -= size;
     this.#prefetched -= size;
     s.credit -= size;
-    this.send(Kind.CHUNK, Flag.BODY_NONE, s.id, undefined, out, size);
+    this.send(Kind.CHUNK, Flag.BODY_NONE, s.id, undefined, out, size, releases);
   }
 
   #remove(s: OutStream): void {
@@ -264,5 +294,6 @@ export class OutboundScheduler {
     this.#prefetched -= s.bytes;
     s.bytes = 0;
     s.pieces = [];
+    releaseAll(s.releases.splice(0)); // never to be written
   }
 }

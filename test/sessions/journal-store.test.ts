@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JournalCorruptError, JournalWriteError } from "../../sessions/errors.ts";
 import { JournalRecordStore } from "../../sessions/journal-store.ts";
+import { pooledReadBuffers } from "../../sessions/record-stream.ts";
 import { MemoryRecordStore, type RecordStore, type ReplayVisitor, type TurnRecord } from "../../sessions/records.ts";
 
 const roots: string[] = [];
@@ -274,6 +275,30 @@ test("a failed write fails that change with the cause, and nothing else is touch
     assert.is(again.count("t"), 0);
     assert.match(await bodyText(again, "s"), `"request":{"input_ids":[3]}`);
   }
+});
+
+test("records streams read into pooled buffers, reused once the consumer releases them", async () => {
+  const dir = freshDir();
+  const store = await openStore(dir);
+  await store.open("s");
+  await store.append("s", record(1, 3 * 1024 * 1024 + 5), state(0)); // four reads of up to 1 MiB
+  const expected = await bodyText(store, "s"); // never releases: fresh buffers, nothing pooled from it
+  const release = Symbol.for("tito.transport.written");
+  const read = async () => {
+    const copies: Buffer[] = [];
+    for await (const chunk of store.body("s", Buffer.from("["), Buffer.from("]")) as AsyncIterable<Buffer & { [k: symbol]: () => void }>) {
+      copies.push(Buffer.from(chunk)); // as a socket takes the bytes
+      chunk[release]?.();
+      chunk[release]?.(); // a second release is ignored
+    }
+    return Buffer.concat(copies).toString();
+  };
+  const before = pooledReadBuffers();
+  assert.is(await read(), expected);
+  const pooled = pooledReadBuffers();
+  assert.ok(pooled > before, `released buffers return to the pool (${before} -> ${pooled})`);
+  assert.is(await read(), expected, "a second stream reads into reused buffers, bytes intact");
+  assert.is(pooledReadBuffers(), pooled, "the second stream took its buffers from the pool and gave them back");
 });
 
 test("a records stream keeps reading a segment that compaction removed meanwhile", async () => {

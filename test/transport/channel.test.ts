@@ -4,7 +4,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { createHash } from "node:crypto";
-import { FrameTooLargeError, RemoteError, RequestAbortedError, type Handler, type Reply } from "../../transport/index.ts";
+import { FrameTooLargeError, RemoteError, RequestAbortedError, WRITTEN, type Handler, type Releasable, type Reply } from "../../transport/index.ts";
 import { channelPair, deferred, tempDir, totalBytes, type Pair } from "./pair.ts";
 
 class QuotaError extends Error {
@@ -169,6 +169,62 @@ test("a body source that throws midway fails that body only", async () => {
     throw new QuotaError("upload gave out");
   }
   assert.equal((await pair.client.request({}, brokenUpload())).meta, { failed: true, code: "TEST_ERR_QUOTA" });
+});
+
+test("a streamed buffer's release runs once its bytes are written: a producer reusing it at once corrupts nothing", async () => {
+  // Three buffers recycled through a pool, each overwritten with garbage the moment it is
+  // released: if a release came before the socket took the bytes, the receiver would see it.
+  const size = 40 * 1024; // spans chunk frames (16 KiB): a release must wait for a buffer's last part
+  const free = [Buffer.alloc(size), Buffer.alloc(size), Buffer.alloc(size)];
+  let allocated = free.length;
+  let released = 0;
+  const expected: Buffer[] = [];
+  handler = async () => {
+    async function* chunks() {
+      for (let n = 0; n < 40; n++) {
+        const buffer = free.pop() ?? (allocated++, Buffer.alloc(size));
+        for (let i = 0; i < size; i++) buffer[i] = (n * 31 + i * 7) % 253;
+        expected.push(Buffer.from(buffer));
+        let once = false;
+        const chunk = (n % 3 === 0 ? buffer.subarray(0, size - n) : buffer) as Releasable;
+        chunk[WRITTEN] = () => {
+          assert.not.ok(once, "released twice");
+          once = true;
+          released++;
+          buffer.fill(0xaa);
+          free.push(buffer);
+        };
+        if (chunk !== buffer) expected[expected.length - 1] = expected[expected.length - 1]!.subarray(0, size - n);
+        yield chunk;
+      }
+    }
+    return { meta: {}, body: chunks() };
+  };
+  const res = await pair.client.request({ op: "pool" });
+  const back = await res.body.collect();
+  assert.is(sha(back), sha(expected), "every byte as produced, none overwritten by a reuse");
+  assert.is(released, 40, "every buffer came back");
+  assert.ok(allocated < 40, `buffers were reused (${allocated} allocated for 40 chunks)`);
+
+  // A stream the receiver abandons releases what it had prefetched and not sent.
+  let dropped = 0;
+  handler = async () => {
+    async function* endless() {
+      for (;;) {
+        const chunk = Buffer.alloc(16 * 1024, 3) as Releasable;
+        chunk[WRITTEN] = () => dropped++;
+        yield chunk;
+      }
+    }
+    return { meta: {}, body: endless() };
+  };
+  const ac = new AbortController();
+  const stream = await pair.client.request({ op: "endless" }, undefined, { signal: ac.signal });
+  await stream.body[Symbol.asyncIterator]().next();
+  ac.abort();
+  await new Promise((r) => setTimeout(r, 50));
+  assert.ok(dropped >= 1, "written or dropped, buffers are handed back");
+  assert.is(pair.client.stats().pending, 0);
 });
 
 test("abort: the caller gets RequestAbortedError, the handler's signal fires and its stream stops", async () => {
