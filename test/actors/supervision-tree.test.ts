@@ -1,9 +1,11 @@
 // The supervision tree with fixture children (no tokenizer): restart sequences,
 // intensity, escalation, startup crashes, shutdown during backoff, no orphans.
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { SessionServerFailedError, SupervisionTree, type SupervisionEvent } from "../../actors/index.ts";
+import { childNodeFlags } from "../../actors/child-process.ts";
 import { alive, waitForEvent, waitGone } from "../helpers/events.ts";
 
 const entry = fileURLToPath(new URL("../fixtures/child-echo.ts", import.meta.url));
@@ -53,6 +55,19 @@ test("a killed child restarts: exited -> restarting -> spawned -> ready -> resta
   assert.equal(seqs, [...seqs].sort((a, b) => a - b), "events are in order");
   await tree.shutdown();
   assert.equal(await waitGone(allPids(tree), 5_000), []);
+});
+
+test("children start with the Node/V8 flags (single-threaded GC unless TITO_CHILD_NODE_FLAGS says otherwise)", async () => {
+  assert.equal(childNodeFlags({}), ["--single-threaded-gc"]);
+  assert.equal(childNodeFlags({ TITO_CHILD_NODE_FLAGS: " --max-old-space-size=4096  --no-opt " }), ["--max-old-space-size=4096", "--no-opt"]);
+  assert.equal(childNodeFlags({ TITO_CHILD_NODE_FLAGS: "" }), []);
+  const tree = makeTree({ shards: 1 });
+  await tree.whenRunning();
+  for (const pid of allPids(tree)) {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    for (const flag of childNodeFlags()) assert.ok(argv.includes(flag), `pid ${pid} runs with ${flag}: ${argv.join(" ")}`);
+  }
+  await tree.shutdown();
 });
 
 test("over the restart intensity the tree escalates, stops every child and check() throws", async () => {
