@@ -15,6 +15,7 @@ import { sessionRebuilder, type ReplayCounts } from "./session-replay.ts";
 import { sampleJson, sampleSafetensors } from "./sample-encode.ts";
 import { buildSample, parseSampleRequest } from "./samples.ts";
 import { scanReply } from "./reply-scan.ts";
+import { buildUpstreamBody } from "./upstream-body.ts";
 import { selectFamily } from "./tito-family.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 import type { Trajectory } from "./trajectory.ts";
@@ -245,11 +246,11 @@ export class SessionCore {
       await this.#records.truncate(t.id, plan.rollbackToTurns);
       t.rollbackTo(plan.rollbackToTurns);
     }
-    const upstream: Record<string, unknown> = { ...body, logprobs: true, return_meta_info: true, no_stop_trim: false };
-    if (this.#options.routingReplay) upstream.return_routed_experts = true;
-    if (this.#options.indexerReplay) upstream.return_indexer_topk = true;
-    upstream.input_ids = plan.promptIds;
-    return { promptIds: plan.promptIds, messages, tools, upstreamBody: Buffer.from(JSON.stringify(upstream)), version: t.version };
+    const forced: Record<string, unknown> = { logprobs: true, return_meta_info: true, no_stop_trim: false };
+    if (this.#options.routingReplay) forced.return_routed_experts = true;
+    if (this.#options.indexerReplay) forced.return_indexer_topk = true;
+    const upstreamBody = buildUpstreamBody(bytes, body, forced, plan.promptIds);
+    return { promptIds: plan.promptIds, messages, tools, upstreamBody, version: t.version };
   }
 
   #drift(t: Trajectory) {

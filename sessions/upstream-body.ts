@@ -1,0 +1,25 @@
+// The body sent to the engine for one turn: the client's request with the fields TITO
+// forces (logprobs, meta info, replay flags) and the prompt's `input_ids` added. When the
+// client's JSON has none of those keys, the new fields are spliced onto its bytes instead
+// of re-serializing the whole request: a turn's request carries the whole conversation,
+// so a JSON.stringify (and its UTF-8 encode) per turn grew with the history. The result
+// parses to the same object as the re-serialized one (same keys, same order, same values;
+// the client's own number and string spellings are kept as sent).
+
+/** ASCII whitespace JSON allows around values. */
+const isJsonSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+const CLOSE_BRACE = 0x7d;
+
+/**
+ * `body` is `JSON.parse(bytes)` (a non-empty object); `forced` are the fields to set, in
+ * order, with `input_ids` last. Never mutates its inputs.
+ */
+export function buildUpstreamBody(bytes: Buffer, body: Record<string, unknown>, forced: Record<string, unknown>, promptIds: readonly number[]): Buffer {
+  let end = bytes.length - 1;
+  while (end >= 0 && isJsonSpace(bytes[end]!)) end--;
+  const spliceable = end > 0 && bytes[end] === CLOSE_BRACE && Object.keys(body).length > 0 && !("input_ids" in body) && Object.keys(forced).every((key) => !Object.hasOwn(body, key));
+  if (!spliceable) return Buffer.from(JSON.stringify({ ...body, ...forced, input_ids: promptIds }));
+  const extra = JSON.stringify(forced).slice(1, -1);
+  const tail = `${extra ? `,${extra}` : ""},"input_ids":[${promptIds.join(",")}]}`;
+  return Buffer.concat([bytes.subarray(0, end), Buffer.from(tail, "utf8")]);
+}
