@@ -42,7 +42,7 @@ count, and straight to the simulated engine (the floor), in one run.
   --latency-ms MS      simulated generation time per engine reply (default 0)
   --repeat R           run every configuration R times, each on a fresh server (default 1)
   --warmup P           unmeasured passes of the workload before each measured run
-                       (default: 3 for small, 1 for r3 and quick)
+                       (default: 3 for small, 2 for r3, 1 for quick)
   --server-flag FLAG   extra flag for tito-server serve (repeatable), e.g. --server-flag=--durability=memory
   --out FILE           JSON results (default bench/out/rollout.json); the SVG chart goes next to it
   --verbose            copy the children's stderr to this stderr
@@ -51,7 +51,7 @@ count, and straight to the simulated engine (the floor), in one run.
 
 const PRESETS: Record<string, Partial<RolloutConfig>> = {
   small: { sessions: 8, turns: 20, inputTokens: 128, outputTokens: 128, r3LastMiB: 0, getRecords: false, warmup: 3 },
-  r3: { sessions: 8, turns: 10, inputTokens: 128, outputTokens: 128, r3LastMiB: 16, getRecords: true, warmup: 1 },
+  r3: { sessions: 8, turns: 10, inputTokens: 128, outputTokens: 128, r3LastMiB: 16, getRecords: true, warmup: 2 },
   quick: { sessions: 4, turns: 8, inputTokens: 128, outputTokens: 64, r3LastMiB: 4, getRecords: true, warmup: 1 },
 };
 
