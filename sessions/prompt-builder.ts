@@ -29,6 +29,8 @@ export interface TrajectoryView {
 
 export interface PromptPlan {
   promptIds: number[];
+  /** The committed checkpoint promptIds extends (its first ids); undefined on a first turn. */
+  base?: readonly number[];
   /** Turns to keep when the request rolls back one turn; undefined when nothing rolls back. */
   rollbackToTurns?: number;
 }
@@ -174,5 +176,5 @@ export function planPrompt(ctx: PromptContext, view: TrajectoryView, request: re
   const promptIds = [...base, ...ctx.family.boundaryIds(base)];
   for (const segment of segmentsOf(appended)) for (const id of segmentIds(ctx, segment)) promptIds.push(id);
   for (const id of generationPromptIds(ctx, request, tools)) promptIds.push(id);
-  return { promptIds, rollbackToTurns };
+  return { promptIds, base, rollbackToTurns };
 }

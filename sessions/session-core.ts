@@ -15,7 +15,7 @@ import { sessionRebuilder, type ReplayCounts } from "./session-replay.ts";
 import { sampleJson, sampleSafetensors } from "./sample-encode.ts";
 import { buildSample, parseSampleRequest } from "./samples.ts";
 import { scanReply } from "./reply-scan.ts";
-import { buildUpstreamBody } from "./upstream-body.ts";
+import { buildUpstreamBody, idsText, rememberCheckpointText } from "./upstream-body.ts";
 import { selectFamily } from "./tito-family.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 import type { Trajectory } from "./trajectory.ts";
@@ -74,6 +74,8 @@ export function errorResponse(err: unknown): CoreResponse {
 
 interface PreparedTurn {
   promptIds: number[];
+  /** promptIds as decimal text (idsText). */
+  promptText: string;
   messages: ChatMessage[];
   tools?: unknown[];
   upstreamBody: Buffer;
@@ -200,7 +202,9 @@ export class SessionCore {
         // Stored before it is applied or acknowledged: a failed write leaves the session as it was.
         const record = { timestamp: Date.now() / 1000, method: "POST", path: CHAT_PATH, statusCode: 200, request: turn.upstreamBody, response: res.body };
         await this.#records.append(t.id, record, { index: t.assistantCount, completionIds: scanned.completionIds, assistant: scanned.message });
+        const previous = t.currentIds;
         t.restore(input);
+        rememberCheckpointText(t.currentIds, turn.promptText, scanned.completionIds, previous);
       });
       return { status: 200, headers: res.headers, body: scanned.clientBody };
     });
@@ -249,8 +253,9 @@ export class SessionCore {
     const forced: Record<string, unknown> = { logprobs: true, return_meta_info: true, no_stop_trim: false };
     if (this.#options.routingReplay) forced.return_routed_experts = true;
     if (this.#options.indexerReplay) forced.return_indexer_topk = true;
-    const upstreamBody = buildUpstreamBody(bytes, body, forced, plan.promptIds);
-    return { promptIds: plan.promptIds, messages, tools, upstreamBody, version: t.version };
+    const promptText = idsText(plan.promptIds, plan.base);
+    const upstreamBody = buildUpstreamBody(bytes, body, forced, plan.promptIds, promptText);
+    return { promptIds: plan.promptIds, promptText, messages, tools, upstreamBody, version: t.version };
   }
 
   #drift(t: Trajectory) {

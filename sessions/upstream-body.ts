@@ -6,20 +6,52 @@
 // parses to the same object as the re-serialized one (same keys, same order, same values;
 // the client's own number and string spellings are kept as sent).
 
+/**
+ * The decimal text of a checkpoint's ids ("1,2,3"), kept for the latest checkpoint of each
+ * session: the next turn's prompt extends it, so only the new ids are converted. (Number to
+ * text for ~10k ids per turn was the largest item left once the request stopped being
+ * re-serialized.)
+ */
+const checkpointText = new WeakMap<readonly number[], string>();
+
+/** `ids` as decimal text; `base` is a list `ids` starts with whose text may be known. */
+export function idsText(ids: readonly number[], base?: readonly number[]): string {
+  const known = base === undefined ? undefined : checkpointText.get(base);
+  if (known === undefined || base!.length > ids.length) return ids.join(",");
+  for (let i = 0; i < base!.length; i++) if (ids[i] !== base![i]) return ids.join(","); // never taken: plans extend their base
+  if (ids.length === base!.length) return known;
+  const rest = ids.slice(base!.length).join(",");
+  return known === "" ? rest : `${known},${rest}`;
+}
+
+/** Remembers `checkpoint`'s text (`promptText` + its completion ids) in place of `previous`'s. */
+export function rememberCheckpointText(checkpoint: readonly number[], promptText: string, completionIds: readonly number[], previous?: readonly number[]): void {
+  if (previous !== undefined) checkpointText.delete(previous);
+  const completion = completionIds.join(",");
+  checkpointText.set(checkpoint, promptText === "" ? completion : completion === "" ? promptText : `${promptText},${completion}`);
+}
+
 /** ASCII whitespace JSON allows around values. */
 const isJsonSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 const CLOSE_BRACE = 0x7d;
 
 /**
  * `body` is `JSON.parse(bytes)` (a non-empty object); `forced` are the fields to set, in
- * order, with `input_ids` last. Never mutates its inputs.
+ * order, with `input_ids` last; `promptText` is `promptIds` as idsText gives it. Never
+ * mutates its inputs.
  */
-export function buildUpstreamBody(bytes: Buffer, body: Record<string, unknown>, forced: Record<string, unknown>, promptIds: readonly number[]): Buffer {
+export function buildUpstreamBody(
+  bytes: Buffer,
+  body: Record<string, unknown>,
+  forced: Record<string, unknown>,
+  promptIds: readonly number[],
+  promptText = promptIds.join(","),
+): Buffer {
   let end = bytes.length - 1;
   while (end >= 0 && isJsonSpace(bytes[end]!)) end--;
   const spliceable = end > 0 && bytes[end] === CLOSE_BRACE && Object.keys(body).length > 0 && !("input_ids" in body) && Object.keys(forced).every((key) => !Object.hasOwn(body, key));
   if (!spliceable) return Buffer.from(JSON.stringify({ ...body, ...forced, input_ids: promptIds }));
   const extra = JSON.stringify(forced).slice(1, -1);
-  const tail = `${extra ? `,${extra}` : ""},"input_ids":[${promptIds.join(",")}]}`;
+  const tail = `${extra ? `,${extra}` : ""},"input_ids":[${promptText}]}`;
   return Buffer.concat([bytes.subarray(0, end), Buffer.from(tail, "utf8")]);
 }

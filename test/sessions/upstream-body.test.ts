@@ -3,7 +3,7 @@
 // `{...body, ...forced, input_ids}`.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { buildUpstreamBody } from "../../sessions/upstream-body.ts";
+import { buildUpstreamBody, idsText, rememberCheckpointText } from "../../sessions/upstream-body.ts";
 
 const forced = { logprobs: true, return_meta_info: true, no_stop_trim: false, return_routed_experts: true };
 const ids = [151644, 872, 198, 9707, 0, 151645];
@@ -51,6 +51,29 @@ test("no forced fields at all: only input_ids is added", () => {
   const text = '{"messages":[{"role":"user","content":"x"}]}';
   const out = buildUpstreamBody(Buffer.from(text), JSON.parse(text), {}, [1, 2]).toString();
   assert.is(out, '{"messages":[{"role":"user","content":"x"}],"input_ids":[1,2]}');
+});
+
+test("ids text reuses the text of the checkpoint a prompt extends, and equals a plain join", () => {
+  const first = [151644, 872, 198, 40, 2776];
+  assert.is(idsText(first), first.join(","));
+  assert.is(idsText(first, [151644]), first.join(","), "an unknown base: a plain join");
+  const completion = [13, 151645];
+  const checkpoint = [...first, ...completion];
+  rememberCheckpointText(checkpoint, idsText(first), completion);
+  const next = [...checkpoint, 198, 151644, 77091, 198];
+  assert.is(idsText(next, checkpoint), next.join(","));
+  assert.is(idsText(checkpoint, checkpoint), checkpoint.join(","));
+  // A list that does not start with the base is joined in full, never spliced.
+  const other = [...checkpoint];
+  other[2] = 7;
+  assert.is(idsText([...other, 1], checkpoint), [...other, 1].join(","));
+  // The next checkpoint replaces the previous one's text.
+  const nextCheckpoint = [...next, 9, 151645];
+  rememberCheckpointText(nextCheckpoint, idsText(next, checkpoint), [9, 151645], checkpoint);
+  assert.is(idsText([...nextCheckpoint, 5], nextCheckpoint), [...nextCheckpoint, 5].join(","));
+  assert.is(idsText([...checkpoint, 5], checkpoint), [...checkpoint, 5].join(","), "the dropped text is rebuilt by a join");
+  const out = buildUpstreamBody(Buffer.from('{"messages":[]}'), { messages: [] }, {}, next, idsText(next, nextCheckpoint));
+  assert.equal(JSON.parse(out.toString()).input_ids, next);
 });
 
 test.run();
