@@ -50,6 +50,8 @@ export interface JournalStoreOptions {
 const LIST_CHUNK_BYTES = 16 * 1024 * 1024;
 
 export class JournalRecordStore implements RecordStore {
+  /** Replies are written to the journal and dropped; only their place in it is kept. */
+  readonly retainsReplyBuffers = false;
   readonly #sessions = new Map<string, SessionEntry>();
   readonly #log: SegmentLog;
   readonly #logger?: Logger;

@@ -48,6 +48,8 @@ export interface ReplayVisitor {
  * nothing behind. Callers serialize changes per session (the session lock).
  */
 export interface RecordStore {
+  /** Whether append() keeps the reply's buffers themselves (then they must never be reused). */
+  readonly retainsReplyBuffers: boolean;
   /** Rebuilds what the store holds from before this process (nothing, for memory). */
   recover(visitor: ReplayVisitor): Promise<void>;
   open(sessionId: string): Promise<void>;
@@ -64,6 +66,7 @@ export interface RecordStore {
 }
 
 export class MemoryRecordStore implements RecordStore {
+  readonly retainsReplyBuffers = true;
   readonly #bySession = new Map<string, TurnRecord[]>();
 
   async recover(): Promise<void> {}

@@ -14,6 +14,7 @@ import { SessionRegistry } from "./registry.ts";
 import { sessionRebuilder, type ReplayCounts } from "./session-replay.ts";
 import { sampleJson, sampleSafetensors } from "./sample-encode.ts";
 import { buildSample, parseSampleRequest } from "./samples.ts";
+import { ReplyBuffers } from "./reply-buffers.ts";
 import { scanReply } from "./reply-scan.ts";
 import { buildUpstreamBody, idsText, rememberCheckpointText } from "./upstream-body.ts";
 import { selectFamily } from "./tito-family.ts";
@@ -106,6 +107,8 @@ export class SessionCore {
   readonly #registry: SessionRegistry;
   readonly #records: RecordStore;
   readonly #upstream: Upstream;
+  /** Pooled receive buffers for large replies, when the record store does not keep replies. */
+  readonly #replyBuffers: ReplyBuffers | undefined;
   readonly #options: SessionCoreOptions;
   readonly #log?: Logger;
 
@@ -120,6 +123,7 @@ export class SessionCore {
     };
     this.#registry = new SessionRegistry(options.notFoundHint ?? "");
     this.#records = options.recordStore ?? new MemoryRecordStore();
+    this.#replyBuffers = this.#records.retainsReplyBuffers ? undefined : new ReplyBuffers();
     this.#upstream = createUpstream(options.engineUrl, options.engineTimeoutMs ?? 600_000, options.onUpstream);
     this.#log = options.logger;
   }
@@ -189,24 +193,30 @@ export class SessionCore {
       // The reply is scanned as bytes: ask for it uncompressed, and send our own JSON body.
       delete headers["accept-encoding"];
       headers["content-type"] = "application/json";
-      const res = await this.#upstream.send({ method: "POST", path: CHAT_PATH, headers, body: turn.upstreamBody, signal });
-      if (res.status !== 200) return res;
-      const scanned = scanReply(res.body);
-      await t.lock.run(async () => {
-        if (t.closing || t.version !== turn.version) {
-          this.#log?.warn({ sessionId, closing: t.closing }, "session changed while the engine answered; turn returned but not recorded");
-          return;
-        }
-        const input = { promptIds: turn.promptIds, completionIds: scanned.completionIds, messages: [...turn.messages, scanned.message], tools: turn.tools };
-        t.verify(input, this.#ctx.family.maxTrimTokens);
-        // Stored before it is applied or acknowledged: a failed write leaves the session as it was.
-        const record = { timestamp: Date.now() / 1000, method: "POST", path: CHAT_PATH, statusCode: 200, request: turn.upstreamBody, response: res.body };
-        await this.#records.append(t.id, record, { index: t.assistantCount, completionIds: scanned.completionIds, assistant: scanned.message });
-        const previous = t.currentIds;
-        t.restore(input);
-        rememberCheckpointText(t.currentIds, turn.promptText, scanned.completionIds, previous);
-      });
-      return { status: 200, headers: res.headers, body: scanned.clientBody };
+      const res = await this.#upstream.send({ method: "POST", path: CHAT_PATH, headers, body: turn.upstreamBody, signal, pooled: this.#replyBuffers });
+      // A pooled reply's buffers are reused once released: whatever is sent on is copied first.
+      const own = (parts: Buffer[]) => (res.release ? [Buffer.concat(parts)] : parts);
+      try {
+        if (res.status !== 200) return { ...res, body: own(res.body), release: undefined };
+        const scanned = scanReply(res.body);
+        await t.lock.run(async () => {
+          if (t.closing || t.version !== turn.version) {
+            this.#log?.warn({ sessionId, closing: t.closing }, "session changed while the engine answered; turn returned but not recorded");
+            return;
+          }
+          const input = { promptIds: turn.promptIds, completionIds: scanned.completionIds, messages: [...turn.messages, scanned.message], tools: turn.tools };
+          t.verify(input, this.#ctx.family.maxTrimTokens);
+          // Stored before it is applied or acknowledged: a failed write leaves the session as it was.
+          const record = { timestamp: Date.now() / 1000, method: "POST", path: CHAT_PATH, statusCode: 200, request: turn.upstreamBody, response: res.body };
+          await this.#records.append(t.id, record, { index: t.assistantCount, completionIds: scanned.completionIds, assistant: scanned.message });
+          const previous = t.currentIds;
+          t.restore(input);
+          rememberCheckpointText(t.currentIds, turn.promptText, scanned.completionIds, previous);
+        });
+        return { status: 200, headers: res.headers, body: own(scanned.clientBody) };
+      } finally {
+        res.release?.();
+      }
     });
   }
 

@@ -4,6 +4,7 @@
 // behaviour (timeout, error mapping) is composed once around the raw send (STYLE.md 7).
 // It reads reply bodies whole (as their chunk list) and never interprets them.
 import { Pool } from "undici";
+import type { ReplyBuffers, ReplyCollector } from "./reply-buffers.ts";
 import {
   EngineRequestError,
   EngineTimeoutError,
@@ -19,6 +20,8 @@ export interface UpstreamRequest {
   headers: Record<string, string>;
   body?: Buffer;
   signal?: AbortSignal;
+  /** Receive a large reply into these pooled buffers; the caller must then call `release`. */
+  pooled?: ReplyBuffers;
 }
 
 export interface UpstreamResponse {
@@ -26,6 +29,8 @@ export interface UpstreamResponse {
   headers: Record<string, string>;
   /** The body as received, chunk by chunk: never concatenated (fresh memory is slow to fill). */
   body: Buffer[];
+  /** Set when the body lives in pooled buffers: hands them back; the body is invalid after. */
+  release?: () => void;
 }
 
 export type Send = (req: UpstreamRequest) => Promise<UpstreamResponse>;
@@ -63,6 +68,9 @@ export function replyHeaders(headers: Record<string, string | string[] | undefin
   return out;
 }
 
+/** Replies at least this large (by content-length) go to pooled buffers when the caller offers them. */
+const POOLED_REPLY_MIN_BYTES = 256 * 1024;
+
 /**
  * One request through the pool's dispatch API: the reply's chunks are collected as they
  * arrive, with no body stream or async iterator per call (request() builds both, and a
@@ -77,6 +85,7 @@ function poolSend(pool: Pool, basePath: string): Send {
       let status = 0;
       let headers: Record<string, string> = {};
       const chunks: Buffer[] = [];
+      let collector: ReplyCollector | undefined;
       const onAbort = () => {
         const reason = signal!.reason instanceof Error ? signal!.reason : new Error("request aborted");
         controller?.abort(reason);
@@ -86,8 +95,14 @@ function poolSend(pool: Pool, basePath: string): Send {
         if (settled) return;
         settled = true;
         signal?.removeEventListener("abort", onAbort);
-        if (err) reject(err);
-        else resolve({ status, headers, body: chunks });
+        if (err) {
+          collector?.release();
+          reject(err);
+        } else if (collector) {
+          resolve({ status, headers, body: collector.parts(), release: () => collector!.release() });
+        } else {
+          resolve({ status, headers, body: chunks });
+        }
       };
       if (signal?.aborted) return onAbort();
       signal?.addEventListener("abort", onAbort, { once: true });
@@ -107,9 +122,11 @@ function poolSend(pool: Pool, basePath: string): Send {
             if (statusCode < 200) return;
             status = statusCode;
             headers = replyHeaders(responseHeaders);
+            if (req.pooled && Number(responseHeaders["content-length"]) >= POOLED_REPLY_MIN_BYTES) collector = req.pooled.collector();
           },
           onResponseData(_c, chunk) {
-            chunks.push(chunk);
+            if (collector) collector.push(chunk);
+            else chunks.push(chunk);
           },
           onResponseEnd() {
             finish();

@@ -115,4 +115,43 @@ test("a new core on the same journal replays every session to the same bodies an
   }
 });
 
+test("large replies (pooled receive buffers) from concurrent sessions: each record is its own reply, byte for byte", async () => {
+  // Replies over 256 KiB are received into reused slabs, released after the journal write:
+  // a slab reused too early would put one session's bytes into another's record or reply.
+  const big = await startSimEngine({ tokenizerFolder: qwen3(), routedExpertsBytes: 600_000 });
+  try {
+    const recordStore = await JournalRecordStore.open({ dir: join(root, "pooled"), fsync: "never" });
+    const c = createSessionCore({ engineUrl: big.url, tokenizerFolder: qwen3(), routingReplay: true, allowedAppendRoles: ["tool", "user"], recordStore });
+    cores.push(c);
+    const ids = [await newSession(c), await newSession(c), await newSession(c)];
+    const histories = ids.map((id, i) => [{ role: "user", content: `Session ${i}: what is the weather in city ${i}?` }] as unknown[]);
+    const replies: unknown[][] = ids.map(() => []);
+    for (let k = 0; k < 4; k++) {
+      await Promise.all(
+        ids.map(async (id, i) => {
+          const { res, body, message } = await turn(c, id, histories[i]!);
+          assert.is(res.status, 200, JSON.stringify(body));
+          assert.is(body.choices[0].message.content === undefined, false);
+          replies[i]!.push(body);
+          histories[i]!.push(message);
+          histories[i]!.push({ role: "user", content: `And tomorrow (${k})?` });
+        }),
+      );
+    }
+    for (const [i, id] of ids.entries()) {
+      const got = JSON.parse(await text(await c.get(id)));
+      assert.is(got.records.length, 4);
+      for (const [k, record] of got.records.entries()) {
+        const response = record.response;
+        const meta = response.choices[0].meta_info;
+        assert.is(meta.routed_experts.length, 800_000, "the whole routing-replay payload is in the record");
+        delete meta.routed_experts;
+        assert.equal(response, replies[i]![k], `session ${i} turn ${k}: the record is the reply the client got, minus routed_experts`);
+      }
+    }
+  } finally {
+    await big.close();
+  }
+});
+
 test.run();

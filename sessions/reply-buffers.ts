@@ -1,0 +1,77 @@
+// Receive buffers for large engine replies. A reply with routing replay is megabytes that
+// a turn holds until its journal entry is written; kept as the socket's own 64 KiB reads,
+// those buffers outlive a young-generation GC, and every 64 MiB of such "external" memory
+// V8 sees forces a full GC of the worker's heap (tokenizer tables included). Copied into
+// reused 1 MiB slabs instead, the socket's reads die young and no new external memory
+// piles up. The slabs go back to the pool when the turn releases the reply; nothing may
+// keep a view of them after that (the caller copies what it sends on).
+
+export const SLAB_BYTES = 1024 * 1024;
+
+export class ReplyBuffers {
+  readonly #free: Buffer[] = [];
+  readonly #keep: number;
+
+  /** `keep`: slabs kept for reuse at most (the rest are left to the GC). */
+  constructor(keep = 32) {
+    this.#keep = keep;
+  }
+
+  /** Slabs waiting for reuse (tests). */
+  get pooled(): number {
+    return this.#free.length;
+  }
+
+  collector(): ReplyCollector {
+    return new ReplyCollector(
+      () => this.#free.pop() ?? Buffer.allocUnsafeSlow(SLAB_BYTES),
+      (slab) => {
+        if (this.#free.length < this.#keep) this.#free.push(slab);
+      },
+    );
+  }
+}
+
+/** One reply's bytes, copied into slabs as they arrive. */
+export class ReplyCollector {
+  readonly #take: () => Buffer;
+  readonly #give: (slab: Buffer) => void;
+  readonly #slabs: Buffer[] = [];
+  #fill = 0; // bytes used in the last slab
+  #released = false;
+
+  constructor(take: () => Buffer, give: (slab: Buffer) => void) {
+    this.#take = take;
+    this.#give = give;
+  }
+
+  push(chunk: Buffer): void {
+    if (this.#released) return;
+    let at = 0;
+    while (at < chunk.length) {
+      let slab = this.#slabs[this.#slabs.length - 1];
+      if (slab === undefined || this.#fill === slab.length) {
+        slab = this.#take();
+        this.#slabs.push(slab);
+        this.#fill = 0;
+      }
+      const n = Math.min(slab.length - this.#fill, chunk.length - at);
+      chunk.copy(slab, this.#fill, at, at + n);
+      this.#fill += n;
+      at += n;
+    }
+  }
+
+  /** The reply so far, as views of the slabs (valid until release). */
+  parts(): Buffer[] {
+    const last = this.#slabs.length - 1;
+    return this.#slabs.map((slab, i) => (i === last ? slab.subarray(0, this.#fill) : slab.subarray(0)));
+  }
+
+  /** Hands the slabs back; once only. */
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    for (const slab of this.#slabs.splice(0)) this.#give(slab);
+  }
+}

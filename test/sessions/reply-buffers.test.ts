@@ -1,0 +1,47 @@
+// Pooled receive buffers for large engine replies: bytes kept exactly across slab
+// boundaries, slabs reused only after release, pushes after release ignored.
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { ReplyBuffers, SLAB_BYTES } from "../../sessions/reply-buffers.ts";
+
+function pattern(n: number, seed: number): Buffer {
+  const b = Buffer.allocUnsafe(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 31 + seed) % 251;
+  return b;
+}
+
+test("chunks of any size land in slabs byte for byte; release hands the slabs back once", () => {
+  const pool = new ReplyBuffers(4);
+  const c = pool.collector();
+  const chunks = [pattern(65536, 1), pattern(SLAB_BYTES - 65536 + 7, 2), pattern(3, 3), pattern(2 * SLAB_BYTES + 11, 4)];
+  for (const chunk of chunks) c.push(chunk);
+  const parts = c.parts();
+  assert.is(parts.length, 4, "3 MiB + 21 bytes: four slabs");
+  assert.ok(Buffer.concat(parts).equals(Buffer.concat(chunks)));
+  assert.is(pool.pooled, 0);
+  c.release();
+  c.release();
+  assert.is(pool.pooled, 4, "kept up to the limit, handed back once");
+  c.push(pattern(10, 5)); // after release: ignored, no slab taken
+  assert.is(pool.pooled, 4);
+});
+
+test("a later reply reuses released slabs, and its bytes are its own", () => {
+  const pool = new ReplyBuffers(8);
+  const first = pool.collector();
+  first.push(pattern(SLAB_BYTES + 5, 9));
+  first.release();
+  assert.is(pool.pooled, 2);
+  const second = pool.collector();
+  const data = pattern(1000, 42);
+  second.push(data);
+  assert.is(pool.pooled, 1, "one slab taken from the pool");
+  assert.ok(Buffer.concat(second.parts()).equals(data));
+  const empty = pool.collector();
+  assert.equal(empty.parts(), [], "no bytes: no slabs");
+  empty.release();
+  second.release();
+  assert.is(pool.pooled, 2);
+});
+
+test.run();
