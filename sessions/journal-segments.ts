@@ -44,6 +44,7 @@ export class Segment {
 }
 
 export interface SegmentLogOptions {
+  /** This shard's journal directory (created if missing). */
   dir: string;
   fsync?: FsyncPolicy;
   fsyncIntervalMs?: number;

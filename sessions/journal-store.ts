@@ -9,7 +9,7 @@ import type { Logger } from "pino";
 import { JournalCorruptError } from "./errors.ts";
 import { encodeEntry, EntryKind, type EntryMeta } from "./journal-format.ts";
 import { scanSegment, type ScannedEntry } from "./journal-reader.ts";
-import { Segment, SegmentLog, type FsyncPolicy, type SegmentUser } from "./journal-segments.ts";
+import { Segment, SegmentLog, type SegmentLogOptions, type SegmentUser } from "./journal-segments.ts";
 import { recordEnd, recordHead, recordMiddle, recordSeparator, type RecordStore, type ReplayVisitor, type TurnRecord, type TurnState } from "./records.ts";
 import { RecordStream, type BodyPart } from "./record-stream.ts";
 import assert from "node:assert";
@@ -35,17 +35,8 @@ class SessionEntry implements SegmentUser {
   constructor(readonly id: string) {}
 }
 
-export interface JournalStoreOptions {
-  /** This shard's journal directory (created if missing). */
-  dir: string;
-  fsync?: FsyncPolicy;
-  fsyncIntervalMs?: number;
-  /** Segment rotation size; default 64 MiB. */
-  segmentBytes?: number;
-  /** Removed segments kept as spare files for reuse by later rotations; default 8. */
-  spareSegments?: number;
-  logger?: Logger;
-}
+/** The segment log's options (this shard's directory, fsync policy, rotation size, spares); the store handles sealing itself. */
+export type JournalStoreOptions = Omit<SegmentLogOptions, "onSealed">;
 
 const LIST_CHUNK_BYTES = 16 * 1024 * 1024;
 

@@ -8,27 +8,19 @@
 // with them: each yielded chunk carries a release function under the global symbol
 // "tito.transport.written", which the transport calls once the chunk's bytes are on the
 // socket. A records GET of many MiB then reuses a few buffers instead of allocating one
-// per MiB (fresh buffers count as V8 external memory, and every 64 MiB of it forces a
-// full GC of the worker's heap). A consumer that never releases only costs allocations.
+// per MiB (why that matters: buffer-pool.ts). A consumer that never releases only costs
+// allocations.
+import { BufferPool } from "./buffer-pool.ts";
 import type { Segment } from "./journal-segments.ts";
 
 export const READ_CHUNK_BYTES = 1024 * 1024;
 
 const WRITTEN = Symbol.for("tito.transport.written");
-const POOL_LIMIT = 16;
-const pool: Buffer[] = [];
+const readBuffers = new BufferPool(READ_CHUNK_BYTES, 16);
 
 /** Read buffers waiting in the pool (tests watch reuse with it). */
 export function pooledReadBuffers(): number {
-  return pool.length;
-}
-
-function takeBuffer(): Buffer {
-  return pool.pop() ?? Buffer.allocUnsafeSlow(READ_CHUNK_BYTES);
-}
-
-function giveBack(buffer: Buffer): void {
-  if (pool.length < POOL_LIMIT) pool.push(buffer);
+  return readBuffers.pooled;
 }
 
 /** `buffer`'s first `length` bytes as a chunk whose release (once) returns the buffer to the pool. */
@@ -40,7 +32,7 @@ function releasable(buffer: Buffer, length: number): Buffer {
     value: () => {
       if (released) return;
       released = true;
-      giveBack(buffer);
+      readBuffers.give(buffer);
     },
   });
   return chunk;
@@ -89,7 +81,7 @@ export class RecordStream implements AsyncIterableIterator<Buffer> {
         }
         // A buffer no consumer holds any more: the transport keeps a yielded chunk until it is sent.
         const length = Math.min(READ_CHUNK_BYTES, part.length - this.#offset);
-        const buffer = takeBuffer();
+        const buffer = readBuffers.take();
         let filled = 0;
         try {
           while (filled < length) {
@@ -98,7 +90,7 @@ export class RecordStream implements AsyncIterableIterator<Buffer> {
             filled += bytesRead;
           }
         } catch (err) {
-          giveBack(buffer);
+          readBuffers.give(buffer);
           throw err;
         }
         this.#offset += length;

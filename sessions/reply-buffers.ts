@@ -1,48 +1,33 @@
 // Receive buffers for large engine replies. A reply with routing replay is megabytes that
 // a turn holds until its journal entry is written; kept as the socket's own 64 KiB reads,
-// those buffers outlive a young-generation GC, and every 64 MiB of such "external" memory
-// V8 sees forces a full GC of the worker's heap (tokenizer tables included). Copied into
-// reused 1 MiB slabs instead, the socket's reads die young and no new external memory
-// piles up. The slabs go back to the pool when the turn releases the reply; nothing may
+// those buffers outlive a young-generation GC and pile up as external memory (see
+// buffer-pool.ts). Copied into reused 1 MiB slabs instead, the socket's reads die young. The slabs go back to the pool when the turn releases the reply; nothing may
 // keep a view of them after that (the caller copies what it sends on).
+
+import { BufferPool } from "./buffer-pool.ts";
 
 export const SLAB_BYTES = 1024 * 1024;
 
-export class ReplyBuffers {
-  readonly #free: Buffer[] = [];
-  readonly #keep: number;
-
-  /** `keep`: slabs kept for reuse at most (the rest are left to the GC). */
+/** Slabs for replies; `keep` slabs are kept for reuse at most. */
+export class ReplyBuffers extends BufferPool {
   constructor(keep = 32) {
-    this.#keep = keep;
-  }
-
-  /** Slabs waiting for reuse (tests). */
-  get pooled(): number {
-    return this.#free.length;
+    super(SLAB_BYTES, keep);
   }
 
   collector(): ReplyCollector {
-    return new ReplyCollector(
-      () => this.#free.pop() ?? Buffer.allocUnsafeSlow(SLAB_BYTES),
-      (slab) => {
-        if (this.#free.length < this.#keep) this.#free.push(slab);
-      },
-    );
+    return new ReplyCollector(this);
   }
 }
 
 /** One reply's bytes, copied into slabs as they arrive. */
 export class ReplyCollector {
-  readonly #take: () => Buffer;
-  readonly #give: (slab: Buffer) => void;
+  readonly #pool: BufferPool;
   readonly #slabs: Buffer[] = [];
   #fill = 0; // bytes used in the last slab
   #released = false;
 
-  constructor(take: () => Buffer, give: (slab: Buffer) => void) {
-    this.#take = take;
-    this.#give = give;
+  constructor(pool: BufferPool) {
+    this.#pool = pool;
   }
 
   push(chunk: Buffer): void {
@@ -51,7 +36,7 @@ export class ReplyCollector {
     while (at < chunk.length) {
       let slab = this.#slabs[this.#slabs.length - 1];
       if (slab === undefined || this.#fill === slab.length) {
-        slab = this.#take();
+        slab = this.#pool.take();
         this.#slabs.push(slab);
         this.#fill = 0;
       }
@@ -72,6 +57,6 @@ export class ReplyCollector {
   release(): void {
     if (this.#released) return;
     this.#released = true;
-    for (const slab of this.#slabs.splice(0)) this.#give(slab);
+    for (const slab of this.#slabs.splice(0)) this.#pool.give(slab);
   }
 }
