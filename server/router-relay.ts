@@ -1,22 +1,14 @@
 // Relays one request to the worker that owns its shard and the worker's reply back,
 // unchanged: status, headers and body bytes are passed through, never parsed. A body
-// the worker streams is piped chunk by chunk. Failure mapping (CONTRACT.md): no live
+// the worker streams is written to the socket piece by piece (pipeBody). Failure mapping (CONTRACT.md): no live
 // worker, or the worker died mid-request -> 503; the worker failed the request -> 502.
-import { Readable } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { ChannelClosedError, RequestAbortedError, type Meta } from "../transport/index.ts";
+import { ChannelClosedError, RequestAbortedError, release, type Meta } from "../transport/index.ts";
 import { WorkerFailedError, WorkerUnavailableError } from "./errors.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import type { RouterMetrics } from "./router-metrics.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
-
-async function* counted(body: AsyncIterable<Buffer>, add: (bytes: number) => void): AsyncGenerator<Buffer> {
-  for await (const chunk of body) {
-    add(chunk.length);
-    yield chunk;
-  }
-}
 
 export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
   return reply.code(status).header("content-type", JSON_TYPE).send(JSON.stringify({ error: message }));
@@ -62,11 +54,74 @@ export async function relay(
   }
   const status = Number(res.meta.status) || 502;
   const headers = (res.meta.headers ?? {}) as Record<string, string>;
-  reply.code(status).headers(headers);
   if (whole) {
-    const bytes = whole.length === 1 ? whole[0] : Buffer.concat(whole);
+    let bytes: Buffer;
+    if (whole.length === 1) {
+      bytes = whole[0]!;
+      // A view of the channel's read slab: the slab is reused once the response is out.
+      onceDone(reply.raw, () => release(bytes));
+    } else {
+      bytes = Buffer.concat(whole);
+      for (const piece of whole) release(piece);
+    }
     metrics?.relayedBytes.inc(label, bytes.length);
-    return reply.send(bytes);
+    return reply.code(status).headers(headers).send(bytes);
   }
-  return reply.send(Readable.from(metrics ? counted(res.body, (n) => metrics.relayedBytes.inc(label, n)) : res.body));
+  return pipeBody(request, reply, status, headers, res.body, metrics === undefined ? undefined : (n) => metrics.relayedBytes.inc(label, n));
+}
+
+/** Runs `fn` once, when the response has been handed to the socket or was torn down. */
+function onceDone(raw: NodeJS.WritableStream & { once(event: string, fn: () => void): unknown }, fn: () => void): void {
+  let done = false;
+  const run = () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
+  raw.once("finish", run);
+  raw.once("close", run);
+}
+
+// A streamed body is written straight to the socket, piece by piece, with backpressure:
+// no stream objects per piece, and each piece's read slab is released as soon as the
+// socket has taken it. A body that fails midway (the worker died) cuts the response
+// short, so the client sees an incomplete body, never a complete-looking wrong one.
+async function pipeBody(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  headers: Record<string, string>,
+  body: AsyncIterable<Buffer>,
+  count: ((bytes: number) => void) | undefined,
+): Promise<FastifyReply> {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(status, { ...(reply.getHeaders() as Record<string, string>), ...headers });
+  try {
+    for await (const piece of body) {
+      count?.(piece.length);
+      if (raw.destroyed) {
+        release(piece);
+        break;
+      }
+      if (!raw.write(piece, () => release(piece))) await drained(raw);
+    }
+    raw.end();
+  } catch (err) {
+    if (!(err instanceof RequestAbortedError)) request.log.warn({ err: (err as Error).message }, "relayed body failed midway");
+    raw.destroy();
+  }
+  return reply;
+}
+
+function drained(raw: FastifyReply["raw"]): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off("drain", done);
+      raw.off("close", done);
+      resolve();
+    };
+    raw.on("drain", done);
+    raw.on("close", done);
+  });
 }

@@ -12,6 +12,7 @@ import { BodyQueue, type BodyHooks } from "./incoming-body.ts";
 import { PendingCall, ServedRequest, type ChannelOptions, type ChannelStats, type Handler, type IncomingReply, type Meta, type Reply } from "./channel-types.ts";
 import { OutboundScheduler } from "./outbound-scheduler.ts";
 import { planBody, type OutBody } from "./body-plan.ts";
+import type { ReadSlabs } from "./read-slabs.ts";
 
 export type { ChannelOptions, ChannelStats, Handler, IncomingReply, IncomingRequest, Meta, Reply } from "./channel-types.ts";
 
@@ -23,6 +24,7 @@ export class Channel {
   readonly #errorTable: Record<string, ErrorClass>;
   readonly #sched: OutboundScheduler;
   readonly #decoder: FrameDecoder;
+  readonly #reads: ReadSlabs | undefined;
   readonly #calls = new Map<number, PendingCall>();
   readonly #served = new Map<number, ServedRequest>();
   readonly #inbound = new Map<number, BodyQueue>(); // open streaming bodies by id
@@ -38,8 +40,12 @@ export class Channel {
   #closeError: Error | undefined;
   #closeCallbacks: Array<(err?: Error) => void> = [];
 
-  /** `initiator`: the connecting side uses odd request ids, the accepting side even. */
-  constructor(socket: Socket, options: ChannelOptions & { initiator?: boolean } = {}) {
+  /**
+   * `initiator`: the connecting side uses odd request ids, the accepting side even.
+   * `reads`: the socket was created with `reads.onread()`; body pieces handed on are views
+   * of its slabs, each with a release under WRITTEN (see read-slabs.ts).
+   */
+  constructor(socket: Socket, options: ChannelOptions & { initiator?: boolean; reads?: ReadSlabs } = {}) {
     const maxFrameBytes = options.maxFrameBytes ?? 16 * 2 ** 20;
     this.#chunkBytes = options.chunkBytes ?? 2 ** 20;
     this.#windowBytes = options.windowBytes ?? 8 * this.#chunkBytes;
@@ -52,13 +58,16 @@ export class Channel {
     this.#sched = new OutboundScheduler(socket, this.#chunkBytes, maxFrameBytes);
     this.#decoder = new FrameDecoder(this.#sink(), maxFrameBytes);
     this.#bodyHooks = this.#makeBodyHooks();
-    socket.on("data", (chunk: Buffer) => {
+    const feed = (chunk: Buffer) => {
       try {
         this.#decoder.push(chunk);
       } catch (err) {
         this.close(err as Error);
       }
-    });
+    };
+    this.#reads = options.reads;
+    if (this.#reads !== undefined) this.#reads.attach(feed);
+    else socket.on("data", feed);
     socket.on("error", (err) => this.close(err));
     socket.on("end", () => this.close());
     socket.on("close", () => this.close());
@@ -241,7 +250,10 @@ export class Channel {
   #sink(): FrameSink {
     return {
       frame: (kind, flags, id, meta) => this.#onFrame(kind, flags, id, meta),
-      body: (piece) => this.#target?.push(piece),
+      body: (piece) => {
+        const target = this.#target;
+        if (target !== undefined) target.push(this.#reads === undefined ? piece : this.#reads.hold(piece));
+      },
       frameEnd: () => {
         if (this.#targetIsSingle) this.#target?.end();
         this.#target = undefined;

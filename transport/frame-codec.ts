@@ -7,6 +7,9 @@
 // Only the small header goes through msgpackr; the body is written and read as is.
 // The decoder hands body bytes on as slices of the socket's chunks (no copy, no
 // Buffer.concat of bodies); only a fixed head or a header split across chunks is joined.
+// Nothing but body slices outlives a push(): a head or header split across chunks is
+// kept as a copy, and decoded headers copy their binary values, because the chunk may
+// be a reused read slab (read-slabs.ts).
 
 import { Packr } from "msgpackr";
 import { FrameTooLargeError, ProtocolError } from "./errors.ts";
@@ -35,7 +38,7 @@ export const Flag = {
 
 // One Packr for headers only: packing big bodies would grow its shared buffer and slow
 // every later small pack. Its output is a view of that shared buffer, so it is copied.
-const packr = new Packr({ useRecords: false });
+const packr = new Packr({ useRecords: false, copyBuffers: true });
 
 /** Encodes the fixed head plus header; throws FrameTooLargeError above maxFrameBytes. */
 export function encodeHead(kind: number, flags: number, id: number, meta: unknown, bodyBytes: number, maxFrameBytes: number): Buffer {
@@ -108,7 +111,7 @@ export class FrameDecoder {
         off += this.#need;
       } else {
         const n = Math.min(this.#need - this.#partBytes, chunk.length - off);
-        this.#parts.push(chunk.subarray(off, off + n));
+        this.#parts.push(Buffer.from(chunk.subarray(off, off + n)));
         this.#partBytes += n;
         off += n;
         if (this.#partBytes < this.#need) break;

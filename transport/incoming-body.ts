@@ -2,6 +2,10 @@
 // consumer drains as an async iterable. It reports consumed bytes so the channel can
 // grant the sender more window, and tells the channel when it is settled (ended,
 // failed, or abandoned by a consumer that stopped iterating). It never concatenates.
+// Pieces may be views of pooled read slabs (release.ts): a piece handed to the consumer
+// is the consumer's to release; a piece this queue drops unread is released here.
+
+import { release } from "./release.ts";
 
 export interface IncomingBody extends AsyncIterable<Buffer> {
   /** All chunks, in order (no concatenation). */
@@ -54,7 +58,7 @@ export class BodyQueue implements IncomingBody {
   }
 
   push(piece: Buffer): void {
-    if (this.finished || piece.length === 0) return;
+    if (this.finished || piece.length === 0) return release(piece);
     const w = this.#waiter;
     if (w !== undefined) {
       this.#waiter = undefined;
@@ -117,7 +121,9 @@ export class BodyQueue implements IncomingBody {
       this.#iterated = true;
       const out = this.#head === 0 ? this.#queue : this.#queue.slice(this.#head);
       for (const b of out) this.#hooks.consumed(this, b.length);
-      this.#drop();
+      this.#queue = []; // handed over: the consumer's to release, not dropped
+      this.#head = 0;
+      this.#bytes = 0;
       return out;
     }
     const out: Buffer[] = [];
@@ -160,6 +166,7 @@ export class BodyQueue implements IncomingBody {
   }
 
   #drop(): void {
+    for (let i = this.#head; i < this.#queue.length; i++) release(this.#queue[i]!);
     this.#queue = [];
     this.#head = 0;
     this.#bytes = 0;

@@ -11,13 +11,10 @@
 
 import type { Socket } from "node:net";
 import { encodeHead, Flag, Kind } from "./frame-codec.ts";
+import { WRITTEN, type Releasable } from "./release.ts";
 
 /** A stream may send one chunk before the receiver's first grant (saves a round trip). */
 const INITIAL_CREDIT = 1;
-
-/** Property of a streamed Buffer: called once the buffer's bytes are written (or dropped). */
-export const WRITTEN: unique symbol = Symbol.for("tito.transport.written") as never;
-export type Releasable = Buffer & { [WRITTEN]?: () => void };
 
 type Piece = Buffer;
 type Release = (() => void) | undefined;

@@ -6,6 +6,7 @@ import { chmod, lstat, rm } from "node:fs/promises";
 import { createConnection, createServer, type Socket } from "node:net";
 import { Channel, type ChannelOptions } from "./channel.ts";
 import { SocketInUseError } from "./errors.ts";
+import { ReadSlabs } from "./read-slabs.ts";
 
 export interface ChannelServer {
   readonly path: string;
@@ -45,14 +46,20 @@ export async function listenChannels(socketPath: string, onChannel: (ch: Channel
   };
 }
 
+/**
+ * Connects to a listener. The socket reads into pooled slabs (read-slabs.ts): the pieces
+ * of the bodies it receives carry a release (release.ts) that a consumer done with them
+ * may call, so their memory is reused; one that does not call it loses nothing.
+ */
 export async function connectChannel(socketPath: string, options: ChannelOptions = {}): Promise<Channel> {
-  const socket = await connectSocket(socketPath);
-  return new Channel(socket, { ...options, initiator: true });
+  const reads = new ReadSlabs();
+  const socket = await connectSocket(socketPath, reads);
+  return new Channel(socket, { ...options, initiator: true, reads });
 }
 
-function connectSocket(socketPath: string): Promise<Socket> {
+function connectSocket(socketPath: string, reads?: ReadSlabs): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const socket = createConnection({ path: socketPath });
+    const socket = createConnection(reads === undefined ? { path: socketPath } : { path: socketPath, onread: reads.onread() });
     socket.once("connect", () => {
       socket.off("error", reject);
       resolve(socket);
