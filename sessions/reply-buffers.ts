@@ -1,7 +1,8 @@
 // Receive buffers for large engine replies. A reply with routing replay is megabytes that
-// a turn holds until its journal entry is written; kept as the socket's own 64 KiB reads,
-// those buffers outlive a young-generation GC and pile up as external memory (see
-// buffer-pool.ts). Copied into reused 1 MiB slabs instead, the socket's reads die young. The slabs go back to the pool when the turn releases the reply; nothing may
+// a turn holds until its journal entry is written; in fresh buffers, that memory would pile
+// up as external memory (see buffer-pool.ts). It goes into reused 1 MiB slabs instead:
+// the engine client reads the socket straight into them (space/wrote), or copies chunks
+// in (push). The slabs go back to the pool when the turn releases the reply; nothing may
 // keep a view of them after that (the caller copies what it sends on).
 
 import { BufferPool } from "./buffer-pool.ts";
@@ -31,20 +32,32 @@ export class ReplyCollector {
   }
 
   push(chunk: Buffer): void {
-    if (this.#released) return;
     let at = 0;
-    while (at < chunk.length) {
-      let slab = this.#slabs[this.#slabs.length - 1];
-      if (slab === undefined || this.#fill === slab.length) {
-        slab = this.#pool.take();
-        this.#slabs.push(slab);
-        this.#fill = 0;
-      }
-      const n = Math.min(slab.length - this.#fill, chunk.length - at);
-      chunk.copy(slab, this.#fill, at, at + n);
-      this.#fill += n;
-      at += n;
+    while (at < chunk.length && !this.#released) {
+      const space = this.space(chunk.length - at);
+      chunk.copy(space, 0, at, at + space.length);
+      this.wrote(space.length);
+      at += space.length;
     }
+  }
+
+  /**
+   * Room for at most `max` more bytes: the free tail of the last slab, or of a new one.
+   * A socket can read straight into it; then `wrote(n)` counts what it wrote.
+   */
+  space(max: number): Buffer {
+    let slab = this.#slabs[this.#slabs.length - 1];
+    if (slab === undefined || this.#fill === slab.length) {
+      slab = this.#pool.take();
+      this.#slabs.push(slab);
+      this.#fill = 0;
+    }
+    return slab.subarray(this.#fill, this.#fill + Math.min(max, slab.length - this.#fill));
+  }
+
+  /** Counts `n` bytes written into the last `space()`. */
+  wrote(n: number): void {
+    this.#fill += n;
   }
 
   /** The reply so far, as views of the slabs (valid until release). */

@@ -1,10 +1,11 @@
-// The upstream client to the inference engine: one undici Pool (keep-alive) per engine
-// origin, the header forwarding rules of CONTRACT.md ("Forwarding to the engine"), a
+// The upstream client to the inference engine: keep-alive connections per engine origin
+// (engine-http.ts for http, an undici Pool for https), the header forwarding rules of CONTRACT.md ("Forwarding to the engine"), a
 // per-request timeout, and failures mapped to coded 502s naming the cause. Wrapping
 // behaviour (timeout, error mapping) is composed once around the raw send (STYLE.md 7).
 // It reads reply bodies whole (as their chunk list) and never interprets them.
 import { Pool } from "undici";
 import type { ReplyBuffers, ReplyCollector } from "./reply-buffers.ts";
+import { EngineHttpAgent, POOLED_REPLY_MIN_BYTES } from "./engine-http.ts";
 import {
   EngineRequestError,
   EngineTimeoutError,
@@ -68,8 +69,6 @@ export function replyHeaders(headers: Record<string, string | string[] | undefin
   return out;
 }
 
-/** Replies at least this large (by content-length) go to pooled buffers when the caller offers them. */
-const POOLED_REPLY_MIN_BYTES = 256 * 1024;
 
 /**
  * One request through the pool's dispatch API: the reply's chunks are collected as they
@@ -215,12 +214,35 @@ function withObserver(send: Send, observe: (o: UpstreamObservation) => void): Se
   };
 }
 
+/** Sends through `agent` with the engine root's path prefixed; reply framing headers dropped. */
+function agentSend(agent: EngineHttpAgent, basePath: string): Send {
+  return async (req) => {
+    const res = await agent.send({ ...req, path: basePath + req.path });
+    res.headers = replyHeaders(res.headers);
+    return res;
+  };
+}
+
+/**
+ * The engine client: engine-http.ts for a plain-http engine (it reads large replies
+ * straight into their pooled buffers), an undici Pool for https.
+ */
 export function createUpstream(engineUrl: string, timeoutMs: number, observe?: (o: UpstreamObservation) => void): Upstream {
   const url = new URL(engineUrl);
   const basePath = url.pathname.replace(/\/+$/, "");
-  // undici's own inactivity timers back up the overall one (they would default to 300 s).
-  const pool = new Pool(url.origin, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-  const mapped = withErrorMapping(withTimeout(poolSend(pool, basePath), timeoutMs, engineUrl), engineUrl);
+  let raw: Send;
+  let close: () => Promise<void>;
+  if (url.protocol === "http:") {
+    const agent = new EngineHttpAgent(url);
+    raw = agentSend(agent, basePath);
+    close = () => agent.close();
+  } else {
+    // undici's own inactivity timers back up the overall one (they would default to 300 s).
+    const pool = new Pool(url.origin, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    raw = poolSend(pool, basePath);
+    close = () => pool.close();
+  }
+  const mapped = withErrorMapping(withTimeout(raw, timeoutMs, engineUrl), engineUrl);
   const send = observe ? withObserver(mapped, observe) : mapped;
-  return { send, close: () => pool.close() };
+  return { send, close };
 }
