@@ -5,6 +5,7 @@
 // for the GPU engine, for development and examples).
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
+import { request as httpRequest } from "node:http";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -75,8 +76,8 @@ class ServerHandle extends EventEmitter implements SessionServer {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
     if (this.#authToken !== undefined) headers.authorization = `Bearer ${this.#authToken}`;
     const body = opts.maxSeqLen === undefined ? {} : { max_seq_len: opts.maxSeqLen };
-    const res = await fetch(`${this.url}/sessions/${encodeURIComponent(sessionId)}/samples`, { method: "POST", headers, body: JSON.stringify(body) });
-    const text = await res.text();
+    const res = await httpText(`${this.url}/sessions/${encodeURIComponent(sessionId)}/samples`, { method: "POST", headers, body: JSON.stringify(body) });
+    const text = res.text;
     if (res.status !== 200) {
       let message = text;
       try {
@@ -159,13 +160,32 @@ function childSpecs(opts: ResolvedOptions, engineUrl: string, instanceId: string
   return { router: { name: "router", entry: join(here, `router-main${entryExt}`), config: router as unknown as Record<string, unknown> }, shards };
 }
 
+/**
+ * One request to the router, answered as text. node:http rather than fetch(): the host
+ * otherwise sends nothing over HTTP, and the first fetch() loads Node's bundled undici and
+ * compiles its WASM parser, which took the host's RSS from ~58 to ~87 MiB.
+ */
+function httpText(url: string, init: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {}): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: init.method ?? "GET", headers: init.headers, timeout: init.timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+      res.on("error", reject);
+    });
+    req.on("timeout", () => req.destroy(new Error(`no answer from ${url} within ${init.timeoutMs} ms`)));
+    req.on("error", reject);
+    req.end(init.body);
+  });
+}
+
 async function waitHealthy(url: string, deadline: number): Promise<void> {
   let last = "";
   while (Date.now() < deadline) {
     try {
-      const res = await fetch(`${url}/health`, { signal: AbortSignal.timeout(5_000) });
+      const res = await httpText(`${url}/health`, { timeoutMs: 5_000 });
       if (res.status === 200) return;
-      last = `${res.status} ${await res.text()}`;
+      last = `${res.status} ${res.text}`;
     } catch (err) {
       last = (err as Error).message;
     }
