@@ -3,7 +3,7 @@
 // per-request timeout, and failures mapped to coded 502s naming the cause. Wrapping
 // behaviour (timeout, error mapping) is composed once around the raw send (STYLE.md 7).
 // It reads reply bodies whole (as their chunk list) and never interprets them.
-import { Pool } from "undici";
+import type { Pool } from "undici";
 import type { ReplyBuffers, ReplyCollector } from "./reply-buffers.ts";
 import { EngineHttpAgent, POOLED_REPLY_MIN_BYTES } from "./engine-http.ts";
 import {
@@ -237,10 +237,14 @@ export function createUpstream(engineUrl: string, timeoutMs: number, observe?: (
     raw = agentSend(agent, basePath);
     close = () => agent.close();
   } else {
-    // undici's own inactivity timers back up the overall one (they would default to 300 s).
-    const pool = new Pool(url.origin, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
-    raw = poolSend(pool, basePath);
-    close = () => pool.close();
+    // undici is loaded only for an https engine: importing it costs a process ~20 MiB.
+    // Its own inactivity timers back up the overall one (they would default to 300 s).
+    let pool: Promise<Pool> | undefined;
+    const getPool = () => (pool ??= import("undici").then(({ Pool }) => new Pool(url.origin, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs })));
+    raw = async (req) => poolSend(await getPool(), basePath)(req);
+    close = async () => {
+      if (pool !== undefined) await (await pool).close();
+    };
   }
   const mapped = withErrorMapping(withTimeout(raw, timeoutMs, engineUrl), engineUrl);
   const send = observe ? withObserver(mapped, observe) : mapped;
