@@ -22,6 +22,7 @@ const KEEP_ALIVE_MS = 4000;
 export const POOLED_REPLY_MIN_BYTES = 256 * 1024;
 
 const CRLF = Buffer.from("\r\n");
+const QUOTE = 0x22;
 const HEAD_END = Buffer.from("\r\n\r\n");
 const BAD_HEADER_TEXT = /[\r\n\0]/;
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -53,6 +54,10 @@ class Exchange {
   fill = 0;
   parts: Buffer[] = []; // a body of unknown length, as copies
   done = false;
+  bodyBytes = 0;
+  // Offsets of every '"' in the body, found as the bytes arrive (still in cache): the
+  // reply scan then jumps over a many-MiB string without reading it again.
+  readonly quotes: number[] = [];
 
   constructor(req: UpstreamRequest, resolve: (res: UpstreamResponse) => void, reject: (err: Error) => void) {
     this.req = req;
@@ -66,14 +71,23 @@ class Exchange {
     return this.single!.subarray(this.fill, this.fill + max);
   }
 
-  wrote(n: number): void {
+  /** Counts `n` body bytes the socket read into `space` (the view `bytes`). */
+  wrote(bytes: Buffer, n: number): void {
+    this.#index(bytes.subarray(0, n));
     if (this.collector !== undefined) this.collector.wrote(n);
     else this.fill += n;
+  }
+
+  #index(bytes: Buffer): void {
+    const at = this.bodyBytes;
+    for (let i = bytes.indexOf(QUOTE); i !== -1; i = bytes.indexOf(QUOTE, i + 1)) this.quotes.push(at + i);
+    this.bodyBytes += bytes.length;
   }
 
   /** Body bytes that came through the scratch buffer: copied, since the scratch is reused. */
   append(bytes: Buffer): void {
     if (bytes.length === 0) return;
+    this.#index(bytes);
     if (this.collector !== undefined) this.collector.push(bytes);
     else if (this.single !== undefined) {
       bytes.copy(this.single, this.fill);
@@ -168,7 +182,7 @@ class Connection {
     }
     ex.received = true;
     if (buf.buffer !== this.#scratch.buffer) {
-      ex.wrote(n);
+      ex.wrote(buf as Buffer, n);
       this.#remaining -= n;
       if (this.#remaining === 0) this.#complete(ex);
       return true;
@@ -317,7 +331,7 @@ class Connection {
     ex.done = true;
     if (err === undefined) {
       const collector = ex.collector;
-      ex.resolve({ status: ex.status, headers: ex.headers, body: ex.body(), release: collector && (() => collector.release()) });
+      ex.resolve({ status: ex.status, headers: ex.headers, body: ex.body(), quotes: ex.quotes, release: collector && (() => collector.release()) });
       return;
     }
     ex.collector?.release();

@@ -1,7 +1,7 @@
 // A non-allocating structural JSON scanner over a body (a Buffer or a chunk list): skips values, walks object
 // members and array elements, and reports byte spans. Strings are skipped by jumping
-// from quote to quote with Buffer#indexOf (native memchr speed), so a 64 MiB base64
-// string costs one call. It checks structure (brackets, commas, colons, literals,
+// from quote to quote: through the receiver's index of quote offsets when it has one, or
+// with Buffer#indexOf (native memchr speed), so a 64 MiB base64 string costs one call. It checks structure (brackets, commas, colons, literals,
 // number characters) but not string contents (escapes, control characters): slices a
 // caller needs as values are given to JSON.parse, which checks them fully.
 import { ByteChunks } from "./byte-chunks.ts";
@@ -21,8 +21,30 @@ export interface MemberSpan {
 
 export class JsonScanner {
   readonly buf: ByteChunks;
-  constructor(body: Buffer | readonly Buffer[]) {
+  readonly #quotes: readonly number[] | undefined;
+
+  /**
+   * `quotes`: the offsets of every '"' in the body, ascending, if the receiver already
+   * found them (engine-http.ts does, while the bytes were in cache); strings are then
+   * skipped without reading them again. Without it, Buffer#indexOf finds them.
+   */
+  constructor(body: Buffer | readonly Buffer[], quotes?: readonly number[]) {
     this.buf = new ByteChunks(Buffer.isBuffer(body) ? [body] : body);
+    this.#quotes = quotes;
+  }
+
+  /** The offset of the first '"' at or after `from`, or -1. */
+  #nextQuote(from: number): number {
+    const quotes = this.#quotes;
+    if (quotes === undefined) return this.buf.indexOf(QUOTE, from);
+    let lo = 0;
+    let hi = quotes.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (quotes[mid]! < from) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < quotes.length ? quotes[lo]! : -1;
   }
 
   fail(what: string, at: number): never {
@@ -42,14 +64,14 @@ export class JsonScanner {
   /** `p` at an opening quote; returns the position just past the closing one. */
   skipString(p: number): number {
     const b = this.buf;
-    let q = b.indexOf(QUOTE, p + 1);
+    let q = this.#nextQuote(p + 1);
     for (;;) {
       if (q === -1) this.fail("unterminated string", p);
       // A quote preceded by an odd run of backslashes is escaped.
       let k = q - 1;
       while (b.at(k) === BACKSLASH) k--;
       if ((q - 1 - k) % 2 === 0) return q + 1;
-      q = b.indexOf(QUOTE, q + 1);
+      q = this.#nextQuote(q + 1);
     }
   }
 

@@ -85,9 +85,12 @@ function scanChoice(scan: JsonScanner, start: number, first: FirstChoice | undef
   });
 }
 
-/** Validates the reply (any failure is a 502 EngineReplyError) and builds the client copy. */
-export function scanReply(body: Buffer | readonly Buffer[]): ScannedReply {
-  const scan = new JsonScanner(body);
+/**
+ * Validates the reply (any failure is a 502 EngineReplyError) and builds the client copy.
+ * `quotes`: the offsets of every '"' in the body, if the engine client indexed them.
+ */
+export function scanReply(body: Buffer | readonly Buffer[], quotes?: readonly number[]): ScannedReply {
+  const scan = new JsonScanner(body, quotes);
   const bytes = scan.buf;
   const start = scan.ws(0);
   if (bytes.at(start) !== 0x7b) scan.fail("expected a JSON object", start);

@@ -198,7 +198,7 @@ export class SessionCore {
       const own = (parts: Buffer[]) => (res.release ? [Buffer.concat(parts)] : parts);
       try {
         if (res.status !== 200) return { ...res, body: own(res.body), release: undefined };
-        const scanned = scanReply(res.body);
+        const scanned = scanReply(res.body, res.quotes);
         await t.lock.run(async () => {
           if (t.closing || t.version !== turn.version) {
             this.#log?.warn({ sessionId, closing: t.closing }, "session changed while the engine answered; turn returned but not recorded");

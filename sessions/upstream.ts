@@ -32,6 +32,8 @@ export interface UpstreamResponse {
   body: Buffer[];
   /** Set when the body lives in pooled buffers: hands them back; the body is invalid after. */
   release?: () => void;
+  /** The offsets of every '"' byte in the body, ascending, when the client indexed them. */
+  quotes?: readonly number[];
 }
 
 export type Send = (req: UpstreamRequest) => Promise<UpstreamResponse>;

@@ -62,6 +62,14 @@ async function dribble(socket: Socket, pieces: (string | Buffer)[]): Promise<voi
   }
 }
 
+/** The offsets of every '"' in `parts` joined: what the client must have indexed. */
+function quoteOffsets(parts: Buffer[]): number[] {
+  const all = Buffer.concat(parts);
+  const out: number[] = [];
+  for (let i = 0; i < all.length; i++) if (all[i] === 0x22) out.push(i);
+  return out;
+}
+
 const ok = (body: string, extra = "") => `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
 const text = (parts: Buffer[]) => Buffer.concat(parts).toString();
 
@@ -72,6 +80,7 @@ test("a content-length reply split at every byte; the next request reuses the co
   assert.is(r1.status, 200);
   assert.is(text(r1.body), '{"a":1}');
   assert.is(r1.headers["x-one"], "1, 2", "repeated headers are joined");
+  assert.equal(r1.quotes, [1, 3], "quotes indexed across a body read byte by byte");
   assert.match(seen[0]!.head, /^POST \/v1\/chat\/completions\?x=1 HTTP\/1\.1\r\n/);
   assert.match(seen[0]!.head, new RegExp(`\\r\\nhost: ${origin.host}\\r\\n`));
   assert.match(seen[0]!.head, /\r\ncontent-length: 7(\r\n|$)/);
@@ -92,6 +101,7 @@ test("chunked: extensions, odd splits and trailers; 1xx heads are skipped", asyn
   const r = await agent.send({ method: "POST", path: "/c", headers: {}, body: Buffer.from("x") });
   assert.is(r.status, 200);
   assert.is(text(r.body), "hello 0123456789");
+  assert.equal(r.quotes, []);
   assert.is(r.headers["transfer-encoding"], "chunked");
   script = (socket) => void socket.write(ok("again"));
   assert.is(text((await agent.send({ method: "GET", path: "/", headers: {} })).body), "again", "the connection is in step after the trailers");
@@ -131,7 +141,7 @@ test("a large reply is read into pooled slabs, byte for byte, and released once"
   const agent = new EngineHttpAgent(origin);
   const pool = new ReplyBuffers(8);
   const payload = Buffer.alloc(3 * 2 ** 20 + 12345);
-  for (let i = 0; i < payload.length; i++) payload[i] = (i * 13 + (i >> 11)) & 0xff;
+  for (let i = 0; i < payload.length; i++) payload[i] = (i * 13 + (i >> 11)) & 0xff; // quotes every few hundred bytes
   script = (socket) => {
     socket.write(`HTTP/1.1 200 OK\r\ncontent-length: ${payload.length}\r\n\r\n`);
     socket.write(payload.subarray(0, 100)); // some of the body arrives with the head
@@ -141,6 +151,7 @@ test("a large reply is read into pooled slabs, byte for byte, and released once"
   assert.ok(r.release, "a pooled reply comes with release()");
   assert.ok(r.body.length >= 4 && r.body.every((b) => b.length <= 2 ** 20), "the body is the slabs");
   assert.ok(Buffer.concat(r.body).equals(payload));
+  assert.equal(r.quotes, quoteOffsets(r.body), "every quote indexed, at its offset, across slabs and the head's read");
   r.release!();
   r.release!();
   assert.is(pool.pooled, 4, "every slab back once");

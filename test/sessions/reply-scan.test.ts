@@ -27,10 +27,20 @@ function chunked(buf: Buffer, seed: number): Buffer[] {
 }
 
 let checks = 0;
+/** The offsets of every '"' byte, as the engine client indexes them while receiving. */
+function quoteOffsets(buf: Buffer): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < buf.length; i++) if (buf[i] === 0x22) out.push(i);
+  return out;
+}
+
 function check(text: string) {
   const whole = scanReply(Buffer.from(text));
   const scanned = scanReply(chunked(Buffer.from(text), ++checks));
   assert.equal(Buffer.concat(scanned.clientBody), Buffer.concat(whole.clientBody), "chunked and whole bodies give the same client copy");
+  const indexed = scanReply(chunked(Buffer.from(text), ++checks), quoteOffsets(Buffer.from(text)));
+  assert.equal(Buffer.concat(indexed.clientBody), Buffer.concat(whole.clientBody), "a quote index gives the same client copy");
+  assert.equal([indexed.message, indexed.completionIds, indexed.strippedR3], [whole.message, whole.completionIds, whole.strippedR3]);
   const client = Buffer.concat(scanned.clientBody).toString("utf8");
   assert.equal(JSON.parse(client), expectedClient(text), text.slice(0, 300));
   const parsed = JSON.parse(text);
