@@ -28,18 +28,26 @@ class Slab {
 
 /**
  * Free slabs, shared by every channel of a process: what one stream's unread window
- * held is what the next stream reads into. Keeps at most `keepBytes` (more are left to
- * the GC).
+ * held is what the next stream reads into. During a burst (many records GETs at once)
+ * it keeps up to `keepBytes`, so the burst's slabs are reused rather than freed and
+ * faulted in again; free slabs beyond `idleBytes` that went unused for `trimMs` are left
+ * to the GC, so a quiet process shrinks back.
  */
 export class SlabPool {
   readonly slabBytes: number;
   readonly #keep: number;
+  readonly #idleKeep: number;
+  readonly #trimMs: number;
   readonly #free: Slab[] = [];
   #allocated = 0;
+  #low = 0; // the fewest free slabs since the last trim: that many went unused
+  #trimTimer: NodeJS.Timeout | undefined;
 
-  constructor(options: { slabBytes?: number; keepBytes?: number } = {}) {
+  constructor(options: { slabBytes?: number; keepBytes?: number; idleBytes?: number; trimMs?: number } = {}) {
     this.slabBytes = options.slabBytes ?? SLAB_BYTES;
-    this.#keep = Math.ceil((options.keepBytes ?? 16 * 2 ** 20) / this.slabBytes);
+    this.#keep = Math.ceil((options.keepBytes ?? 64 * 2 ** 20) / this.slabBytes);
+    this.#idleKeep = Math.min(this.#keep, Math.ceil((options.idleBytes ?? 8 * 2 ** 20) / this.slabBytes));
+    this.#trimMs = options.trimMs ?? 2000;
   }
 
   /** Slabs allocated so far (reuse keeps this flat). */
@@ -54,6 +62,7 @@ export class SlabPool {
 
   take(): Slab {
     const slab = this.#free.pop();
+    this.#low = Math.min(this.#low, this.#free.length);
     if (slab !== undefined) {
       slab.used = 0;
       slab.current = true;
@@ -66,10 +75,26 @@ export class SlabPool {
   give(slab: Slab): void {
     // A recycled slab's bytes stay as they are until a later read overwrites them.
     if (this.#free.length < this.#keep) this.#free.push(slab);
+    if (this.#free.length > this.#idleKeep && this.#trimTimer === undefined) {
+      this.#low = this.#free.length;
+      this.#trimTimer = setTimeout(() => this.#trim(), this.#trimMs);
+      this.#trimTimer.unref();
+    }
+  }
+
+  #trim(): void {
+    this.#trimTimer = undefined;
+    const unused = Math.min(this.#low, this.#free.length - this.#idleKeep);
+    if (unused > 0) this.#free.splice(0, unused); // the oldest first
+    if (this.#free.length > this.#idleKeep) {
+      this.#low = this.#free.length;
+      this.#trimTimer = setTimeout(() => this.#trim(), this.#trimMs);
+      this.#trimTimer.unref();
+    }
   }
 }
 
-/** The process's pool: 256 KiB slabs, up to 16 MiB of them kept (two default windows). */
+/** The process's pool: 256 KiB slabs; up to 64 MiB kept in a burst, 8 MiB when quiet. */
 export const readSlabPool = new SlabPool();
 
 /** One socket's reads: the slab being filled, and the views handed out of it. */
