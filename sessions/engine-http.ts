@@ -40,11 +40,14 @@ const S_CHUNK_END = 4; // chunked: the CRLF after the data
 const S_TRAILERS = 5; // chunked: trailer lines up to an empty one
 const S_TO_CLOSE = 6; // no framing: the body ends when the connection does
 
-/** One request and its reply on a connection. */
+/** One request and its reply on a connection (a retry is a new Exchange). */
 class Exchange {
   readonly req: UpstreamRequest;
   readonly resolve: (res: UpstreamResponse) => void;
   readonly reject: (err: Error) => void;
+  /** Sends the request once more on a new connection; false when that is not allowed. */
+  readonly retry: () => boolean;
+  conn: Connection | undefined;
   status = 0;
   headers: Record<string, string> = {};
   keepAlive = true;
@@ -59,10 +62,11 @@ class Exchange {
   // reply scan then jumps over a many-MiB string without reading it again.
   readonly quotes: number[] = [];
 
-  constructor(req: UpstreamRequest, resolve: (res: UpstreamResponse) => void, reject: (err: Error) => void) {
+  constructor(req: UpstreamRequest, resolve: (res: UpstreamResponse) => void, reject: (err: Error) => void, retry: () => boolean) {
     this.req = req;
     this.resolve = resolve;
     this.reject = reject;
+    this.retry = retry;
   }
 
   /** Room for up to `max` body bytes of a known-length body. */
@@ -127,14 +131,11 @@ class Connection {
     this.socket.on("close", () => this.#onEnd());
   }
 
-  get busy(): boolean {
-    return this.#exchange !== undefined;
-  }
-
   start(ex: Exchange, head: string): void {
     if (this.#idleTimer !== undefined) clearTimeout(this.#idleTimer);
     this.#idleTimer = undefined;
     this.#exchange = ex;
+    ex.conn = this;
     this.#state = S_HEAD;
     this.#kept = 0;
     const body = ex.req.body;
@@ -339,25 +340,28 @@ class Connection {
   }
 
   #onEnd(): void {
+    // A body without framing ends with the connection; any other reply is cut short.
+    if (this.#state === S_TO_CLOSE && this.#exchange !== undefined) {
+      const ex = this.#exchange;
+      this.#exchange = undefined;
+      this.destroy();
+      return this.#settle(ex, undefined);
+    }
+    this.#fail(httpError("the engine closed the connection before the reply was complete", "ECONNRESET"));
+  }
+
+  #fail(err: Error): void {
     const ex = this.#exchange;
     this.#exchange = undefined;
     this.destroy();
     if (ex === undefined || ex.done) return;
-    if (this.#state === S_TO_CLOSE) return this.#settle(ex, undefined);
-    this.#fail(httpError("the engine closed the connection before the reply was complete", "ECONNRESET"), ex);
-  }
-
-  #fail(err: Error, ex = this.#exchange): void {
-    this.#exchange = undefined;
-    this.destroy();
-    if (ex === undefined || ex.done) return;
-    ex.done = true;
-    ex.collector?.release();
-    ex.collector = undefined;
     // The engine closed a kept-alive connection just as we reused it: nothing of the
-    // request was answered, so it goes once more on a fresh connection.
-    if (this.served > 0 && !ex.received && this.#agent.retry(ex)) return;
-    ex.reject(err);
+    // request was answered (so no reply buffers either), and it goes once more on a new one.
+    if (this.served > 0 && !ex.received && ex.retry()) {
+      ex.done = true;
+      return;
+    }
+    this.#settle(ex, err);
   }
 }
 
@@ -382,16 +386,39 @@ export class EngineHttpAgent {
     return this.#all.size;
   }
 
+  /** One request; the caller's signal aborts it (and drops its connection) at any point. */
   send(req: UpstreamRequest): Promise<UpstreamResponse> {
-    return new Promise((resolve, reject) => this.#send(new Exchange(req, resolve, reject), false));
-  }
-
-  /** A retry of an exchange whose reused connection was closed under it; false if not possible. */
-  retry(ex: Exchange): boolean {
-    if (this.#closed || ex.req.signal?.aborted) return false;
-    const fresh = new Exchange(ex.req, ex.resolve, ex.reject);
-    this.#send(fresh, true);
-    return true;
+    return new Promise((resolve, reject) => {
+      const signal = req.signal;
+      const reason = () => (signal!.reason instanceof Error ? signal!.reason : new Error("request aborted"));
+      if (signal?.aborted) return reject(reason());
+      let head: string;
+      try {
+        head = this.#head(req);
+      } catch (err) {
+        return reject(err as Error);
+      }
+      let current: Exchange;
+      const onAbort = () => {
+        if (!current.done) current.conn?.abort(reason());
+      };
+      const ok = (res: UpstreamResponse) => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve(res);
+      };
+      const fail = (err: Error) => {
+        signal?.removeEventListener("abort", onAbort);
+        reject(err);
+      };
+      const start = (fresh: boolean): boolean => {
+        if (this.#closed || signal?.aborted) return false;
+        current = new Exchange(req, ok, fail, () => start(true));
+        this.#connection(fresh).start(current, head);
+        return true;
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      if (!start(false)) fail(httpError("the engine client was closed", "TITO_ENGINE_CLOSED"));
+    });
   }
 
   idle(conn: Connection): void {
@@ -410,39 +437,14 @@ export class EngineHttpAgent {
     for (const conn of [...this.#all]) conn.abort(httpError("the engine client was closed", "TITO_ENGINE_CLOSED"));
   }
 
-  #send(ex: Exchange, fresh: boolean): void {
-    const { req } = ex;
-    if (this.#closed) return ex.reject(httpError("the engine client was closed", "TITO_ENGINE_CLOSED"));
-    let head: string;
-    try {
-      head = this.#head(req);
-    } catch (err) {
-      return ex.reject(err as Error);
-    }
-    const signal = req.signal;
-    if (signal?.aborted) return ex.reject(signal.reason instanceof Error ? signal.reason : new Error("request aborted"));
+  /** The most recently idle connection, or (`fresh`, or none idle) a new one. */
+  #connection(fresh: boolean): Connection {
     let conn = fresh ? undefined : this.#idle.pop();
     if (conn === undefined) {
       conn = new Connection(this, this.#host, this.#port);
       this.#all.add(conn);
     }
-    if (signal !== undefined) {
-      const c = conn;
-      const onAbort = () => {
-        if (!ex.done) c.abort(signal.reason instanceof Error ? signal.reason : new Error("request aborted"));
-      };
-      signal.addEventListener("abort", onAbort, { once: true });
-      const { resolve, reject } = ex;
-      (ex as { resolve: typeof resolve }).resolve = (res) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(res);
-      };
-      (ex as { reject: typeof reject }).reject = (err) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(err);
-      };
-    }
-    conn.start(ex, head);
+    return conn;
   }
 
   #head(req: UpstreamRequest): string {

@@ -1,9 +1,10 @@
 // A non-allocating structural JSON scanner over a body (a Buffer or a chunk list): skips values, walks object
 // members and array elements, and reports byte spans. Strings are skipped by jumping
 // from quote to quote: through the receiver's index of quote offsets when it has one, or
-// with Buffer#indexOf (native memchr speed), so a 64 MiB base64 string costs one call. It checks structure (brackets, commas, colons, literals,
-// number characters) but not string contents (escapes, control characters): slices a
-// caller needs as values are given to JSON.parse, which checks them fully.
+// with Buffer#indexOf (native memchr speed), so a 64 MiB base64 string costs one call.
+// It checks structure (brackets, commas, colons, literals, number characters) but not
+// string contents (escapes, control characters): slices a caller needs as values are
+// given to JSON.parse, which checks them fully.
 import { ByteChunks } from "./byte-chunks.ts";
 import { EngineReplyError } from "./errors.ts";
 

@@ -1,6 +1,7 @@
 // The upstream client to the inference engine: keep-alive connections per engine origin
-// (engine-http.ts for http, an undici Pool for https), the header forwarding rules of CONTRACT.md ("Forwarding to the engine"), a
-// per-request timeout, and failures mapped to coded 502s naming the cause. Wrapping
+// (engine-http.ts for http, an undici Pool for https), the header forwarding rules of
+// CONTRACT.md ("Forwarding to the engine"), a per-request timeout, and failures mapped to
+// coded 502s naming the cause. Wrapping
 // behaviour (timeout, error mapping) is composed once around the raw send (STYLE.md 7).
 // It reads reply bodies whole (as their chunk list) and never interprets them.
 import type { Pool } from "undici";
@@ -70,7 +71,6 @@ export function replyHeaders(headers: Record<string, string | string[] | undefin
   }
   return out;
 }
-
 
 /**
  * One request through the pool's dispatch API: the reply's chunks are collected as they

@@ -11,7 +11,7 @@
 
 import type { Socket } from "node:net";
 import { encodeHead, Flag, Kind } from "./frame-codec.ts";
-import { WRITTEN, type Releasable } from "./release.ts";
+import { callRelease, WRITTEN, type Releasable } from "./release.ts";
 
 /** A stream may send one chunk before the receiver's first grant (saves a round trip). */
 const INITIAL_CREDIT = 1;
@@ -20,13 +20,7 @@ type Piece = Buffer;
 type Release = (() => void) | undefined;
 
 function releaseAll(releases: readonly Release[]): void {
-  for (const r of releases) {
-    try {
-      r?.();
-    } catch {
-      // a producer's bookkeeping never fails the channel
-    }
-  }
+  for (const r of releases) callRelease(r);
 }
 
 interface OutStream {

@@ -112,7 +112,7 @@ export class ReadSlabs {
   }
 
   /** The `onread.buffer` function: the free tail of the current slab. */
-  readonly next = (): Buffer => {
+  readonly #next = (): Buffer => {
     const slab = (this.#current ??= this.#pool.take());
     return slab.buffer.subarray(slab.used);
   };
@@ -120,14 +120,14 @@ export class ReadSlabs {
   /** The `onread` option for `net.createConnection`. */
   onread(): { buffer: () => Buffer; callback: (n: number) => boolean } {
     return {
-      buffer: this.next,
+      buffer: this.#next,
       callback: (n) => {
-        const bytes = this.filled(n);
+        const bytes = this.#filled(n);
         try {
           if (this.#sink !== undefined) this.#sink(bytes);
           else this.#early.push(Buffer.from(bytes));
         } finally {
-          this.settle();
+          this.#settle();
         }
         return true;
       },
@@ -142,8 +142,8 @@ export class ReadSlabs {
     for (const bytes of early) sink(bytes);
   }
 
-  /** Accounts for `n` bytes just read into the buffer `next()` gave; returns them. */
-  filled(n: number): Buffer {
+  /** Accounts for `n` bytes just read into the buffer `#next()` gave; returns them. */
+  #filled(n: number): Buffer {
     const slab = this.#current!;
     const bytes = slab.buffer.subarray(slab.used, slab.used + n);
     slab.used += n;
@@ -156,7 +156,7 @@ export class ReadSlabs {
    * with too little room left stops taking reads, and is reused once nothing holds it.
    * Not before: a view released during decoding must not free the slab being decoded.
    */
-  settle(): void {
+  #settle(): void {
     const slab = this.#last;
     this.#last = undefined;
     if (slab === undefined || slab !== this.#current || slab.buffer.length - slab.used >= this.#minRead) return;

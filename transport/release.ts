@@ -9,9 +9,13 @@
 export const WRITTEN: unique symbol = Symbol.for("tito.transport.written") as never;
 export type Releasable = Buffer & { [WRITTEN]?: () => void };
 
-/** Calls `buffer`'s release, if it has one; a failing release is the pool's own problem. */
+/** Calls `buffer`'s release, if it has one. */
 export function release(buffer: Buffer): void {
-  const fn = (buffer as Releasable)[WRITTEN];
+  callRelease((buffer as Releasable)[WRITTEN]);
+}
+
+/** Calls a release function, if any; a failing release is the pool's own problem. */
+export function callRelease(fn: (() => void) | undefined): void {
   if (fn === undefined) return;
   try {
     fn();
