@@ -16,7 +16,8 @@ import type { Segment } from "./journal-segments.ts";
 export const READ_CHUNK_BYTES = 1024 * 1024;
 
 const WRITTEN = Symbol.for("tito.transport.written");
-const readBuffers = new BufferPool(READ_CHUNK_BYTES, 16);
+// Eight concurrent GETs each keep up to a transport window (8 MiB) of chunks unsent.
+const readBuffers = new BufferPool(READ_CHUNK_BYTES, { keepBytes: 64 * 2 ** 20, idleBytes: 4 * 2 ** 20 });
 
 /** Read buffers waiting in the pool (tests watch reuse with it). */
 export function pooledReadBuffers(): number {

@@ -5,14 +5,18 @@
 // in (push). The slabs go back to the pool when the turn releases the reply; nothing may
 // keep a view of them after that (the caller copies what it sends on).
 
-import { BufferPool } from "./buffer-pool.ts";
+import { BufferPool, type BufferPoolOptions } from "./buffer-pool.ts";
 
 export const SLAB_BYTES = 1024 * 1024;
 
-/** Slabs for replies; `keep` slabs are kept for reuse at most. */
+/**
+ * Slabs for replies. A burst of large replies (eight sessions at 16 MiB each, every one
+ * held until its journal entry is written and it is sent on) keeps up to `keepBytes`
+ * for reuse; a quiet worker shrinks back to `idleBytes` (see buffer-pool.ts).
+ */
 export class ReplyBuffers extends BufferPool {
-  constructor(keep = 32) {
-    super(SLAB_BYTES, keep);
+  constructor(options: Partial<BufferPoolOptions> = {}) {
+    super(SLAB_BYTES, { keepBytes: 256 * 2 ** 20, idleBytes: 8 * 2 ** 20, ...options });
   }
 
   collector(): ReplyCollector {

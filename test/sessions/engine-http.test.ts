@@ -7,7 +7,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { createServer, type Server, type Socket } from "node:net";
 import { EngineHttpAgent } from "../../sessions/engine-http.ts";
-import { ReplyBuffers } from "../../sessions/reply-buffers.ts";
+import { ReplyBuffers, SLAB_BYTES } from "../../sessions/reply-buffers.ts";
 
 interface Seen {
   head: string;
@@ -139,7 +139,7 @@ test("204 and HEAD have no body; `connection: close` is honoured", async () => {
 
 test("a large reply is read into pooled slabs, byte for byte, and released once", async () => {
   const agent = new EngineHttpAgent(origin);
-  const pool = new ReplyBuffers(8);
+  const pool = new ReplyBuffers({ keepBytes: 8 * SLAB_BYTES });
   const payload = Buffer.alloc(3 * 2 ** 20 + 12345);
   for (let i = 0; i < payload.length; i++) payload[i] = (i * 13 + (i >> 11)) & 0xff; // quotes every few hundred bytes
   script = (socket) => {

@@ -11,7 +11,7 @@ function pattern(n: number, seed: number): Buffer {
 }
 
 test("chunks of any size land in slabs byte for byte; release hands the slabs back once", () => {
-  const pool = new ReplyBuffers(4);
+  const pool = new ReplyBuffers({ keepBytes: 4 * SLAB_BYTES });
   const c = pool.collector();
   const chunks = [pattern(65536, 1), pattern(SLAB_BYTES - 65536 + 7, 2), pattern(3, 3), pattern(2 * SLAB_BYTES + 11, 4)];
   for (const chunk of chunks) c.push(chunk);
@@ -27,7 +27,7 @@ test("chunks of any size land in slabs byte for byte; release hands the slabs ba
 });
 
 test("a later reply reuses released slabs, and its bytes are its own", () => {
-  const pool = new ReplyBuffers(8);
+  const pool = new ReplyBuffers({ keepBytes: 8 * SLAB_BYTES });
   const first = pool.collector();
   first.push(pattern(SLAB_BYTES + 5, 9));
   first.release();
