@@ -17,6 +17,8 @@ export interface ChildSpec {
   entry: string;
   /** Passed to the child as JSON in TITO_CHILD_CONFIG; `epoch` is added per spawn. */
   config: Record<string, unknown>;
+  /** Node flags the child's own code relies on: always passed, after the tuning flags below. */
+  nodeFlags?: string[];
 }
 
 /**
@@ -43,7 +45,7 @@ export function childNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
 export function spawnChild(spec: ChildSpec, epoch: number): ChildProcess {
   return fork(spec.entry, [], {
     // A TypeScript entry needs tsx's loader, whose hooks run on their own thread (~40 MiB of RSS).
-    execArgv: [...childNodeFlags(), ...(spec.entry.endsWith(".ts") ? ["--import", tsxLoader()] : [])],
+    execArgv: [...childNodeFlags(), ...(spec.nodeFlags ?? []), ...(spec.entry.endsWith(".ts") ? ["--import", tsxLoader()] : [])],
     env: { ...MALLOC_TUNING, ...process.env, TITO_CHILD_CONFIG: JSON.stringify({ ...spec.config, name: spec.name, epoch }) },
     stdio: ["ignore", 2, 2, "ipc"],
     serialization: "json",

@@ -155,7 +155,8 @@ function childSpecs(opts: ResolvedOptions, engineUrl: string, instanceId: string
       dataDir,
       fsync: opts.fsync,
     };
-    return { name: `shard-${index}`, entry: join(here, `worker-main${entryExt}`), config: config as unknown as Record<string, unknown> };
+    // --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
+    return { name: `shard-${index}`, entry: join(here, `worker-main${entryExt}`), config: config as unknown as Record<string, unknown>, nodeFlags: ["--expose-gc"] };
   });
   return { router: { name: "router", entry: join(here, `router-main${entryExt}`), config: router as unknown as Record<string, unknown> }, shards };
 }

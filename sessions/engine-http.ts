@@ -116,6 +116,7 @@ class Connection {
   #exchange: Exchange | undefined;
   #idleTimer: NodeJS.Timeout | undefined;
   #closed = false;
+  #waiting = false; // the reply waits for room in the reply budget: reads paused
   served = 0; // replies completed on this connection
 
   constructor(agent: EngineHttpAgent, host: string, port: number) {
@@ -199,7 +200,7 @@ class Connection {
       this.abort(err as Error);
       return false;
     }
-    return true;
+    return !this.#waiting; // false pauses the socket
   }
 
   /** Consumes what it can of `data`; returns how many bytes it used (the rest is a partial line). */
@@ -304,11 +305,23 @@ class Connection {
     }
     if (!/^\d{1,15}$/.test(cl)) throw httpError(`bad content-length from the engine: ${JSON.stringify(cl.slice(0, 40))}`, "TITO_ENGINE_HTTP");
     const length = Number(cl);
-    if (ex.req.pooled !== undefined && length >= POOLED_REPLY_MIN_BYTES) ex.collector = ex.req.pooled.collector();
-    else ex.single = Buffer.allocUnsafe(length);
+    if (ex.req.pooled !== undefined && length >= POOLED_REPLY_MIN_BYTES) {
+      ex.collector = ex.req.pooled.collector(length);
+      if (!ex.collector.admitted) this.#waitForRoom(ex, ex.collector);
+    } else ex.single = Buffer.allocUnsafe(length);
     this.#remaining = length;
     this.#state = S_LENGTH;
     if (length === 0) this.#complete(ex);
+  }
+
+  // Over the worker's reply budget: the body is not read until earlier replies are
+  // released (what came with the head is kept). The engine's socket backs up meanwhile.
+  #waitForRoom(ex: Exchange, collector: ReplyCollector): void {
+    this.#waiting = true;
+    collector.whenAdmitted(() => {
+      this.#waiting = false;
+      if (!this.#closed && this.#exchange === ex) this.socket.resume();
+    });
   }
 
   #startUnknownLength(ex: Exchange): void {

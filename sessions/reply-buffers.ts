@@ -4,35 +4,109 @@
 // the engine client reads the socket straight into them (space/wrote), or copies chunks
 // in (push). The slabs go back to the pool when the turn releases the reply; nothing may
 // keep a view of them after that (the caller copies what it sends on).
+//
+// The replies a worker holds at once are bounded by `budgetBytes`: a reply whose length is
+// known up front reserves it, and one that does not fit waits (its socket is not read, so
+// the bytes wait in the engine) until earlier replies are released. A reply alone is always
+// admitted, however large, so no reply waits forever. Without the bound, every session of
+// a shard could hold its largest reply at the same moment, and the worker's peak memory
+// would grow with the number of sessions.
 
 import { BufferPool, type BufferPoolOptions } from "./buffer-pool.ts";
 
 export const SLAB_BYTES = 1024 * 1024;
+/** Default bound on the large replies a worker holds at once: two 16 MiB routing-replay replies. */
+export const DEFAULT_BUDGET_BYTES = 32 * 1024 * 1024;
+
+const ADMIT = Symbol("admit");
+const UNRESERVE = Symbol("unreserve");
 
 /**
- * Slabs for replies. A burst of large replies (eight sessions at 16 MiB each, every one
- * held until its journal entry is written and it is sent on) keeps up to `keepBytes`
- * for reuse; a quiet worker shrinks back to `idleBytes` (see buffer-pool.ts).
+ * Slabs for replies, and the admission of replies to them. The pool keeps what the budget
+ * (plus replies of unknown length and the few KiB read with a head) can hold at once, and
+ * a quiet worker shrinks back to 8 slabs (see buffer-pool.ts).
  */
 export class ReplyBuffers extends BufferPool {
-  constructor(options: Partial<BufferPoolOptions> = {}) {
-    super(SLAB_BYTES, { keepBytes: 256 * 2 ** 20, idleBytes: 8 * 2 ** 20, ...options });
+  readonly budgetBytes: number;
+  #reserved = 0;
+  readonly #waiting: ReplyCollector[] = [];
+
+  constructor(options: Partial<BufferPoolOptions> & { budgetBytes?: number } = {}) {
+    const budgetBytes = options.budgetBytes ?? DEFAULT_BUDGET_BYTES;
+    super(SLAB_BYTES, { keepBytes: budgetBytes + 16 * SLAB_BYTES, idleBytes: 8 * SLAB_BYTES, ...options });
+    this.budgetBytes = budgetBytes;
   }
 
-  collector(): ReplyCollector {
-    return new ReplyCollector(this);
+  /** Bytes reserved by admitted replies that are not released yet. */
+  get reserved(): number {
+    return this.#reserved;
+  }
+
+  /** Replies waiting for room. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
+  /** A collector for one reply; `expectedBytes` (its content-length, when known) is reserved. */
+  collector(expectedBytes = 0): ReplyCollector {
+    const c = new ReplyCollector(this, expectedBytes);
+    // A reply of unknown length (chunked; the https client) cannot reserve: it goes at once.
+    if (expectedBytes === 0 || (this.#waiting.length === 0 && this.#fits(expectedBytes))) this.#admit(c);
+    else this.#waiting.push(c);
+    return c;
+  }
+
+  #fits(bytes: number): boolean {
+    return this.#reserved === 0 || this.#reserved + bytes <= this.budgetBytes;
+  }
+
+  #admit(c: ReplyCollector): void {
+    this.#reserved += c.expectedBytes;
+    c[ADMIT]();
+  }
+
+  /** @internal a collector's release: its reservation ends, and waiting replies may go. */
+  [UNRESERVE](c: ReplyCollector, admitted: boolean): void {
+    if (admitted) this.#reserved -= c.expectedBytes;
+    else {
+      const i = this.#waiting.indexOf(c);
+      if (i !== -1) this.#waiting.splice(i, 1);
+    }
+    while (this.#waiting.length > 0 && this.#fits(this.#waiting[0]!.expectedBytes)) this.#admit(this.#waiting.shift()!);
   }
 }
 
 /** One reply's bytes, copied into slabs as they arrive. */
 export class ReplyCollector {
-  readonly #pool: BufferPool;
+  readonly expectedBytes: number;
+  readonly #pool: ReplyBuffers;
   readonly #slabs: Buffer[] = [];
   #fill = 0; // bytes used in the last slab
   #released = false;
+  #admitted = false;
+  #onAdmit: (() => void) | undefined;
 
-  constructor(pool: BufferPool) {
+  constructor(pool: ReplyBuffers, expectedBytes: number) {
     this.#pool = pool;
+    this.expectedBytes = expectedBytes;
+  }
+
+  /** The reply fits the worker's budget now: its bytes may be read. */
+  get admitted(): boolean {
+    return this.#admitted;
+  }
+
+  /** Calls `fn` once the reply is admitted (at once if it already is). */
+  whenAdmitted(fn: () => void): void {
+    if (this.#admitted) fn();
+    else this.#onAdmit = fn;
+  }
+
+  [ADMIT](): void {
+    this.#admitted = true;
+    const fn = this.#onAdmit;
+    this.#onAdmit = undefined;
+    fn?.();
   }
 
   push(chunk: Buffer): void {
@@ -74,6 +148,8 @@ export class ReplyCollector {
   release(): void {
     if (this.#released) return;
     this.#released = true;
+    this.#onAdmit = undefined;
     for (const slab of this.#slabs.splice(0)) this.#pool.give(slab);
+    this.#pool[UNRESERVE](this, this.#admitted);
   }
 }

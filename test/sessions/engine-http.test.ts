@@ -164,6 +164,39 @@ test("a large reply is read into pooled slabs, byte for byte, and released once"
   await agent.close();
 });
 
+test("a reply over the worker's reply budget is not read until an earlier one is released", async () => {
+  const agent = new EngineHttpAgent(origin);
+  const pool = new ReplyBuffers({ budgetBytes: 3 * SLAB_BYTES });
+  const payload = (seed: number) => {
+    const b = Buffer.alloc(2 * SLAB_BYTES + 777);
+    for (let i = 0; i < b.length; i++) b[i] = (i * 7 + seed) & 0xff;
+    return b;
+  };
+  const bodies = [payload(1), payload(2)];
+  let wrote = 0;
+  script = (socket, req) => {
+    const body = bodies[Number(req.head.split(" ")[1]!.slice(1))]!;
+    socket.write(`HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n`);
+    socket.write(body, () => wrote++);
+  };
+  const first = await agent.send({ method: "POST", path: "/0", headers: {}, pooled: pool });
+  let second: Awaited<ReturnType<EngineHttpAgent["send"]>> | undefined;
+  const pending = agent.send({ method: "POST", path: "/1", headers: {}, pooled: pool }).then((r) => (second = r));
+  for (let i = 0; i < 200 && pool.waiting === 0; i++) await new Promise((r) => setTimeout(r, 5));
+  assert.is(pool.waiting, 1, "the second reply's head came; it waits for room");
+  await new Promise((r) => setTimeout(r, 100));
+  assert.is(second, undefined, "its body is not read while the first is held");
+  assert.ok(pool.allocated <= 4, `at most the first reply's slabs and one more: ${pool.allocated}`);
+  assert.ok(Buffer.concat(first.body).equals(bodies[0]!));
+  first.release!();
+  await pending;
+  assert.ok(Buffer.concat(second!.body).equals(bodies[1]!), "then it is read, byte for byte");
+  assert.ok(wrote >= 1);
+  second!.release!();
+  assert.is(pool.reserved, 0);
+  await agent.close();
+});
+
 test("a reply cut short is ECONNRESET; a reply that is not HTTP is TITO_ENGINE_HTTP", async () => {
   const agent = new EngineHttpAgent(origin);
   script = (socket) => {
