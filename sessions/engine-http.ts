@@ -12,6 +12,7 @@
 // new one. Failures reject with a `code` (the socket's own, ECONNRESET for a reply cut
 // short, TITO_ENGINE_HTTP for a reply that is not HTTP/1.x) that upstream.ts maps to a 502.
 import { connect, type Socket } from "node:net";
+import { crc32 } from "./crc32.ts";
 import type { ReplyCollector } from "./reply-buffers.ts";
 import type { UpstreamRequest, UpstreamResponse } from "./upstream.ts";
 
@@ -59,8 +60,10 @@ class Exchange {
   done = false;
   bodyBytes = 0;
   // Offsets of every '"' in the body, found as the bytes arrive (still in cache): the
-  // reply scan then jumps over a many-MiB string without reading it again.
+  // reply scan then jumps over a many-MiB string without reading it again. The body's
+  // CRC-32 likewise: the journal entry that stores the reply needs it.
   readonly quotes: number[] = [];
+  crc = 0;
 
   constructor(req: UpstreamRequest, resolve: (res: UpstreamResponse) => void, reject: (err: Error) => void, retry: () => boolean) {
     this.req = req;
@@ -85,6 +88,7 @@ class Exchange {
   #index(bytes: Buffer): void {
     const at = this.bodyBytes;
     for (let i = bytes.indexOf(QUOTE); i !== -1; i = bytes.indexOf(QUOTE, i + 1)) this.quotes.push(at + i);
+    this.crc = crc32(bytes, this.crc);
     this.bodyBytes += bytes.length;
   }
 
@@ -345,7 +349,7 @@ class Connection {
     ex.done = true;
     if (err === undefined) {
       const collector = ex.collector;
-      ex.resolve({ status: ex.status, headers: ex.headers, body: ex.body(), quotes: ex.quotes, release: collector && (() => collector.release()) });
+      ex.resolve({ status: ex.status, headers: ex.headers, body: ex.body(), quotes: ex.quotes, crc: ex.crc, release: collector && (() => collector.release()) });
       return;
     }
     ex.collector?.release();

@@ -7,8 +7,7 @@
 // header = magic "TJE1" | u32 body length | u32 crc32(body) | u32 crc32(header bytes 0..12)
 // body   = u8 kind | u32 meta length | meta (UTF-8 JSON) | payload (TURN: request, then reply)
 // The header has its own checksum so a bad length is told apart from a torn tail.
-import zlib from "node:zlib";
-import { createRequire } from "node:module";
+import { crc32, crc32Combine } from "./crc32.ts";
 import type { ChatMessage } from "./chat-template.ts";
 
 export const HEADER_BYTES = 16;
@@ -44,37 +43,11 @@ export type EntryMeta =
   | { kind: typeof EntryKind.TRUNCATE; id: string; count: number }
   | { kind: typeof EntryKind.DELETE; id: string };
 
-type Crc32 = (data: Uint8Array, value?: number) => number;
-
-// zlib.crc32 arrived in Node 20.15; the table version keeps older 20.x working.
-let table: Int32Array | undefined;
-function tableCrc32(data: Uint8Array, value = 0): number {
-  if (!table) {
-    table = new Int32Array(256);
-    for (let n = 0; n < 256; n++) {
-      let c = n;
-      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-      table[n] = c;
-    }
-  }
-  let crc = ~value;
-  for (let i = 0; i < data.length; i++) crc = table[(crc ^ data[i]!) & 0xff]! ^ (crc >>> 8);
-  return ~crc >>> 0;
+/** Payload bytes whose CRC-32 is already known (computed as they arrived): not read again to encode them. */
+export interface ChecksummedBytes {
+  parts: readonly Buffer[];
+  crc: number;
 }
-
-// Every journal byte is checksummed twice (written, then read back for a records GET), so
-// the checksum's speed shows in the worker's CPU. @node-rs/crc32 (the same CRC-32, with
-// PCLMULQDQ: ~10 GB/s on the benchmark machine against zlib's ~4.5) when its prebuilt
-// binary loads on this platform; zlib's otherwise.
-function loadNativeCrc32(): Crc32 | undefined {
-  try {
-    const native = (createRequire(import.meta.url)("@node-rs/crc32") as { crc32: Crc32 }).crc32;
-    return native(Buffer.from("123456789")) === 0xcbf43926 ? native : undefined;
-  } catch {
-    return undefined;
-  }
-}
-export const crc32: Crc32 = loadNativeCrc32() ?? (zlib as unknown as { crc32?: Crc32 }).crc32 ?? tableCrc32;
 
 /** An encoded entry: the buffers to write in order (payload buffers are not copied). */
 export interface EncodedEntry {
@@ -84,7 +57,7 @@ export interface EncodedEntry {
   payloadOffset: number;
 }
 
-export function encodeEntry(meta: EntryMeta, payload: readonly Buffer[] = []): EncodedEntry {
+export function encodeEntry(meta: EntryMeta, payload: readonly (Buffer | ChecksummedBytes)[] = []): EncodedEntry {
   const { kind, ...rest } = meta;
   const metaBytes = Buffer.from(JSON.stringify(rest), "utf8");
   const prefix = Buffer.allocUnsafe(BODY_PREFIX_BYTES);
@@ -92,9 +65,21 @@ export function encodeEntry(meta: EntryMeta, payload: readonly Buffer[] = []): E
   prefix.writeUInt32LE(metaBytes.length, 1);
   let bodyBytes = BODY_PREFIX_BYTES + metaBytes.length;
   let crc = crc32(metaBytes, crc32(prefix));
+  const parts: Buffer[] = [];
   for (const p of payload) {
-    bodyBytes += p.length;
-    crc = crc32(p, crc);
+    if (Buffer.isBuffer(p)) {
+      bodyBytes += p.length;
+      crc = crc32(p, crc);
+      if (p.length > 0) parts.push(p);
+      continue;
+    }
+    let bytes = 0;
+    for (const part of p.parts) {
+      bytes += part.length;
+      if (part.length > 0) parts.push(part);
+    }
+    bodyBytes += bytes;
+    crc = crc32Combine(crc, p.crc, bytes);
   }
   if (bodyBytes > MAX_BODY_BYTES) throw new RangeError(`a journal entry of ${bodyBytes} bytes exceeds the 4 GiB entry limit`);
   const header = Buffer.allocUnsafe(HEADER_BYTES);
@@ -103,7 +88,7 @@ export function encodeEntry(meta: EntryMeta, payload: readonly Buffer[] = []): E
   header.writeUInt32LE(crc, 8);
   header.writeUInt32LE(crc32(header.subarray(0, 12)), 12);
   return {
-    parts: [header, prefix, metaBytes, ...payload.filter((p) => p.length > 0)],
+    parts: [header, prefix, metaBytes, ...parts],
     bytes: HEADER_BYTES + bodyBytes,
     payloadOffset: HEADER_BYTES + BODY_PREFIX_BYTES + metaBytes.length,
   };

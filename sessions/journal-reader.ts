@@ -5,7 +5,8 @@
 // and byte offset). It never writes; the caller decides what to cut off.
 import type { FileHandle } from "node:fs/promises";
 import { JournalCorruptError } from "./errors.ts";
-import { BODY_PREFIX_BYTES, crc32, decodeHeader, decodeMeta, EntryKind, HEADER_BYTES, type EntryMeta } from "./journal-format.ts";
+import { crc32 } from "./crc32.ts";
+import { BODY_PREFIX_BYTES, decodeHeader, decodeMeta, EntryKind, HEADER_BYTES, type EntryMeta } from "./journal-format.ts";
 
 const CHUNK_BYTES = 1024 * 1024;
 

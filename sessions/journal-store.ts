@@ -106,7 +106,8 @@ export class JournalRecordStore implements RecordStore {
       completionIds: turn.completionIds,
       assistant: turn.assistant,
     };
-    const encoded = encodeEntry(meta, [record.request, ...record.response]);
+    const response = record.responseCrc === undefined ? record.response : [{ parts: record.response, crc: record.responseCrc }];
+    const encoded = encodeEntry(meta, [record.request, ...response]);
     const { segment, offset } = await this.#log.append(encoded);
     if (entry.records.length > turn.index) entry.records.length = turn.index;
     entry.records.push({ ...locationFields(record), segment, requestAt: offset + encoded.payloadOffset, requestBytes: record.request.length, responseBytes });

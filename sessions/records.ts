@@ -16,6 +16,8 @@ export interface TurnRecord {
   request: Buffer;
   /** The engine's full reply body, R3 payloads included, as the chunks it arrived in. */
   response: readonly Buffer[];
+  /** CRC-32 of the response bytes, when known (a journal then need not read them again). */
+  responseCrc?: number;
 }
 
 /**

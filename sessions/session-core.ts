@@ -207,7 +207,7 @@ export class SessionCore {
           const input = { promptIds: turn.promptIds, completionIds: scanned.completionIds, messages: [...turn.messages, scanned.message], tools: turn.tools };
           t.verify(input, this.#ctx.family.maxTrimTokens);
           // Stored before it is applied or acknowledged: a failed write leaves the session as it was.
-          const record = { timestamp: Date.now() / 1000, method: "POST", path: CHAT_PATH, statusCode: 200, request: turn.upstreamBody, response: res.body };
+          const record = { timestamp: Date.now() / 1000, method: "POST", path: CHAT_PATH, statusCode: 200, request: turn.upstreamBody, response: res.body, responseCrc: res.crc };
           await this.#records.append(t.id, record, { index: t.assistantCount, completionIds: scanned.completionIds, assistant: scanned.message });
           const previous = t.currentIds;
           t.restore(input);

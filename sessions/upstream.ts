@@ -35,6 +35,8 @@ export interface UpstreamResponse {
   release?: () => void;
   /** The offsets of every '"' byte in the body, ascending, when the client indexed them. */
   quotes?: readonly number[];
+  /** CRC-32 of the whole body, when the client computed it as the bytes arrived. */
+  crc?: number;
 }
 
 export type Send = (req: UpstreamRequest) => Promise<UpstreamResponse>;

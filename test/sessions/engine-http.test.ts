@@ -8,6 +8,7 @@ import * as assert from "uvu/assert";
 import { createServer, type Server, type Socket } from "node:net";
 import { EngineHttpAgent } from "../../sessions/engine-http.ts";
 import { ReplyBuffers, SLAB_BYTES } from "../../sessions/reply-buffers.ts";
+import { crc32 } from "../../sessions/crc32.ts";
 
 interface Seen {
   head: string;
@@ -81,6 +82,7 @@ test("a content-length reply split at every byte; the next request reuses the co
   assert.is(text(r1.body), '{"a":1}');
   assert.is(r1.headers["x-one"], "1, 2", "repeated headers are joined");
   assert.equal(r1.quotes, [1, 3], "quotes indexed across a body read byte by byte");
+  assert.is(r1.crc, crc32(Buffer.from('{"a":1}')), "the CRC chained across single-byte reads");
   assert.match(seen[0]!.head, /^POST \/v1\/chat\/completions\?x=1 HTTP\/1\.1\r\n/);
   assert.match(seen[0]!.head, new RegExp(`\\r\\nhost: ${origin.host}\\r\\n`));
   assert.match(seen[0]!.head, /\r\ncontent-length: 7(\r\n|$)/);
@@ -102,6 +104,7 @@ test("chunked: extensions, odd splits and trailers; 1xx heads are skipped", asyn
   assert.is(r.status, 200);
   assert.is(text(r.body), "hello 0123456789");
   assert.equal(r.quotes, []);
+  assert.is(r.crc, crc32(Buffer.from("hello 0123456789")), "the CRC of the chunk data only");
   assert.is(r.headers["transfer-encoding"], "chunked");
   script = (socket) => void socket.write(ok("again"));
   assert.is(text((await agent.send({ method: "GET", path: "/", headers: {} })).body), "again", "the connection is in step after the trailers");
@@ -152,6 +155,7 @@ test("a large reply is read into pooled slabs, byte for byte, and released once"
   assert.ok(r.body.length >= 4 && r.body.every((b) => b.length <= 2 ** 20), "the body is the slabs");
   assert.ok(Buffer.concat(r.body).equals(payload));
   assert.equal(r.quotes, quoteOffsets(r.body), "every quote indexed, at its offset, across slabs and the head's read");
+  assert.is(r.crc, crc32(payload), "the body's CRC-32, computed as it arrived");
   r.release!();
   r.release!();
   assert.is(pool.pooled, 4, "every slab back once");

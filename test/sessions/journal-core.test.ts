@@ -149,6 +149,13 @@ test("large replies (pooled receive buffers) from concurrent sessions: each reco
         assert.equal(response, replies[i]![k], `session ${i} turn ${k}: the record is the reply the client got, minus routed_experts`);
       }
     }
+    // The entries' checksums used the CRC the engine client computed as each reply arrived:
+    // a replay verifies every entry, and would refuse a wrong one.
+    await c.close();
+    cores.splice(cores.indexOf(c), 1);
+    const again = createSessionCore({ engineUrl: big.url, tokenizerFolder: qwen3(), routingReplay: true, recordStore: await JournalRecordStore.open({ dir: join(root, "pooled"), fsync: "never" }) });
+    cores.push(again);
+    assert.equal(await again.recover(), { sessions: 3, turns: 12 }, "every entry verified on replay");
   } finally {
     await big.close();
   }
