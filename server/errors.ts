@@ -36,6 +36,22 @@ export class InvalidOptionError extends ServerError {
   }
 }
 
+/** Another live server holds the journal directory's lock (server/data-dir-lock.ts). */
+export class DataDirInUseError extends ServerError {
+  readonly dir: string;
+  readonly holderPid: number | undefined;
+  constructor(dir: string, lockPath: string, holderPid: number | undefined) {
+    const who = holderPid === undefined ? "another tito-server" : `another tito-server (pid ${holderPid})`;
+    super(
+      "TITO_ERR_DATA_DIR_IN_USE",
+      409,
+      `data directory ${dir} is in use by ${who}: one server per --data-dir. If no such server runs (the pid was reused), remove ${lockPath}`,
+    );
+    this.dir = dir;
+    this.holderPid = holderPid;
+  }
+}
+
 /** Authorization header missing or wrong while --auth-token is on. */
 export class UnauthorizedError extends ServerError {
   constructor() {

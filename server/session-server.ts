@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { SessionServerFailedError, SupervisionTree, type SupervisionEvent, type TreeSnapshot } from "../actors/index.ts";
+import { lockDataDir, type DataDirLock } from "./data-dir-lock.ts";
 import type { TrainingSample } from "../sessions/index.ts";
 import { SamplesRequestError } from "./errors.ts";
 import { resolveOptions, type ResolvedOptions, type SessionServerOptions } from "./options.ts";
@@ -203,18 +204,22 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
   // A journal directory the caller named is theirs to keep; a default one lives as long as the server.
   let dataDir: string | undefined;
   let ownDataDir = false;
-  if (opts.durability === "journal") {
-    if (opts.dataDir !== undefined) mkdirSync((dataDir = resolve(opts.dataDir)), { recursive: true });
-    else [dataDir, ownDataDir] = [mkdtempSync(join(tmpdir(), "tito-data-")), true];
-  }
+  let lock: DataDirLock | undefined;
   let engine: SimEngine | undefined;
   let tree: SupervisionTree | undefined;
   const cleanup = async () => {
     await engine?.close();
     rmSync(socketDir, { recursive: true, force: true });
+    lock?.release();
     if (ownDataDir && dataDir) rmSync(dataDir, { recursive: true, force: true });
   };
   try {
+    if (opts.durability === "journal") {
+      if (opts.dataDir !== undefined) {
+        mkdirSync((dataDir = resolve(opts.dataDir)), { recursive: true });
+        lock = lockDataDir(dataDir, instanceId);
+      } else [dataDir, ownDataDir] = [mkdtempSync(join(tmpdir(), "tito-data-")), true];
+    }
     if (!opts.engineUrl) {
       // Loaded only when needed: with a real engine the host never holds the simulator's
       // HTTP server and tokenizer code.

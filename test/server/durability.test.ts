@@ -4,7 +4,8 @@
 // tokens; a journal cut mid-entry replays up to its last whole entry in a new server on
 // the same --data-dir; a records GET over 700 MiB streams whole (hashed as it arrives,
 // never buffered) with the worker's peak RSS under 1 GiB, before and after a replay;
-// `durability: "memory"` keeps the lost-session 404. Restarts are awaited as supervision
+// `durability: "memory"` keeps the lost-session 404; a second server on a --data-dir in
+// use is refused. Restarts are awaited as supervision
 // events, never slept on.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
@@ -12,7 +13,7 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSessionServer, type SessionServer } from "../../index.ts";
+import { DataDirInUseError, startSessionServer, type SessionServer } from "../../index.ts";
 import type { SupervisionEvent } from "../../actors/index.ts";
 import { shardOf } from "../../server/shard-hash.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
@@ -123,6 +124,13 @@ test("kill -9 of each worker: sessions identical after replay, deleted stay 404,
 test("a journal cut mid-entry replays up to its last whole entry (a new server on the same --data-dir)", async () => {
   const dataDir = join(dataRoot, "torn");
   let server = await start({ workers: 1, dataDir });
+  // One server per data directory: a second one is refused before it starts anything.
+  const second = await start({ workers: 1, dataDir }).then(
+    () => assert.unreachable("a second server on a locked --data-dir"),
+    (err: unknown) => err,
+  );
+  assert.instance(second, DataDirInUseError);
+  assert.match((second as Error).message, `in use by another tito-server (pid ${process.pid})`);
   const id = await newSession(server.url);
   const messages = await converse(server.url, id, 2, "torn");
   const twoTurns = await getBody(server.url, id);
