@@ -120,7 +120,6 @@ class Connection {
   #exchange: Exchange | undefined;
   #idleTimer: NodeJS.Timeout | undefined;
   #closed = false;
-  #waiting = false; // the reply waits for room in the reply budget: reads paused
   served = 0; // replies completed on this connection
 
   constructor(agent: EngineHttpAgent, host: string, port: number) {
@@ -204,7 +203,8 @@ class Connection {
       this.abort(err as Error);
       return false;
     }
-    return !this.#waiting; // false pauses the socket
+    // A reply still waiting for room in the worker's reply budget is not read: false pauses the socket.
+    return ex.collector?.admitted !== false;
   }
 
   /** Consumes what it can of `data`; returns how many bytes it used (the rest is a partial line). */
@@ -311,21 +311,18 @@ class Connection {
     const length = Number(cl);
     if (ex.req.pooled !== undefined && length >= POOLED_REPLY_MIN_BYTES) {
       ex.collector = ex.req.pooled.collector(length);
-      if (!ex.collector.admitted) this.#waitForRoom(ex, ex.collector);
+      if (!ex.collector.admitted) ex.collector.whenAdmitted(() => this.#resumeFor(ex));
     } else ex.single = Buffer.allocUnsafe(length);
     this.#remaining = length;
     this.#state = S_LENGTH;
     if (length === 0) this.#complete(ex);
   }
 
-  // Over the worker's reply budget: the body is not read until earlier replies are
-  // released (what came with the head is kept). The engine's socket backs up meanwhile.
-  #waitForRoom(ex: Exchange, collector: ReplyCollector): void {
-    this.#waiting = true;
-    collector.whenAdmitted(() => {
-      this.#waiting = false;
-      if (!this.#closed && this.#exchange === ex) this.socket.resume();
-    });
+  // A reply over the worker's reply budget is not read until earlier replies are released
+  // (what came with its head is kept; the engine's socket backs up meanwhile). Once it is
+  // admitted, reading goes on.
+  #resumeFor(ex: Exchange): void {
+    if (!this.#closed && this.#exchange === ex) this.socket.resume();
   }
 
   #startUnknownLength(ex: Exchange): void {
