@@ -1,7 +1,7 @@
 // The package root: the embedding API for rollout programs.
-export { startSessionServer, type SessionServer } from "./server/session-server.ts";
-export type { SessionServerOptions } from "./server/options.ts";
-export { DataDirInUseError, InvalidOptionError, SamplesRequestError } from "./server/errors.ts";
+export { startSessionServer, type SessionServer } from "./server/host/session-server.ts";
+export type { SessionServerOptions } from "./server/host/options.ts";
+export { DataDirInUseError, InvalidOptionError, SamplesRequestError } from "./server/host/errors.ts";
 export type { TrainingSample } from "./sessions/index.ts";
 export {
   SessionServerFailedError,

@@ -1,16 +1,10 @@
 // Coded errors of the supervision layer (STYLE.md 2). Codes are stable and never reused;
 // docs/errors.md lists each one (checked by test/actors/errors.test.ts).
 
-export class SupervisionError extends Error {
-  readonly code: string;
-  readonly status: number;
-  constructor(code: string, status: number, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-    this.code = code;
-    this.status = status;
-  }
-}
+import { CodedError } from "../buffers/coded-error.ts";
+
+/** The actors layer's errors: one base, so a caller can tell the layer. */
+export class SupervisionError extends CodedError {}
 
 /** The tree has failed (escalation, a failed start) or was shut down: check() throws it. */
 export class SessionServerFailedError extends SupervisionError {

@@ -11,8 +11,8 @@ import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { Pool } from "undici";
 import { createSessionCore } from "../sessions/index.ts";
-import { MemoryRecordStore } from "../sessions/records.ts";
-import { scanReply } from "../sessions/reply-scan.ts";
+import { MemoryRecordStore } from "../sessions/journal/records.ts";
+import { scanReply } from "../engine/reply-scan.ts";
 import { bundledQwen3Dir, loadTokenizerFolder } from "../sessions/tokenizer-folder.ts";
 import { Trajectory } from "../sessions/trajectory.ts";
 

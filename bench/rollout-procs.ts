@@ -126,7 +126,7 @@ export async function startChild(options: SpawnOptions): Promise<Started> {
 export function startEngine(flags: string[], echoStderr = false): Promise<Started> {
   return startChild({
     name: "sim-engine",
-    args: ["--import", "tsx", "server/engine-main.ts", "--port", "0", ...flags],
+    args: ["--import", "tsx", "server/sim-engine/engine-main.ts", "--port", "0", ...flags],
     ready: /^sim-engine ready url=(\S+)/,
     echoStderr,
   });

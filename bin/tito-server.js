@@ -5,13 +5,13 @@
 // TypeScript sources through tsx's loader.
 import { existsSync } from "node:fs";
 
-const compiled = new URL("../dist/server/cli.js", import.meta.url);
+const compiled = new URL("../dist/server/host/cli.js", import.meta.url);
 let main;
 if (existsSync(compiled)) {
   ({ main } = await import(compiled.href));
 } else {
   const { register } = await import("tsx/esm/api");
   register();
-  ({ main } = await import("../server/cli.ts"));
+  ({ main } = await import("../server/host/cli.ts"));
 }
 process.exit(await main(process.argv.slice(2)));

@@ -1,7 +1,7 @@
 // The drift report (`tito_session_mismatch`, TITO.md "Drift report"): compares a
 // session's token ids with a canonical re-render of its messages, segment by segment
 // at special tokens. It reports drift; it never "fixes" ids by re-tokenizing them.
-import type { TitoFamily } from "./tito-family.ts";
+import type { TitoFamily } from "./families/index.ts";
 import type { TokenizerFolder } from "./tokenizer-folder.ts";
 
 export type MismatchType = "special_token_count" | "special_token_type" | "assistant_text" | "non_assistant_text";

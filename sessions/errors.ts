@@ -4,16 +4,10 @@
 // Expected outcomes (a client or the engine at fault) are these classes; a broken
 // internal invariant is a bug and uses node:assert instead.
 
-export class TitoError extends Error {
-  readonly code: string;
-  readonly status: number;
-  constructor(code: string, status: number, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = new.target.name;
-    this.code = code;
-    this.status = status;
-  }
-}
+import { CodedError } from "../buffers/coded-error.ts";
+
+/** The sessions layer's errors: one base, so a caller can tell the layer. */
+export class TitoError extends CodedError {}
 
 /** A tokenizer folder is missing a file or holds one that cannot be read. */
 export class TokenizerLoadError extends TitoError {

@@ -4,9 +4,9 @@ export { createSessionCore, errorResponse, SessionCore } from "./session-core.ts
 export type { CoreRequest, CoreResponse, SessionCoreOptions } from "./session-core.ts";
 export * from "./errors.ts";
 export { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
-export { MemoryRecordStore, sessionBodyEnds, type RecordStore, type TurnRecord } from "./records.ts";
-export { JournalRecordStore, type JournalStoreOptions } from "./journal-store.ts";
-export type { FsyncPolicy } from "./journal-segments.ts";
+export { MemoryRecordStore, sessionBodyEnds, type RecordStore, type TurnRecord } from "./journal/records.ts";
+export { JournalRecordStore, type JournalStoreOptions } from "./journal/journal-store.ts";
+export type { FsyncPolicy } from "./journal/journal-segments.ts";
 export type { Mismatch } from "./drift.ts";
-export type { UpstreamObservation } from "./upstream.ts";
-export type { TrainingSample } from "./sample-encode.ts";
+export type { UpstreamObservation } from "../engine/upstream.ts";
+export type { TrainingSample } from "./journal/sample-encode.ts";

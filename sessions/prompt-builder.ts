@@ -8,7 +8,7 @@ import { fixedContext, renderChat, templateOf, type ChatMessage, type RenderOpti
 import { AppendRoleError, RollbackError, TemplateRenderError, TitoError, TokenizationError } from "./errors.ts";
 import { generationPromptInputs, inputsArePlain } from "./generation-prompt.ts";
 import { matchingPrefixLength } from "./message-compare.ts";
-import type { TitoFamily } from "./tito-family.ts";
+import type { TitoFamily } from "./families/index.ts";
 import type { TokenizerFolder } from "./tokenizer-folder.ts";
 
 export interface PromptContext {

@@ -4,18 +4,10 @@
 // them from the wire by code. This file must never import from sessions/ or server/.
 // test/transport/errors.test.ts checks every code is documented in docs/errors.md.
 
-export class TransportError extends Error {
-  readonly code: string;
-  readonly status: number;
-  readonly data: unknown;
-  constructor(code: string, status: number, message: string, options?: { cause?: unknown; data?: unknown }) {
-    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
-    this.name = new.target.name;
-    this.code = code;
-    this.status = status;
-    this.data = options?.data;
-  }
-}
+import { CodedError } from "../buffers/coded-error.ts";
+
+/** The transport layer's errors: one base, so a caller can tell the layer. */
+export class TransportError extends CodedError {}
 
 /** The channel is closed (peer exit, EOF, socket error, corruption or explicit close). */
 export class ChannelClosedError extends TransportError {

@@ -5,7 +5,7 @@
 // Pieces may be views of pooled read slabs (release.ts): a piece handed to the consumer
 // is the consumer's to release; a piece this queue drops unread is released here.
 
-import { release } from "./release.ts";
+import { release } from "../buffers/release.ts";
 
 export interface IncomingBody extends AsyncIterable<Buffer> {
   /** All chunks, in order (no concatenation). */

@@ -6,7 +6,7 @@ export type { ChannelOptions, ChannelStats, Handler, IncomingReply, IncomingRequ
 export type { IncomingBody } from "./incoming-body.ts";
 export type { OutBody } from "./body-plan.ts";
 export { connectChannel, listenChannels, type ChannelServer } from "./socket-path.ts";
-export { WRITTEN, release, type Releasable } from "./release.ts";
+export { WRITTEN, release, type Releasable } from "../buffers/release.ts";
 export {
   ChannelClosedError,
   FrameTooLargeError,

@@ -11,7 +11,7 @@
 
 import type { Socket } from "node:net";
 import { encodeHead, Flag, Kind } from "./frame-codec.ts";
-import { callRelease, WRITTEN, type Releasable } from "./release.ts";
+import { callRelease, WRITTEN, type Releasable } from "../buffers/release.ts";
 
 /** A stream may send one chunk before the receiver's first grant (saves a round trip). */
 const INITIAL_CREDIT = 1;

@@ -10,7 +10,7 @@
 // consumer that never releases is still safe: its slab is simply never reused and the GC
 // frees it once the last view is gone.
 
-import { WRITTEN, type Releasable } from "./release.ts";
+import { WRITTEN, type Releasable } from "../buffers/release.ts";
 
 const SLAB_BYTES = 256 * 1024;
 const MIN_READ_BYTES = 64 * 1024; // a slab with less room left takes no more reads

@@ -5,7 +5,7 @@ import * as assert from "uvu/assert";
 
 const doc = readFileSync(new URL("../../docs/errors.md", import.meta.url), "utf8");
 
-for (const file of ["actors/errors.ts", "server/errors.ts"]) {
+for (const file of ["actors/errors.ts", "server/host/errors.ts", "server/router/errors.ts"]) {
   test(`every code in ${file} is in docs/errors.md`, () => {
     const source = readFileSync(new URL(`../../${file}`, import.meta.url), "utf8");
     const codes = [...source.matchAll(/"(TITO_ERR_[A-Z_]+)"/g)].map((m) => m[1]);

@@ -1,6 +1,6 @@
 // Shared bits of the server integration tests: a gated simulated engine in the test
 // process (the stand-in for the GPU engine), small HTTP helpers, and a Qwen tool.
-import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 
 export const WEATHER_TOOL = {
   type: "function",

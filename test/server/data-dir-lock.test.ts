@@ -7,8 +7,8 @@ import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { lockDataDir, LOCK_FILE } from "../../server/data-dir-lock.ts";
-import { DataDirInUseError } from "../../server/errors.ts";
+import { lockDataDir, LOCK_FILE } from "../../server/host/data-dir-lock.ts";
+import { DataDirInUseError } from "../../server/host/errors.ts";
 
 const root = mkdtempSync(join(tmpdir(), "tito-lock-test-"));
 test.after(() => rmSync(root, { recursive: true, force: true }));

@@ -15,8 +15,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DataDirInUseError, startSessionServer, type SessionServer } from "../../index.ts";
 import type { SupervisionEvent } from "../../actors/index.ts";
-import { shardOf } from "../../server/shard-hash.ts";
-import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
+import { shardOf } from "../../server/router/shard-hash.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitForEvent } from "../helpers/events.ts";
 import { call, chat, newSession } from "../helpers/server.ts";
 

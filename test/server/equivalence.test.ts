@@ -3,7 +3,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer } from "../../index.ts";
-import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { call, WEATHER_TOOL } from "../helpers/server.ts";
 
 let engine: SimEngine;

@@ -7,10 +7,10 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { HELP } from "../../server/cli.ts";
-import { resolveOptions } from "../../server/options.ts";
-import { buildRouterApp } from "../../server/router-app.ts";
-import { ShardLinks } from "../../server/shard-links.ts";
+import { HELP } from "../../server/host/cli.ts";
+import { resolveOptions } from "../../server/host/options.ts";
+import { buildRouterApp } from "../../server/router/router-app.ts";
+import { ShardLinks } from "../../server/router/shard-links.ts";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const read = (path: string) => readFileSync(join(root, path), "utf8");
@@ -69,7 +69,7 @@ test("every route the router registers is in docs/http.md's route index, and not
 });
 
 test("every error message the router itself writes is in docs/http.md", () => {
-  const sources = ["router-app.ts", "router-relay.ts", "router-sessions.ts", "router-status.ts", "errors.ts"].map((f) => read(`server/${f}`));
+  const sources = ["router-app.ts", "router-relay.ts", "router-sessions.ts", "router-status.ts", "errors.ts"].map((f) => read(`server/router/${f}`));
   const messages = new Set<string>();
   for (const src of sources) {
     // sendError(reply, 503, "literal") and sendError(reply, 404, `prefix ${…}`)
@@ -82,21 +82,21 @@ test("every error message the router itself writes is in docs/http.md", () => {
 });
 
 test("every CLI flag is in docs/operations.md, which quotes --help verbatim and names no other flag", () => {
-  const cli = read("server/cli.ts");
+  const cli = read("server/host/cli.ts");
   const block = /const FLAGS = \{([\s\S]*?)\} as const;/.exec(cli)?.[1] ?? "";
   const flags = [...block.matchAll(/^\s+"?([a-z][a-z-]*)"?: \{/gm)].map((m) => m[1]!);
-  assert.ok(flags.length >= 15, `parsed too few flags from server/cli.ts: ${flags}`);
+  assert.ok(flags.length >= 15, `parsed too few flags from server/host/cli.ts: ${flags}`);
   for (const flag of flags) assert.ok(opsDoc.includes(`--${flag}`), `docs/operations.md lacks --${flag}`);
   assert.ok(opsDoc.includes(HELP), "docs/operations.md must quote `tito-server serve --help` exactly");
   // Flags the design mentions but the CLI does not have may be named only to say so.
   const absent = new Set(["data-dir", "durability"]);
   for (const m of opsDoc.matchAll(/--([a-z][a-z-]*[a-z])/g)) {
-    assert.ok(flags.includes(m[1]!) || absent.has(m[1]!), `docs/operations.md names --${m[1]}, which server/cli.ts does not define`);
+    assert.ok(flags.includes(m[1]!) || absent.has(m[1]!), `docs/operations.md names --${m[1]}, which server/host/cli.ts does not define`);
   }
 });
 
 test("every startSessionServer option is in docs/embedding.md with its default", () => {
-  const src = read("server/options.ts");
+  const src = read("server/host/options.ts");
   const body = /export interface SessionServerOptions \{([\s\S]*?)\n\}/.exec(src)?.[1] ?? "";
   const keys = [...body.matchAll(/^\s+(\w+)\?:/gm)].map((m) => m[1]!);
   assert.ok(keys.length >= 20, `parsed too few options: ${keys}`);

@@ -4,7 +4,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import OpenAI from "openai";
 import { startSessionServer, type SessionServer } from "../../index.ts";
-import { shardOf } from "../../server/shard-hash.ts";
+import { shardOf } from "../../server/router/shard-hash.ts";
 import { call, chat, newSession, startGatedEngine, toolLoop, WEATHER_TOOL, type GatedEngine } from "../helpers/server.ts";
 
 let engine: GatedEngine;

@@ -9,8 +9,8 @@ import { fileURLToPath } from "node:url";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { SamplesRequestError, startSessionServer, type SessionServer } from "../../index.ts";
-import { shardOf } from "../../server/shard-hash.ts";
-import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
+import { shardOf } from "../../server/router/shard-hash.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { call, newSession, toolLoop } from "../helpers/server.ts";
 import { readSafetensors } from "../helpers/safetensors.ts";
 

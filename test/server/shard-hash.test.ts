@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { hash64, mintSessionId, shardOf } from "../../server/shard-hash.ts";
+import { hash64, mintSessionId, shardOf } from "../../server/router/shard-hash.ts";
 
 /** The textbook FNV-1a 64 with BigInt, to check the two-halves version against. */
 function reference(text: string): bigint {

@@ -8,10 +8,10 @@ import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { renderChat, type ChatMessage } from "../../sessions/chat-template.ts";
-import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
-import { payloadByte } from "../../server/sim-engine-payload.ts";
-import { countAssistantTurns } from "../../server/sim-engine-prebuilt.ts";
-import { factsFromText, sampleArguments } from "../../server/sim-engine-reply.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import { payloadByte } from "../../server/sim-engine/sim-engine-payload.ts";
+import { countAssistantTurns } from "../../server/sim-engine/sim-engine-prebuilt.ts";
+import { factsFromText, sampleArguments } from "../../server/sim-engine/sim-engine-reply.ts";
 
 const qwen = loadTokenizerFolder(bundledQwen3Dir());
 const IM_END = qwen.tokenId("<|im_end|>")!;
@@ -283,7 +283,7 @@ test("pre-built mode: fixed replies per turn, N tokens ending in <|im_end|>, siz
 });
 
 test("engine-main: a real child process prints the ready line and serves /health", async () => {
-  const main = fileURLToPath(new URL("../../server/engine-main.ts", import.meta.url));
+  const main = fileURLToPath(new URL("../../server/sim-engine/engine-main.ts", import.meta.url));
   const proc = spawn(process.execPath, ["--import", "tsx", main, "--port", "0", "--latency-ms", "1"], { stdio: ["ignore", "pipe", "inherit"] });
   child = proc;
   const exited = once(proc, "exit");

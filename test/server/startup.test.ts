@@ -4,7 +4,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { SessionServerFailedError, startSessionServer, type SupervisionEvent } from "../../index.ts";
-import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitGone } from "../helpers/events.ts";
 
 let engine: SimEngine;

@@ -4,7 +4,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer } from "../../index.ts";
-import { shardOf } from "../../server/shard-hash.ts";
+import { shardOf } from "../../server/router/shard-hash.ts";
 import { waitForEvent } from "../helpers/events.ts";
 import { call, chat, newSession, startGatedEngine, type GatedEngine } from "../helpers/server.ts";
 

@@ -2,7 +2,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { renderChat, type ChatMessage } from "../../sessions/chat-template.ts";
 import { compareTrajectories } from "../../sessions/drift.ts";
-import { selectFamily } from "../../sessions/tito-family.ts";
+import { selectFamily } from "../../sessions/families/index.ts";
 import { qwen3 } from "./fixtures.ts";
 
 const folder = qwen3();

@@ -5,7 +5,7 @@ import { renderChat, templateOf, type ChatMessage } from "../../sessions/chat-te
 import { TemplateRenderError } from "../../sessions/errors.ts";
 import { generationPromptInputs, inputsArePlain } from "../../sessions/generation-prompt.ts";
 import { planPrompt, type PromptContext } from "../../sessions/prompt-builder.ts";
-import { selectFamily } from "../../sessions/tito-family.ts";
+import { selectFamily } from "../../sessions/families/index.ts";
 import type { TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { Trajectory } from "../../sessions/trajectory.ts";
 import { qwen3, WEATHER_TOOL } from "./fixtures.ts";

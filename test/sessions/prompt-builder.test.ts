@@ -3,7 +3,7 @@ import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../sessions/chat-template.ts";
 import { AppendRoleError, RollbackError, TokenizationError } from "../../sessions/errors.ts";
 import { planPrompt, type PromptContext } from "../../sessions/prompt-builder.ts";
-import { selectFamily } from "../../sessions/tito-family.ts";
+import { selectFamily } from "../../sessions/families/index.ts";
 import { Trajectory } from "../../sessions/trajectory.ts";
 import { renderChat } from "../../sessions/chat-template.ts";
 import { qwen3, WEATHER_TOOL } from "./fixtures.ts";

@@ -3,7 +3,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { createServer } from "node:net";
 import { createSessionCore, type CoreResponse, type SessionCore } from "../../sessions/index.ts";
-import { startSimEngine, type SimEngine } from "../../server/sim-engine.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { qwen3, WEATHER_TOOL } from "./fixtures.ts";
 
 const folder = qwen3();

@@ -1,0 +1,23 @@
+// The one coded-error base every layer's errors extend (docs/architecture.md, "Errors").
+// A coded error is an expected outcome (a client or the engine at fault, a process gone):
+// a stable `code` that is never reused, the HTTP status it maps to, a message, an optional
+// cause and optional `data` that crosses a process with it (transport/error-codec.ts).
+// A broken internal invariant is not one of these: that is a bug, and uses node:assert.
+
+export interface CodedErrorOptions {
+  cause?: unknown;
+  data?: unknown;
+}
+
+export class CodedError extends Error {
+  readonly code: string;
+  readonly status: number;
+  readonly data: unknown;
+  constructor(code: string, status: number, message: string, options?: CodedErrorOptions) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.status = status;
+    this.data = options?.data;
+  }
+}

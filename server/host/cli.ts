@@ -1,0 +1,179 @@
+// `tito-server serve`: the command-line front of startSessionServer(). Prints exactly one
+// line on stdout once ready (CONTRACT.md); everything else — logs and one readable line
+// per supervision event — goes to stderr. SIGINT/SIGTERM shut down cleanly (exit 0); a
+// failed tree prints why and exits 1; bad flags exit 2.
+import { parseArgs } from "node:util";
+import { formatEvent } from "../../actors/index.ts";
+import { InvalidOptionError } from "./errors.ts";
+import type { SessionServerOptions } from "./options.ts";
+import { startSessionServer } from "./session-server.ts";
+
+export const HELP = `Usage: tito-server serve [options]
+
+Runs the TITO session server: one HTTP router and N worker processes under supervision.
+
+Options:
+  --host ADDR                  listen address (default 127.0.0.1)
+  --port N                     listen port, 0 = pick a free one (default 8080)
+  --workers N                  worker processes / shards (default 8)
+  --engine URL                 SGLang-compatible engine; when absent the built-in
+                               simulated engine is started (and the log says so)
+  --tokenizer DIR              Hugging Face tokenizer folder (default: bundled Qwen3)
+  --tito-family NAME           default | qwen3 (default: detected from the tokenizer)
+  --chat-template-kwargs JSON  passed to every chat-template render (default {})
+  --allowed-append-roles LIST  comma list of roles a turn may append (default tool)
+  --routing-replay             ask the engine for routed_experts (R3) payloads
+  --indexer-replay             ask the engine for indexer_topk payloads
+  --max-restarts N             restarts of one child within the window before the
+                               tree fails; 0 = fail fast (default 3)
+  --restart-window-ms N        sliding window for --max-restarts (default 60000)
+  --events FILE                also append every supervision event to FILE (JSONL)
+  --durability MODE            journal | memory: journal (default) keeps each shard's
+                               sessions in an append-only journal that a restarted
+                               worker replays; memory loses them with the worker
+  --data-dir DIR               where shard journals live, kept (default: a fresh
+                               directory under the OS temp dir, removed on shutdown)
+  --fsync POLICY               every | interval | never: when journal writes reach
+                               the disk (default interval, every 100 ms)
+  --engine-timeout-ms N        per upstream request (default 600000)
+  --auth-token TOKEN           require "Authorization: Bearer TOKEN" on every route
+                               but /health (or env TITO_AUTH_TOKEN)
+  --body-limit BYTES           largest request body, 413 above (default 67108864)
+  --shard-wait-ms N            how long a request waits for a restarting shard (default 10000)
+  --sim-latency-ms N           simulated generation time of the built-in engine (default 0)
+  --log-level LEVEL            pino level: fatal|error|warn|info|debug|trace|silent (default info)
+  -h, --help                   show this help
+
+Once ready it prints: tito-server ready url=http://HOST:PORT workers=N instance=<id>
+`;
+
+const FLAGS = {
+  host: { type: "string" },
+  port: { type: "string" },
+  workers: { type: "string" },
+  engine: { type: "string" },
+  tokenizer: { type: "string" },
+  "tito-family": { type: "string" },
+  "chat-template-kwargs": { type: "string" },
+  "allowed-append-roles": { type: "string" },
+  "routing-replay": { type: "boolean" },
+  "indexer-replay": { type: "boolean" },
+  "max-restarts": { type: "string" },
+  "restart-window-ms": { type: "string" },
+  events: { type: "string" },
+  durability: { type: "string" },
+  "data-dir": { type: "string" },
+  fsync: { type: "string" },
+  "engine-timeout-ms": { type: "string" },
+  "auth-token": { type: "string" },
+  "body-limit": { type: "string" },
+  "shard-wait-ms": { type: "string" },
+  "sim-latency-ms": { type: "string" },
+  "log-level": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+function num(flag: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isFinite(n)) throw new InvalidOptionError(`--${flag} must be a number, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): SessionServerOptions | "help" {
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }));
+  } catch (err) {
+    throw new InvalidOptionError((err as Error).message);
+  }
+  if (values.help) return "help";
+  let kwargs: Record<string, unknown> | undefined;
+  if (values["chat-template-kwargs"] !== undefined) {
+    try {
+      kwargs = JSON.parse(values["chat-template-kwargs"]);
+    } catch (err) {
+      throw new InvalidOptionError(`--chat-template-kwargs must be a JSON object: ${(err as Error).message}`);
+    }
+    if (!kwargs || typeof kwargs !== "object" || Array.isArray(kwargs)) throw new InvalidOptionError("--chat-template-kwargs must be a JSON object");
+  }
+  return {
+    host: values.host,
+    port: num("port", values.port) ?? 8080,
+    workers: num("workers", values.workers),
+    engineUrl: values.engine,
+    tokenizerDir: values.tokenizer,
+    titoFamily: values["tito-family"] as SessionServerOptions["titoFamily"],
+    chatTemplateKwargs: kwargs,
+    allowedAppendRoles: values["allowed-append-roles"]?.split(",").map((r) => r.trim()).filter(Boolean),
+    routingReplay: values["routing-replay"],
+    indexerReplay: values["indexer-replay"],
+    maxRestarts: num("max-restarts", values["max-restarts"]),
+    restartWindowMs: num("restart-window-ms", values["restart-window-ms"]),
+    eventsFile: values.events,
+    durability: values.durability as SessionServerOptions["durability"],
+    dataDir: values["data-dir"],
+    fsync: values.fsync as SessionServerOptions["fsync"],
+    engineTimeoutMs: num("engine-timeout-ms", values["engine-timeout-ms"]),
+    authToken: values["auth-token"] ?? (env.TITO_AUTH_TOKEN || undefined),
+    bodyLimit: num("body-limit", values["body-limit"]),
+    shardWaitMs: num("shard-wait-ms", values["shard-wait-ms"]),
+    simLatencyMs: num("sim-latency-ms", values["sim-latency-ms"]),
+    logLevel: values["log-level"],
+  };
+}
+
+async function serve(argv: string[]): Promise<number> {
+  const parsed = parseServeArgs(argv);
+  if (parsed === "help") {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  if (!parsed.engineUrl) log("tito-server: no --engine given: starting the built-in simulated engine");
+  const server = await startSessionServer({ ...parsed, onEvent: (event) => log(formatEvent(event)) });
+  const tree = server.tree();
+  if (!parsed.engineUrl) log(`tito-server: simulated engine at ${server.engineUrl}`);
+  process.stdout.write(`tito-server ready url=${server.url} workers=${tree.shards.length} instance=${tree.instance_id}\n`);
+
+  return new Promise<number>((resolve) => {
+    const stop = (signal: string) => {
+      log(`tito-server: ${signal}: shutting down`);
+      void server.shutdown().then(() => resolve(0));
+    };
+    process.once("SIGINT", () => stop("SIGINT"));
+    process.once("SIGTERM", () => stop("SIGTERM"));
+    server.on("event", (event) => {
+      if (event.actor === "supervisor" && event.kind === "stopped" && server.tree().failure) {
+        log(`tito-server: the session server failed: ${server.tree().failure}`);
+        void server.shutdown().then(() => resolve(1));
+      }
+    });
+  });
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === "-h" || command === "--help" || command === "help") {
+    process.stdout.write(HELP);
+    return command === undefined ? 2 : 0;
+  }
+  if (command !== "serve") {
+    process.stderr.write(`tito-server: unknown command ${JSON.stringify(command)}\n\n${HELP}`);
+    return 2;
+  }
+  try {
+    return await serve(rest);
+  } catch (err) {
+    if (err instanceof InvalidOptionError) {
+      process.stderr.write(`tito-server: ${err.message}\n(see tito-server serve --help)\n`);
+      return 2;
+    }
+    process.stderr.write(`tito-server: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}` || /server\/host\/cli\.[jt]s$/.test(process.argv[1] ?? "")) {
+  main(process.argv.slice(2)).then((code) => process.exit(code));
+}

@@ -1,0 +1,39 @@
+// Coded errors of the host: the embedding API, its options and the CLI.
+// Codes are stable and never reused; docs/errors.md lists each one.
+
+import { CodedError } from "../../buffers/coded-error.ts";
+
+/** The server layer's errors: one base, so a caller can tell the layer. */
+export class ServerError extends CodedError {}
+
+/** A bad option to startSessionServer() or a bad CLI flag. */
+export class InvalidOptionError extends ServerError {
+  constructor(message: string) {
+    super("TITO_ERR_INVALID_OPTION", 400, message);
+  }
+}
+
+/** Another live server holds the journal directory's lock (server/data-dir-lock.ts). */
+export class DataDirInUseError extends ServerError {
+  readonly dir: string;
+  readonly holderPid: number | undefined;
+  constructor(dir: string, lockPath: string, holderPid: number | undefined) {
+    const who = holderPid === undefined ? "another tito-server" : `another tito-server (pid ${holderPid})`;
+    super(
+      "TITO_ERR_DATA_DIR_IN_USE",
+      409,
+      `data directory ${dir} is in use by ${who}: one server per --data-dir. If no such server runs (the pid was reused), remove ${lockPath}`,
+    );
+    this.dir = dir;
+    this.holderPid = holderPid;
+  }
+}
+
+/** server.samples() got a non-200: `status` is the HTTP status (404 unknown or lost session, 400 bad request, …). */
+export class SamplesRequestError extends ServerError {
+  readonly sessionId: string;
+  constructor(sessionId: string, status: number, message: string) {
+    super("TITO_ERR_SAMPLES_REQUEST", status, `samples of session ${sessionId} failed (${status}): ${message}`);
+    this.sessionId = sessionId;
+  }
+}

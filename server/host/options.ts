@@ -1,0 +1,122 @@
+// The options of startSessionServer() and of `tito-server serve`, with their defaults
+// and validation in one place, so the CLI and the embedding API cannot disagree.
+import { InvalidOptionError } from "./errors.ts";
+
+export interface SessionServerOptions {
+  /** Listen address of the HTTP front door. Default "127.0.0.1". */
+  host?: string;
+  /** Listen port; 0 picks a free one. Default 8080 (the CLI) — the embedding API defaults to 0. */
+  port?: number;
+  /** Worker processes (shards). Default 8. */
+  workers?: number;
+  /** SGLang-compatible engine URL. When absent, the built-in simulated engine is started. */
+  engineUrl?: string;
+  /** Hugging Face tokenizer folder. Default: the bundled Qwen3 folder. */
+  tokenizerDir?: string;
+  /** TITO family; default detected from the tokenizer. */
+  titoFamily?: "default" | "qwen3";
+  chatTemplateKwargs?: Record<string, unknown>;
+  /** Roles a later turn may append. Default ["tool"]. */
+  allowedAppendRoles?: string[];
+  routingReplay?: boolean;
+  indexerReplay?: boolean;
+  /** Restarts of one child allowed within restartWindowMs before the tree fails. 0 = fail fast. Default 3. */
+  maxRestarts?: number;
+  restartWindowMs?: number;
+  /** Backoff before the first restart, doubling up to 10 s. Default 250. */
+  restartBackoffMs?: number;
+  /** Also append every supervision event to this JSONL file. */
+  eventsFile?: string;
+  /** Per upstream request. Default 600000. */
+  engineTimeoutMs?: number;
+  /** Require `Authorization: Bearer <token>` on every route but /health. */
+  authToken?: string;
+  /** pino level of the children's logs (stderr). Default "info". */
+  logLevel?: string;
+  /** Largest request body accepted (413 above). Default 64 MiB. */
+  bodyLimit?: number;
+  /** How long a request for a restarting shard waits for the new worker. Default 10000. */
+  shardWaitMs?: number;
+  /** SIGTERM -> SIGKILL grace when stopping a child. Default 5000. */
+  shutdownGraceMs?: number;
+  /** Give up starting after this long. Default 120000. */
+  startTimeoutMs?: number;
+  /** Called with every supervision event from the very first one (startup included). */
+  onEvent?: (event: import("../../actors/index.ts").SupervisionEvent) => void;
+  /** Simulated generation latency of the built-in engine (only without engineUrl). */
+  simLatencyMs?: number;
+  /** "journal" (default): each shard appends its sessions to a journal and a restarted worker replays it; "memory": lost with the worker. */
+  durability?: "journal" | "memory";
+  /** Where shard journals live (one subdirectory per shard); kept. Default: a fresh directory under the OS temp dir, removed on clean shutdown. */
+  dataDir?: string;
+  /** When journal writes are fsynced: "every" entry before its ack, "interval" (default, every 100 ms), or "never" (the OS decides). */
+  fsync?: "every" | "interval" | "never";
+}
+
+export type ResolvedOptions = Required<
+  Omit<SessionServerOptions, "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent" | "dataDir">
+> &
+  Pick<SessionServerOptions, "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent" | "dataDir">;
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
+
+function int(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidOptionError(`${name} must be an integer between ${min} and ${max}, got ${value}`);
+  }
+  return value;
+}
+
+export function resolveOptions(options: SessionServerOptions, defaults: { port: number }): ResolvedOptions {
+  const resolved: ResolvedOptions = {
+    host: options.host ?? "127.0.0.1",
+    port: int("port", options.port ?? defaults.port, 0, 65535),
+    workers: int("workers", options.workers ?? 8, 1, 256),
+    engineUrl: options.engineUrl,
+    tokenizerDir: options.tokenizerDir,
+    titoFamily: options.titoFamily,
+    chatTemplateKwargs: options.chatTemplateKwargs ?? {},
+    allowedAppendRoles: options.allowedAppendRoles ?? ["tool"],
+    routingReplay: options.routingReplay ?? false,
+    indexerReplay: options.indexerReplay ?? false,
+    maxRestarts: int("maxRestarts", options.maxRestarts ?? 3, 0),
+    restartWindowMs: int("restartWindowMs", options.restartWindowMs ?? 60_000, 1),
+    restartBackoffMs: int("restartBackoffMs", options.restartBackoffMs ?? 250, 0),
+    eventsFile: options.eventsFile,
+    engineTimeoutMs: int("engineTimeoutMs", options.engineTimeoutMs ?? 600_000, 1),
+    authToken: options.authToken,
+    logLevel: options.logLevel ?? "info",
+    bodyLimit: int("bodyLimit", options.bodyLimit ?? 64 * 1024 * 1024, 1),
+    shardWaitMs: int("shardWaitMs", options.shardWaitMs ?? 10_000, 0),
+    shutdownGraceMs: int("shutdownGraceMs", options.shutdownGraceMs ?? 5_000, 0),
+    startTimeoutMs: int("startTimeoutMs", options.startTimeoutMs ?? 120_000, 1),
+    simLatencyMs: int("simLatencyMs", options.simLatencyMs ?? 0, 0),
+    onEvent: options.onEvent,
+    durability: options.durability ?? "journal",
+    dataDir: options.dataDir,
+    fsync: options.fsync ?? "interval",
+  };
+  if (!["journal", "memory"].includes(resolved.durability)) {
+    throw new InvalidOptionError(`durability must be "journal" or "memory", got ${JSON.stringify(resolved.durability)}`);
+  }
+  if (!["every", "interval", "never"].includes(resolved.fsync)) {
+    throw new InvalidOptionError(`fsync must be "every", "interval" or "never", got ${JSON.stringify(resolved.fsync)}`);
+  }
+  if (resolved.dataDir !== undefined && resolved.dataDir.trim() === "") throw new InvalidOptionError("dataDir must not be empty");
+  if (resolved.titoFamily && !["default", "qwen3"].includes(resolved.titoFamily)) {
+    throw new InvalidOptionError(`titoFamily must be "default" or "qwen3", got ${JSON.stringify(resolved.titoFamily)}`);
+  }
+  if (!LOG_LEVELS.includes(resolved.logLevel)) {
+    throw new InvalidOptionError(`logLevel must be one of ${LOG_LEVELS.join(", ")}, got ${resolved.logLevel}`);
+  }
+  if (resolved.engineUrl) {
+    try {
+      const url = new URL(resolved.engineUrl);
+      if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("not http(s)");
+    } catch {
+      throw new InvalidOptionError(`engineUrl must be an http(s) URL, got ${resolved.engineUrl}`);
+    }
+  }
+  if (resolved.allowedAppendRoles.length === 0) throw new InvalidOptionError("allowedAppendRoles must name at least one role");
+  return resolved;
+}

@@ -1,0 +1,264 @@
+// The embedding API: startSessionServer() starts the supervision tree (router + N
+// workers as child processes) and returns a handle for a rollout program. The host
+// process (the caller's) runs only the actor system: no request passes through it.
+// Without engineUrl the built-in simulated engine runs in this process (a stand-in
+// for the GPU engine, for development and examples).
+import { randomBytes } from "node:crypto";
+import { EventEmitter } from "node:events";
+import { request as httpRequest } from "node:http";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { SessionServerFailedError, SupervisionTree, type SupervisionEvent, type TreeSnapshot } from "../../actors/index.ts";
+import { lockDataDir, type DataDirLock } from "./data-dir-lock.ts";
+import type { TrainingSample } from "../../sessions/index.ts";
+import { SamplesRequestError } from "./errors.ts";
+import { resolveOptions, type ResolvedOptions, type SessionServerOptions } from "./options.ts";
+import type { SimEngine } from "../sim-engine/sim-engine.ts";
+import type { RouterConfig } from "../router/router-main.ts";
+import type { WorkerConfig } from "../worker/worker-main.ts";
+
+const here = dirname(fileURLToPath(import.meta.url));
+// Children run the same build as this module: the compiled .js in dist/ (plain node), or the
+// .ts sources through tsx when this module itself runs from source (tests, development).
+const entryExt = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
+
+export interface SessionServer {
+  /** "http://127.0.0.1:PORT" — the HTTP front door (the router process). */
+  readonly url: string;
+  /** The engine the workers talk to (the simulated one when none was given). */
+  readonly engineUrl: string;
+  /** Throws SessionServerFailedError once the tree has failed or was shut down. */
+  check(): void;
+  /** The supervision tree, as GET /supervision returns it. */
+  tree(): TreeSnapshot;
+  /** Every supervision event from the start, then live ones until shutdown. */
+  readonly events: AsyncIterable<SupervisionEvent>;
+  on(event: "event", listener: (event: SupervisionEvent) => void): this;
+  off(event: "event", listener: (event: SupervisionEvent) => void): this;
+  /** Stop everything: SIGTERM, grace, SIGKILL. Idempotent; concurrent callers share it. */
+  shutdown(): Promise<void>;
+  /** POST {url}/sessions/{id}/samples (JSON): the session as one training sample; rejects with SamplesRequestError on a non-200. */
+  samples(sessionId: string, opts?: { maxSeqLen?: number }): Promise<TrainingSample>;
+}
+
+class ServerHandle extends EventEmitter implements SessionServer {
+  readonly url: string;
+  readonly engineUrl: string;
+  readonly #tree: SupervisionTree;
+  readonly #cleanup: () => Promise<void>;
+  readonly #authToken: string | undefined;
+  #stopping: Promise<void> | undefined;
+
+  constructor(url: string, engineUrl: string, tree: SupervisionTree, cleanup: () => Promise<void>, authToken?: string) {
+    super();
+    this.#authToken = authToken;
+    this.url = url;
+    this.engineUrl = engineUrl;
+    this.#tree = tree;
+    this.#cleanup = cleanup;
+    tree.on("event", (event: SupervisionEvent) => this.emit("event", event));
+  }
+
+  check(): void {
+    this.#tree.check();
+  }
+
+  tree(): TreeSnapshot {
+    return this.#tree.tree();
+  }
+
+  get events(): AsyncIterable<SupervisionEvent> {
+    return iterateEvents(this.#tree);
+  }
+
+  async samples(sessionId: string, opts: { maxSeqLen?: number } = {}): Promise<TrainingSample> {
+    const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
+    if (this.#authToken !== undefined) headers.authorization = `Bearer ${this.#authToken}`;
+    const body = opts.maxSeqLen === undefined ? {} : { max_seq_len: opts.maxSeqLen };
+    const res = await httpText(`${this.url}/sessions/${encodeURIComponent(sessionId)}/samples`, { method: "POST", headers, body: JSON.stringify(body) });
+    const text = res.text;
+    if (res.status !== 200) {
+      let message = text;
+      try {
+        message = (JSON.parse(text) as { error?: string }).error ?? text;
+      } catch {
+        // not our JSON error body (a proxy in between?): keep the text
+      }
+      throw new SamplesRequestError(sessionId, res.status, message);
+    }
+    return JSON.parse(text) as TrainingSample;
+  }
+
+  shutdown(): Promise<void> {
+    this.#stopping ??= (async () => {
+      await this.#tree.shutdown();
+      await this.#cleanup();
+    })();
+    return this.#stopping;
+  }
+}
+
+async function* iterateEvents(tree: SupervisionTree): AsyncGenerator<SupervisionEvent> {
+  let last = 0;
+  let wake: (() => void) | undefined;
+  let done = false;
+  const onEvent = () => wake?.();
+  const onShutdown = () => {
+    done = true;
+    wake?.();
+  };
+  tree.on("event", onEvent);
+  tree.once("shutdown", onShutdown);
+  try {
+    for (;;) {
+      const batch = tree.events(last);
+      for (const event of batch) {
+        last = event.seq;
+        yield event;
+      }
+      if (done) return;
+      if (batch.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+    }
+  } finally {
+    tree.off("event", onEvent);
+    tree.off("shutdown", onShutdown);
+  }
+}
+
+function childSpecs(opts: ResolvedOptions, engineUrl: string, instanceId: string, socketDir: string, dataDir: string | undefined) {
+  const router: RouterConfig = {
+    host: opts.host,
+    port: opts.port,
+    workers: opts.workers,
+    bodyLimit: opts.bodyLimit,
+    shardWaitMs: opts.shardWaitMs,
+    instanceId,
+    authToken: opts.authToken,
+    logLevel: opts.logLevel,
+  };
+  const shards = Array.from({ length: opts.workers }, (_, index) => {
+    const config: WorkerConfig = {
+      index,
+      socketDir,
+      engineUrl,
+      tokenizerDir: opts.tokenizerDir,
+      titoFamily: opts.titoFamily,
+      chatTemplateKwargs: opts.chatTemplateKwargs,
+      allowedAppendRoles: opts.allowedAppendRoles,
+      routingReplay: opts.routingReplay,
+      indexerReplay: opts.indexerReplay,
+      engineTimeoutMs: opts.engineTimeoutMs,
+      authToken: opts.authToken,
+      logLevel: opts.logLevel,
+      durability: opts.durability,
+      dataDir,
+      fsync: opts.fsync,
+    };
+    // --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
+    return { name: `shard-${index}`, entry: join(here, "..", "worker", `worker-main${entryExt}`), config: config as unknown as Record<string, unknown>, nodeFlags: ["--expose-gc"] };
+  });
+  return { router: { name: "router", entry: join(here, "..", "router", `router-main${entryExt}`), config: router as unknown as Record<string, unknown> }, shards };
+}
+
+/**
+ * One request to the router, answered as text. node:http rather than fetch(): the host
+ * otherwise sends nothing over HTTP, and the first fetch() loads Node's bundled undici and
+ * compiles its WASM parser, which took the host's RSS from ~58 to ~87 MiB.
+ */
+function httpText(url: string, init: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {}): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: init.method ?? "GET", headers: init.headers, timeout: init.timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (chunk: Buffer) => chunks.push(chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+      res.on("error", reject);
+    });
+    req.on("timeout", () => req.destroy(new Error(`no answer from ${url} within ${init.timeoutMs} ms`)));
+    req.on("error", reject);
+    req.end(init.body);
+  });
+}
+
+async function waitHealthy(url: string, deadline: number): Promise<void> {
+  let last = "";
+  while (Date.now() < deadline) {
+    try {
+      const res = await httpText(`${url}/health`, { timeoutMs: 5_000 });
+      if (res.status === 200) return;
+      last = `${res.status} ${res.text}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new SessionServerFailedError(`session server did not become healthy: ${last}`);
+}
+
+/** Start the session server: the router and `workers` worker processes under supervision. */
+export async function startSessionServer(options: SessionServerOptions = {}): Promise<SessionServer> {
+  const opts = resolveOptions(options, { port: 0 });
+  const instanceId = randomBytes(16).toString("hex");
+  const socketDir = mkdtempSync(join(tmpdir(), "tito-sock-"));
+  // A journal directory the caller named is theirs to keep; a default one lives as long as the server.
+  let dataDir: string | undefined;
+  let ownDataDir = false;
+  let lock: DataDirLock | undefined;
+  let engine: SimEngine | undefined;
+  let tree: SupervisionTree | undefined;
+  const cleanup = async () => {
+    await engine?.close();
+    rmSync(socketDir, { recursive: true, force: true });
+    lock?.release();
+    if (ownDataDir && dataDir) rmSync(dataDir, { recursive: true, force: true });
+  };
+  try {
+    if (opts.durability === "journal") {
+      if (opts.dataDir !== undefined) {
+        mkdirSync((dataDir = resolve(opts.dataDir)), { recursive: true });
+        lock = lockDataDir(dataDir, instanceId);
+      } else [dataDir, ownDataDir] = [mkdtempSync(join(tmpdir(), "tito-data-")), true];
+    }
+    if (!opts.engineUrl) {
+      // Loaded only when needed: with a real engine the host never holds the simulator's
+      // HTTP server and tokenizer code.
+      const { startSimEngine } = await import("../sim-engine/sim-engine.ts");
+      engine = await startSimEngine({ tokenizerDir: opts.tokenizerDir, latencyMs: opts.simLatencyMs });
+    }
+    const engineUrl = opts.engineUrl ?? engine!.url;
+    const specs = childSpecs(opts, engineUrl, instanceId, socketDir, dataDir);
+    let url = "";
+    tree = new SupervisionTree({
+      instanceId,
+      router: specs.router,
+      shards: specs.shards,
+      restart: { maxRestarts: opts.maxRestarts, windowMs: opts.restartWindowMs, baseBackoffMs: opts.restartBackoffMs },
+      graceMs: opts.shutdownGraceMs,
+      eventsFile: opts.eventsFile,
+      listeners: [
+        ...(opts.onEvent ? [opts.onEvent] : []),
+        (event) => {
+          if (event.actor !== "router" || event.kind !== "ready") return;
+          // A restarted router binds the port the first one got, so the URL never changes.
+          url ||= String(event.detail.url);
+          specs.router.config.port = Number(event.detail.port);
+        },
+      ],
+    });
+    const deadline = Date.now() + opts.startTimeoutMs;
+    const timer = new Promise<never>((_, reject) => {
+      const t = setTimeout(() => reject(new SessionServerFailedError(`session server did not start within ${opts.startTimeoutMs} ms`)), opts.startTimeoutMs);
+      t.unref();
+    });
+    await Promise.race([tree.whenRunning(), timer]);
+    // The ready event reaches listeners through the event-log actor: wait for it.
+    while (!url && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitHealthy(url, deadline);
+    return new ServerHandle(url, engineUrl, tree, cleanup, opts.authToken);
+  } catch (err) {
+    await tree?.shutdown();
+    await cleanup();
+    throw err;
+  }
+}

@@ -1,0 +1,31 @@
+// Coded errors the router writes to HTTP clients. Codes are stable and never reused;
+// docs/errors.md lists each one (test/actors/errors.test.ts).
+
+import { CodedError } from "../../buffers/coded-error.ts";
+
+/** The router's errors: one base, so a caller can tell the layer. */
+export class RouterError extends CodedError {}
+
+/** The shard that owns a session has no live worker (down, restarting past the wait bound). */
+export class WorkerUnavailableError extends RouterError {
+  /** Why, for logs; the HTTP body is exactly CONTRACT.md's "session worker unavailable". */
+  readonly detail: string;
+  constructor(shard: number, why: string, options?: { cause?: unknown }) {
+    super("TITO_ERR_WORKER_UNAVAILABLE", 503, "session worker unavailable", options);
+    this.detail = `shard ${shard}: ${why}`;
+  }
+}
+
+/** The worker failed the request (a bug or a transport failure other than its death). */
+export class WorkerFailedError extends RouterError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("TITO_ERR_WORKER_FAILED", 502, `session worker error: ${message}`, options);
+  }
+}
+
+/** Authorization header missing or wrong while --auth-token is on. */
+export class UnauthorizedError extends RouterError {
+  constructor() {
+    super("TITO_ERR_UNAUTHORIZED", 401, "missing or invalid bearer token");
+  }
+}

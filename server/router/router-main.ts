@@ -1,0 +1,49 @@
+// Entry point of the router process. Tokenizer-free by rule: it imports transport/ and
+// the control-message types, never sessions/. The host tells it where each worker
+// listens (ShardRoute) and pushes the tree and events for /supervision.
+import pino from "pino";
+import { startChildRuntime, type HostToRouter } from "../../actors/index.ts";
+import { buildRouterApp } from "./router-app.ts";
+import { addEvents, type RouterStatus } from "./router-status.ts";
+import { ShardLinks } from "./shard-links.ts";
+
+export interface RouterConfig {
+  host: string;
+  port: number;
+  workers: number;
+  bodyLimit: number;
+  shardWaitMs: number;
+  instanceId: string;
+  authToken?: string;
+  logLevel: string;
+}
+
+const runtime = startChildRuntime<RouterConfig>();
+const config = runtime.config;
+const logger = pino({ level: config.logLevel, base: { proc: "router", epoch: config.epoch } }, pino.destination(2));
+const links = new ShardLinks(config.workers, config.shardWaitMs);
+const status: RouterStatus = { instanceId: config.instanceId, tree: null, events: [] };
+
+runtime.onMessage((raw) => {
+  const message = raw as HostToRouter;
+  if (message.type === "shards") links.update(message.shards);
+  else if (message.type === "tree") status.tree = message.tree;
+  else if (message.type === "events") addEvents(status, message.events);
+});
+
+const app = buildRouterApp({ links, status, bodyLimit: config.bodyLimit, authToken: config.authToken, logger });
+runtime.onClose(async () => {
+  links.close();
+  await app.close();
+});
+
+try {
+  await app.listen({ host: config.host, port: config.port });
+} catch (err) {
+  logger.fatal({ err }, "router cannot listen");
+  process.exit(3);
+}
+const address = app.server.address();
+const port = typeof address === "object" && address ? address.port : config.port;
+const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+runtime.ready({ url: `http://${host}:${port}`, port });

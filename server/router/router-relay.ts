@@ -1,0 +1,127 @@
+// Relays one request to the worker that owns its shard and the worker's reply back,
+// unchanged: status, headers and body bytes are passed through, never parsed. A body
+// the worker streams is written to the socket piece by piece (pipeBody). Failure mapping (CONTRACT.md): no live
+// worker, or the worker died mid-request -> 503; the worker failed the request -> 502.
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { ChannelClosedError, RequestAbortedError, release, type Meta } from "../../transport/index.ts";
+import { WorkerFailedError, WorkerUnavailableError } from "./errors.ts";
+import type { ShardLinks } from "./shard-links.ts";
+import type { RouterMetrics } from "./router-metrics.ts";
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
+  return reply.code(status).header("content-type", JSON_TYPE).send(JSON.stringify({ error: message }));
+}
+
+export async function relay(
+  links: ShardLinks,
+  shard: number,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  meta: Meta,
+  body?: Buffer,
+  metrics?: RouterMetrics,
+): Promise<FastifyReply> {
+  const label = { shard: String(shard) };
+  reply.header("x-tito-shard", label.shard);
+  metrics?.inflight.inc(label);
+  const controller = new AbortController();
+  reply.raw.once("close", () => {
+    metrics?.inflight.dec(label);
+    // The client went away before we answered: cancel the worker's work and its reply.
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  let channel;
+  try {
+    channel = await links.acquire(shard, controller.signal);
+  } catch (err) {
+    request.log.warn({ shard, err: (err as WorkerUnavailableError).detail ?? String(err) }, "shard unavailable");
+    return sendError(reply, 503, new WorkerUnavailableError(shard, "unavailable").message);
+  }
+  let res;
+  let whole: Buffer[] | undefined;
+  try {
+    res = await channel.request(meta, body, { signal: controller.signal });
+    if (!res.body.streaming) whole = await res.body.collect();
+  } catch (err) {
+    if (err instanceof RequestAbortedError) return reply; // nobody is listening any more
+    if (err instanceof ChannelClosedError) {
+      request.log.warn({ shard }, "worker died with the request in flight");
+      return sendError(reply, 503, new WorkerUnavailableError(shard, "worker exited").message);
+    }
+    return sendError(reply, 502, new WorkerFailedError((err as Error).message).message);
+  }
+  const status = Number(res.meta.status) || 502;
+  const headers = (res.meta.headers ?? {}) as Record<string, string>;
+  if (whole) {
+    let bytes: Buffer;
+    if (whole.length === 1) {
+      bytes = whole[0]!;
+      // A view of the channel's read slab: the slab is reused once the response is out.
+      onceDone(reply.raw, () => release(bytes));
+    } else {
+      bytes = Buffer.concat(whole);
+      for (const piece of whole) release(piece);
+    }
+    metrics?.relayedBytes.inc(label, bytes.length);
+    return reply.code(status).headers(headers).send(bytes);
+  }
+  return pipeBody(request, reply, status, headers, res.body, metrics === undefined ? undefined : (n) => metrics.relayedBytes.inc(label, n));
+}
+
+/** Runs `fn` once, when the response has been handed to the socket or was torn down. */
+function onceDone(raw: NodeJS.WritableStream & { once(event: string, fn: () => void): unknown }, fn: () => void): void {
+  let done = false;
+  const run = () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
+  raw.once("finish", run);
+  raw.once("close", run);
+}
+
+// A streamed body is written straight to the socket, piece by piece, with backpressure:
+// no stream objects per piece, and each piece's read slab is released as soon as the
+// socket has taken it. A body that fails midway (the worker died) cuts the response
+// short, so the client sees an incomplete body, never a complete-looking wrong one.
+async function pipeBody(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  headers: Record<string, string>,
+  body: AsyncIterable<Buffer>,
+  count: ((bytes: number) => void) | undefined,
+): Promise<FastifyReply> {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(status, { ...(reply.getHeaders() as Record<string, string>), ...headers });
+  try {
+    for await (const piece of body) {
+      count?.(piece.length);
+      if (raw.destroyed) {
+        release(piece);
+        break;
+      }
+      if (!raw.write(piece, () => release(piece))) await drained(raw);
+    }
+    raw.end();
+  } catch (err) {
+    if (!(err instanceof RequestAbortedError)) request.log.warn({ err: (err as Error).message }, "relayed body failed midway");
+    raw.destroy();
+  }
+  return reply;
+}
+
+function drained(raw: FastifyReply["raw"]): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off("drain", done);
+      raw.off("close", done);
+      resolve();
+    };
+    raw.on("drain", done);
+    raw.on("close", done);
+  });
+}

@@ -1,0 +1,180 @@
+// The simulated engine's "model": a deterministic reply derived from the prompt.
+// Owns reply choice (plain text or a Qwen-format tool call of the first tool), the
+// completion token ids, logprobs and the SGLang-shaped response object.
+// It never touches HTTP and never keeps state between requests: the same prompt
+// always yields the same reply (apart from the response id and timestamp).
+import { randomUUID } from "node:crypto";
+import type { TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
+
+const SENTENCES = [
+  "The weather looks calm and clear today.",
+  "I have checked the numbers and they add up.",
+  "Here is a short summary of what I found.",
+  "That task is done; nothing else is pending.",
+  "The answer depends on the input you gave me.",
+  "Let me know if you need anything more.",
+  "I looked it up and the result is consistent.",
+  "Everything went as planned on this step.",
+];
+
+/** What the engine knows about a prompt once it has its token ids. */
+export interface PromptFacts {
+  ids: readonly number[];
+  /** Assistant turns already in the conversation (0 on the first turn). */
+  turn: number;
+  /** The last turn before the generation prompt is a tool result. */
+  afterToolResult: boolean;
+  tools: readonly unknown[];
+}
+
+export interface SimReply {
+  content: string;
+  toolCalls?: Array<{ id: string; type: "function"; function: { name: string; arguments: string } }>;
+  completionIds: number[];
+  finish: "stop" | "tool_calls" | "length";
+}
+
+/** FNV-1a over 32-bit ids: cheap, stable across processes, good enough to pick a sentence. */
+export function hashIds(ids: readonly number[], seed = 0x811c9dc5): number {
+  let h = seed >>> 0;
+  for (const id of ids) {
+    h ^= id & 0xffff;
+    h = Math.imul(h, 0x01000193) >>> 0;
+    h ^= id >>> 16;
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h >>> 0;
+}
+
+/** JSON with Python's json.dumps separators (", " and ": "), as Qwen's template and SGLang write it. */
+export function pyJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(pyJson).join(", ")}]`;
+  if (value !== null && typeof value === "object") {
+    const parts = Object.entries(value as Record<string, unknown>).map(([k, v]) => `${JSON.stringify(k)}: ${pyJson(v)}`);
+    return `{${parts.join(", ")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+function toolFunction(tool: unknown): { name: string; parameters?: Record<string, unknown> } | undefined {
+  if (!tool || typeof tool !== "object") return undefined;
+  const t = tool as Record<string, unknown>;
+  const fn = (t.function && typeof t.function === "object" ? t.function : t) as Record<string, unknown>;
+  if (typeof fn.name !== "string") return undefined;
+  return { name: fn.name, parameters: fn.parameters as Record<string, unknown> | undefined };
+}
+
+function sampleValue(schema: unknown): unknown {
+  const s = (schema && typeof schema === "object" ? schema : {}) as Record<string, unknown>;
+  if (Array.isArray(s.enum) && s.enum.length > 0) return s.enum[0];
+  const type = Array.isArray(s.type) ? s.type[0] : s.type;
+  switch (type) {
+    case "integer":
+    case "number":
+      return 1;
+    case "boolean":
+      return true;
+    case "array":
+      return [];
+    case "object":
+      return {};
+    case "null":
+      return null;
+    default:
+      return "value";
+  }
+}
+
+/** A small deterministic argument object from a JSON-schema `parameters`: one sample value per property. */
+export function sampleArguments(parameters: Record<string, unknown> | undefined): Record<string, unknown> {
+  const props = (parameters?.properties ?? {}) as Record<string, unknown>;
+  const args: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(props)) args[key] = sampleValue(schema);
+  return args;
+}
+
+/** Deterministic negative logprob for the token at `position`. */
+export function logprobAt(id: number, position: number): number {
+  const h = hashIds([id, position]);
+  return -(1 + (h % 4000)) / 1000;
+}
+
+/**
+ * Turn count and tool-result flag from a decoded Qwen-style prompt: the final
+ * `<|im_start|>assistant` without an `<|im_end|>` after it is the generation prompt;
+ * the block before it is the last turn. Tool results render as a `user` block whose
+ * content starts with `<tool_response>`.
+ */
+export function factsFromText(text: string): { turn: number; afterToolResult: boolean } {
+  const opener = "<|im_start|>assistant";
+  let turn = text.split(opener).length - 1;
+  let end = text.length;
+  const gen = text.lastIndexOf(opener);
+  if (gen >= 0 && !text.includes("<|im_end|>", gen)) {
+    turn -= 1;
+    end = gen;
+  }
+  const start = text.lastIndexOf("<|im_start|>", end - 1);
+  if (start < 0) return { turn: Math.max(turn, 0), afterToolResult: false };
+  const block = text.slice(start + "<|im_start|>".length, end);
+  const afterToolResult = block.startsWith("user\n") && block.slice(5).trimStart().startsWith("<tool_response>");
+  return { turn: Math.max(turn, 0), afterToolResult };
+}
+
+/** The reply for a prompt, truncated to `maxTokens` when given. */
+export function buildReply(folder: TokenizerFolder, facts: PromptFacts, maxTokens?: number): SimReply {
+  const imEnd = folder.tokenId("<|im_end|>") ?? folder.tokenId(String(folder.config.eos_token ?? ""));
+  const h = hashIds(facts.ids);
+  const tool = facts.afterToolResult ? undefined : facts.tools.map(toolFunction).find((t) => t !== undefined);
+  let text: string;
+  let toolCalls: SimReply["toolCalls"];
+  if (tool) {
+    const args = pyJson(sampleArguments(tool.parameters));
+    text = `<tool_call>\n{"name": ${JSON.stringify(tool.name)}, "arguments": ${args}}\n</tool_call>`;
+    toolCalls = [{ id: `call_${h.toString(16).padStart(8, "0")}${facts.turn}`, type: "function", function: { name: tool.name, arguments: args } }];
+  } else {
+    text = `Turn ${facts.turn + 1}: ${SENTENCES[h % SENTENCES.length]}`;
+  }
+  const completionIds = folder.encode(text);
+  if (imEnd !== undefined) completionIds.push(imEnd);
+  if (maxTokens !== undefined && completionIds.length > maxTokens) {
+    const cut = completionIds.slice(0, Math.max(0, maxTokens));
+    return { content: folder.decode(cut), completionIds: cut, finish: "length" };
+  }
+  if (toolCalls) return { content: "", toolCalls, completionIds, finish: "tool_calls" };
+  return { content: text, completionIds, finish: "stop" };
+}
+
+/** Marker value replaced by the routed_experts bytes when the body is written (see sim-engine-payload.ts). */
+export const ROUTED_EXPERTS_MARKER = "__tito_sim_routed_experts__";
+
+/** The SGLang-shaped response object; routed_experts, when wanted, holds the marker. */
+export function responseObject(
+  model: string,
+  promptTokens: number,
+  reply: SimReply,
+  imEnd: number | undefined,
+  withRoutedExperts: boolean,
+): Record<string, unknown> {
+  const id = randomUUID().replace(/-/g, "");
+  const ids = reply.completionIds;
+  const matchedStop = reply.finish !== "length" && ids.length > 0 && ids[ids.length - 1] === imEnd;
+  const metaInfo: Record<string, unknown> = {
+    id,
+    prompt_tokens: promptTokens,
+    completion_tokens: ids.length,
+    output_token_logprobs: ids.map((t, i) => [logprobAt(t, i), t]),
+    finish_reason: reply.finish === "length" ? { type: "length", length: ids.length } : matchedStop ? { type: "stop", matched: imEnd } : { type: "stop" },
+  };
+  if (withRoutedExperts) metaInfo.routed_experts = ROUTED_EXPERTS_MARKER;
+  const message: Record<string, unknown> = { role: "assistant", content: reply.content };
+  if (reply.toolCalls) message.tool_calls = reply.toolCalls;
+  return {
+    id,
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: reply.finish, meta_info: metaInfo }],
+    usage: { prompt_tokens: promptTokens, completion_tokens: ids.length, total_tokens: promptTokens + ids.length },
+  };
+}

@@ -1,0 +1,208 @@
+// The simulated SGLang-compatible engine: a Fastify app that answers
+// `POST /v1/chat/completions` with a deterministic reply, `GET /health` and
+// `GET /v1/models`. It stands in for SGLang in tests, `npm start` and benchmarks.
+//
+// Modes:
+// - default: reads `input_ids` (decoded with the tokenizer) or renders `messages`, then
+//   replies (sim-engine-reply.ts) — plain text, or a Qwen-format call of the first tool
+//   when `tools` are given and the last turn is not a tool result.
+// - `prebuilt` (benchmarks): replies built before timing, keyed by the number of
+//   assistant turns in the request body; see sim-engine-prebuilt.ts for the contract.
+// `routed_experts` (a synthetic base64 payload of `routedExpertsBytes` bytes) is added to
+// `meta_info` when the request sets `return_routed_experts: true` or `alwaysRoutedExperts`.
+// It never echoes request headers and never keeps per-conversation state.
+import { setTimeout as sleep } from "node:timers/promises";
+import { Readable } from "node:stream";
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply } from "fastify";
+import { renderChat, type ChatMessage } from "../../sessions/chat-template.ts";
+import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
+import { buildReply, factsFromText, responseObject, type PromptFacts } from "./sim-engine-reply.ts";
+import { RoutedExpertsPayload, responseChunks } from "./sim-engine-payload.ts";
+import { PrebuiltReplies, countAssistantTurns, type PrebuiltOptions } from "./sim-engine-prebuilt.ts";
+
+export type { PrebuiltOptions } from "./sim-engine-prebuilt.ts";
+
+export interface SimEngineOptions {
+  tokenizerDir?: string; // default bundledQwen3Dir()
+  /** An already loaded folder (saves the ~1 s load); wins over tokenizerDir. */
+  tokenizerFolder?: TokenizerFolder;
+  host?: string; // default 127.0.0.1
+  port?: number; // default 0
+  latencyMs?: number; // simulated generation time per chat request, default 0
+  /** Size of the synthetic routed_experts payload, bytes before base64 (default 4096). */
+  routedExpertsBytes?: number;
+  alwaysRoutedExperts?: boolean;
+  logger?: boolean; // fastify logger, default false
+  /** Pre-built replies for benchmarks (no tokenizer work per request). */
+  prebuilt?: PrebuiltOptions;
+  /** Served model name (default "tito-sim"). */
+  model?: string;
+  /**
+   * Awaited after a chat request is counted and before it is answered (after the
+   * latency timer). Tests use it as a gate: "the request is at the engine now".
+   * Gets the parsed body (the raw bytes in pre-built mode).
+   */
+  beforeReply?: (body: unknown) => void | Promise<void>;
+}
+
+export interface SimEngine {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+  /** Chat requests received so far (counted on arrival, before latency and beforeReply). */
+  readonly requests: number;
+}
+
+interface ChatBody {
+  messages?: ChatMessage[];
+  input_ids?: number[];
+  tools?: unknown[] | null;
+  max_tokens?: number | null;
+  max_completion_tokens?: number | null;
+  stream?: boolean | null;
+  return_routed_experts?: boolean | null;
+  chat_template_kwargs?: Record<string, unknown> | null;
+}
+
+const chatSchema = {
+  body: {
+    type: "object",
+    properties: {
+      messages: { type: "array", items: { type: "object", required: ["role"], properties: { role: { type: "string" } } } },
+      input_ids: { type: "array", items: { type: "integer", minimum: 0 } },
+      tools: { type: ["array", "null"] },
+      max_tokens: { type: ["integer", "null"], minimum: 0 },
+      max_completion_tokens: { type: ["integer", "null"], minimum: 0 },
+      stream: { type: ["boolean", "null"] },
+      chat_template_kwargs: { type: ["object", "null"] },
+    },
+  },
+};
+
+class BadRequest extends Error {
+  readonly statusCode = 400;
+}
+
+function send(reply: FastifyReply, chunks: Buffer[], length?: number): FastifyReply {
+  reply.type("application/json");
+  if (chunks.length === 1) return reply.send(chunks[0]);
+  // Several chunks: stream them as they are, never concatenated (payloads can be 100+ MiB).
+  reply.header("content-length", length ?? chunks.reduce((n, c) => n + c.length, 0));
+  return reply.send(Readable.from(chunks, { objectMode: false }));
+}
+
+interface EngineContext {
+  folder: TokenizerFolder;
+  options: SimEngineOptions;
+  model: string;
+  counter: { requests: number };
+}
+
+function promptFacts(folder: TokenizerFolder, body: ChatBody): PromptFacts {
+  const tools = Array.isArray(body.tools) ? body.tools : [];
+  if (Array.isArray(body.input_ids)) {
+    const ids = body.input_ids;
+    return { ids, tools, ...factsFromText(folder.decode(ids)) };
+  }
+  if (!Array.isArray(body.messages)) throw new BadRequest("the request needs `messages` or `input_ids`");
+  let text: string;
+  try {
+    text = renderChat(folder, body.messages, { tools, addGenerationPrompt: true, kwargs: body.chat_template_kwargs ?? undefined });
+  } catch (err) {
+    throw new BadRequest(`cannot render messages with the chat template: ${(err as Error).message}`);
+  }
+  const last = body.messages[body.messages.length - 1];
+  return {
+    ids: folder.encode(text),
+    tools,
+    turn: body.messages.filter((m) => m.role === "assistant").length,
+    afterToolResult: last?.role === "tool",
+  };
+}
+
+const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
+  const { folder, options, model, counter } = ctx;
+  const payload = new RoutedExpertsPayload();
+  const routedBytes = Math.max(0, Math.floor(options.routedExpertsBytes ?? 4096));
+  const imEnd = folder.tokenId("<|im_end|>") ?? folder.tokenId(String(folder.config.eos_token ?? ""));
+
+  app.setErrorHandler((err: Error & { statusCode?: number }, _request, reply) => {
+    const status = err.statusCode && err.statusCode >= 400 ? err.statusCode : 500;
+    reply.code(status).send({ error: err.message });
+  });
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ error: `not found: ${request.method} ${request.url}` });
+  });
+
+  app.get("/health", async () => ({ status: "ok" }));
+  app.get("/v1/models", async () => ({
+    object: "list",
+    data: [{ id: model, object: "model", created: 0, owned_by: "tito-server" }],
+  }));
+
+  if (options.prebuilt) {
+    const prebuilt = new PrebuiltReplies(folder, model, options.prebuilt);
+    // Raw bytes: the pre-built mode never parses a request body.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+    app.post("/v1/chat/completions", async (request, reply) => {
+      counter.requests++;
+      const body = request.body as Buffer;
+      if (options.latencyMs) await sleep(options.latencyMs);
+      await options.beforeReply?.(body);
+      const built = prebuilt.reply(countAssistantTurns(body));
+      return send(reply, built.chunks, built.length);
+    });
+    return;
+  }
+
+  app.post("/v1/chat/completions", { schema: chatSchema }, async (request, reply) => {
+    counter.requests++;
+    const body = (request.body ?? {}) as ChatBody;
+    if (body.stream) throw new BadRequest("stream: true is not supported by the simulated engine");
+    const facts = promptFacts(folder, body);
+    if (options.latencyMs) await sleep(options.latencyMs);
+    await options.beforeReply?.(body);
+    const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
+    const simReply = buildReply(folder, facts, maxTokens);
+    const withR3 = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
+    const response = responseObject(model, facts.ids.length, simReply, imEnd, withR3);
+    return send(reply, responseChunks(response, payload, routedBytes));
+  });
+};
+
+/** The engine's Fastify app, not listening (for `app.inject()` or a custom listen). */
+export function buildSimEngineApp(options: SimEngineOptions = {}, counter = { requests: 0 }): FastifyInstance {
+  const folder = options.tokenizerFolder ?? loadTokenizerFolder(options.tokenizerDir ?? bundledQwen3Dir());
+  // Bodies of 100+ MiB (long histories, big tool results) must be accepted.
+  const app = Fastify({ logger: options.logger ?? false, bodyLimit: 1024 * 1024 * 1024 });
+  app.register(engineRoutes, { folder, options, model: options.model ?? "tito-sim", counter });
+  return app;
+}
+
+export async function startSimEngine(options: SimEngineOptions = {}): Promise<SimEngine> {
+  const counter = { requests: 0 };
+  const app = buildSimEngineApp(options, counter);
+  const host = options.host ?? "127.0.0.1";
+  try {
+    await app.listen({ host, port: options.port ?? 0 });
+  } catch (err) {
+    await app.close();
+    throw err;
+  }
+  const address = app.server.address();
+  const port = typeof address === "object" && address ? address.port : (options.port ?? 0);
+  const urlHost = host.includes(":") ? `[${host}]` : host;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${urlHost}:${port}`,
+    port,
+    get requests() {
+      return counter.requests;
+    },
+    close() {
+      closing ??= app.close();
+      return closing;
+    },
+  };
+}

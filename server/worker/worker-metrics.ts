@@ -1,0 +1,70 @@
+// A worker's Prometheus metrics (prom-client), labelled with its shard. The router asks
+// for them over the transport (op "metrics") and merges every shard's into GET /metrics,
+// so the router never parses a session body to count anything.
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { UpstreamObservation } from "../../sessions/index.ts";
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
+export class WorkerMetrics {
+  readonly registry = new Registry();
+  readonly #engine: Histogram<"path" | "status">;
+  readonly #ops: Histogram<"op" | "status">;
+  readonly #replyBytes: Counter<"op">;
+  readonly #inflight: Gauge;
+
+  constructor(shard: number, sessionCount: () => number) {
+    this.registry.setDefaultLabels({ shard: String(shard) });
+    const registers = [this.registry];
+    this.#engine = new Histogram({
+      name: "tito_engine_request_duration_seconds",
+      help: "Engine (upstream) request latency seen by the worker, by path and status (0 = no reply).",
+      labelNames: ["path", "status"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.#ops = new Histogram({
+      name: "tito_worker_operation_duration_seconds",
+      help: "Time a worker spent on one operation (chat includes the engine call), by op and status.",
+      labelNames: ["op", "status"],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.#replyBytes = new Counter({ name: "tito_worker_reply_bytes_total", help: "Reply body bytes produced by the worker, by op.", labelNames: ["op"], registers });
+    this.#inflight = new Gauge({ name: "tito_worker_inflight_requests", help: "Requests the worker is handling now.", registers });
+    new Gauge({
+      name: "tito_sessions",
+      help: "Live sessions on the shard.",
+      registers,
+      collect() {
+        this.set(sessionCount());
+      },
+    });
+  }
+
+  observeUpstream = (o: UpstreamObservation): void => {
+    this.#engine.observe({ path: o.path, status: String(o.status) }, o.seconds);
+  };
+
+  /** Wraps one operation: in-flight count, duration and reply bytes. */
+  async track<T extends { status: number; body?: unknown }>(op: string, run: () => Promise<T>): Promise<T> {
+    const end = this.#ops.startTimer({ op });
+    this.#inflight.inc();
+    let status = 500;
+    try {
+      const res = await run();
+      status = res.status;
+      this.#replyBytes.inc({ op }, bodyBytes(res.body));
+      return res;
+    } finally {
+      this.#inflight.dec();
+      end({ status: String(status) });
+    }
+  }
+}
+
+function bodyBytes(body: unknown): number {
+  if (Buffer.isBuffer(body)) return body.length;
+  if (Array.isArray(body)) return body.reduce((n: number, b: Buffer) => n + b.length, 0);
+  return 0; // a streamed body is counted by the router as it relays it
+}

@@ -1,0 +1,136 @@
+// The record store seam (one record per committed turn), the in-memory store, and the
+// GET body's JSON around the records. Records keep the request sent upstream and the
+// engine's reply exactly as the bytes that crossed the wire; the GET body splices those
+// bytes into the JSON as they are, as chunks (or a stream, for the journal store), so no
+// record is ever re-parsed or re-serialized and no session body has to fit in one string.
+import assert from "node:assert";
+import type { ChatMessage } from "../chat-template.ts";
+
+export interface TurnRecord {
+  /** Unix seconds (float). */
+  timestamp: number;
+  method: string;
+  path: string;
+  statusCode: number;
+  /** The JSON body sent upstream (with input_ids). */
+  request: Buffer;
+  /** The engine's full reply body, R3 payloads included, as the chunks it arrived in. */
+  response: readonly Buffer[];
+  /** CRC-32 of the response bytes, when known (a journal then need not read them again). */
+  responseCrc?: number;
+}
+
+/**
+ * What a journal needs, besides the record, to rebuild a committed turn on replay: the
+ * record's request already carries the messages, tools and input_ids.
+ */
+export interface TurnState {
+  /** Committed turns before this one. */
+  index: number;
+  completionIds: readonly number[];
+  assistant: ChatMessage;
+}
+
+/** A committed turn read back from a journal, with the request it was sent with. */
+export interface ReplayedTurn extends TurnState {
+  request: Buffer;
+}
+
+/** Receives a journal's history in order; only sessions alive at some point are named. */
+export interface ReplayVisitor {
+  created(sessionId: string): void;
+  committed(sessionId: string, turn: ReplayedTurn): void;
+  truncated(sessionId: string, count: number): void;
+  deleted(sessionId: string): void;
+}
+
+/**
+ * Where committed turns' records live: in memory, or a journal on disk. Every change
+ * resolves once the store holds it (for the journal: written), and a rejected change left
+ * nothing behind. Callers serialize changes per session (the session lock).
+ */
+export interface RecordStore {
+  /** Whether append() keeps the reply's buffers themselves (then they must never be reused). */
+  readonly retainsReplyBuffers: boolean;
+  /** Rebuilds what the store holds from before this process (nothing, for memory). */
+  recover(visitor: ReplayVisitor): Promise<void>;
+  open(sessionId: string): Promise<void>;
+  append(sessionId: string, record: TurnRecord, turn: TurnState): Promise<void>;
+  /** Keeps the first `count` records (a rollback). */
+  truncate(sessionId: string, count: number): Promise<void>;
+  drop(sessionId: string): Promise<void>;
+  count(sessionId: string): number;
+  /** Every record read back whole (training samples); a journal reads them from disk. */
+  list(sessionId: string): Promise<TurnRecord[]>;
+  /** `head`, the records as JSON array members, then `tail`: as of now, later changes unseen. */
+  body(sessionId: string, head: Buffer, tail: Buffer): Buffer[] | AsyncIterable<Buffer>;
+  close(): Promise<void>;
+}
+
+export class MemoryRecordStore implements RecordStore {
+  readonly retainsReplyBuffers = true;
+  readonly #bySession = new Map<string, TurnRecord[]>();
+
+  async recover(): Promise<void> {}
+  async open(sessionId: string): Promise<void> {
+    assert.ok(!this.#bySession.has(sessionId), `records of ${sessionId} opened twice`);
+    this.#bySession.set(sessionId, []);
+  }
+  async append(sessionId: string, record: TurnRecord): Promise<void> {
+    this.#records(sessionId).push(record);
+  }
+  async truncate(sessionId: string, count: number): Promise<void> {
+    const records = this.#records(sessionId);
+    if (records.length > count) records.length = count;
+  }
+  async drop(sessionId: string): Promise<void> {
+    this.#bySession.delete(sessionId);
+  }
+  count(sessionId: string): number {
+    return this.#records(sessionId).length;
+  }
+  async list(sessionId: string): Promise<TurnRecord[]> {
+    return [...this.#records(sessionId)];
+  }
+  body(sessionId: string, head: Buffer, tail: Buffer): Buffer[] {
+    const chunks: Buffer[] = [head];
+    this.#records(sessionId).forEach((record, i) => {
+      if (i > 0) chunks.push(COMMA);
+      for (const c of recordChunks(record)) chunks.push(c);
+    });
+    chunks.push(tail);
+    return chunks;
+  }
+  async close(): Promise<void> {}
+  #records(sessionId: string): TurnRecord[] {
+    const records = this.#bySession.get(sessionId);
+    assert.ok(records, `no records open for session ${sessionId}`);
+    return records;
+  }
+}
+
+const COMMA = Buffer.from(",");
+
+/** A record's JSON up to its request bytes; `recordMiddle` goes between request and response. */
+export function recordHead(record: Pick<TurnRecord, "timestamp" | "method" | "path" | "statusCode">): Buffer {
+  return Buffer.from(
+    `{"timestamp":${JSON.stringify(record.timestamp)},"method":${JSON.stringify(record.method)},` +
+      `"path":${JSON.stringify(record.path)},"status_code":${record.statusCode},"request":`,
+  );
+}
+export const recordMiddle = Buffer.from(',"response":');
+export const recordEnd = Buffer.from("}");
+export const recordSeparator = COMMA;
+
+/** The chunks of one record's JSON object; the request and response bytes are spliced in. */
+export function recordChunks(record: TurnRecord): Buffer[] {
+  return [recordHead(record), record.request, recordMiddle, ...record.response, recordEnd];
+}
+
+/** `{"session_id":…,"records":[` and `],"metadata":{…}}`: what a GET body wraps around the records. */
+export function sessionBodyEnds(sessionId: string, metadata: Record<string, unknown>): { head: Buffer; tail: Buffer } {
+  return {
+    head: Buffer.from(`{"session_id":${JSON.stringify(sessionId)},"records":[`),
+    tail: Buffer.from(`],"metadata":${JSON.stringify(metadata)}}`),
+  };
+}

@@ -1,0 +1,154 @@
+// A session's trajectory as one training sample (POST /sessions/{id}/samples): the
+// linear token sequence of the committed turns (rollbacks already removed the branches
+// that lost), a loss mask and the engine's logprobs over the response, per-turn spans,
+// and the routed experts of the last turn, optionally truncated at max_seq_len; encoded
+// as JSON or safetensors. Token structure comes from the checkpoints, logprobs and
+// finish reasons from the records; the two are checked against each other. It reads a
+// snapshot taken under the session lock and never changes session state.
+import assert from "node:assert";
+import { InvalidSampleRequestError, SampleDataError } from "../errors.ts";
+import { countInputIds, scanReplyFacts } from "./record-scan.ts";
+import type { TurnRecord } from "./records.ts";
+import { encodeSafetensors } from "./safetensors.ts";
+import type { CommittedTurn } from "../trajectory.ts";
+
+export interface SampleRequest {
+  maxSeqLen?: number;
+  format: "json" | "safetensors";
+}
+
+export interface SampleTurn {
+  /** Token index where the turn's prompt part starts (the end of the previous turn). */
+  prompt_start: number;
+  completion_start: number;
+  completion_end: number;
+  finish_reason: string | null;
+  /** Present (true) on the one turn max_seq_len cut short. */
+  truncated?: true;
+}
+
+export interface Sample {
+  sessionId: string;
+  status: "completed" | "truncated";
+  tokens: number[];
+  /** Tokens after the first prompt; loss mask and logprobs cover exactly these. */
+  responseLength: number;
+  lossMask: Uint8Array;
+  logProbs: number[];
+  turns: SampleTurn[];
+  /** Rows = tokens - 1 (SGLang returns routing for every token but the last generated one). */
+  routedExperts?: { data: Int32Array; rows: number; width: number };
+}
+
+const BODY_KEYS = ["max_seq_len"];
+
+/** Body `{"max_seq_len": N}` (optional); `?format=json|safetensors`, else Accept decides. */
+export function parseSampleRequest(body: Buffer, query: string, headers: Record<string, string | string[] | undefined>): SampleRequest {
+  const request: SampleRequest = { format: "json" };
+  const text = body.toString("utf8").trim();
+  if (text) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (err) {
+      throw new InvalidSampleRequestError(`invalid JSON body: ${(err as Error).message}`);
+    }
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new InvalidSampleRequestError("samples request body must be a JSON object");
+    const unknown = Object.keys(parsed).filter((k) => !BODY_KEYS.includes(k));
+    if (unknown.length > 0) throw new InvalidSampleRequestError(`unknown key in samples request: ${unknown.join(", ")} (allowed: max_seq_len)`);
+    const max = (parsed as { max_seq_len?: unknown }).max_seq_len;
+    if (max !== undefined && max !== null) {
+      if (!Number.isSafeInteger(max) || (max as number) < 1) throw new InvalidSampleRequestError(`max_seq_len must be a positive integer, got ${JSON.stringify(max)}`);
+      request.maxSeqLen = max as number;
+    }
+  }
+  const format = new URLSearchParams(query).get("format");
+  if (format !== null) {
+    if (format !== "json" && format !== "safetensors") throw new InvalidSampleRequestError(`format must be json or safetensors, got ${JSON.stringify(format)}`);
+    request.format = format;
+  } else {
+    const accept = String(headers.accept ?? "");
+    if (accept.includes("application/octet-stream")) request.format = "safetensors";
+  }
+  return request;
+}
+
+/** Where the sample ends under max_seq_len: the token count and the last turn (partly) kept. */
+function cutPoint(turns: readonly CommittedTurn[], maxSeqLen: number | undefined): { length: number; lastTurn: number; cut: boolean } {
+  const total = turns.length === 0 ? 0 : turns[turns.length - 1]!.checkpoint.length;
+  if (maxSeqLen === undefined || total <= maxSeqLen) return { length: total, lastTurn: turns.length - 1, cut: false };
+  const k = turns.findIndex((t) => t.checkpoint.length > maxSeqLen);
+  // Some of the overflowing turn's completion fits, or it is the first prompt itself: cut inside it.
+  if (turns[k]!.promptLength < maxSeqLen || k === 0) return { length: maxSeqLen, lastTurn: k, cut: true };
+  // Only its prompt would fit (tool/user tokens, nothing generated): end at the previous turn.
+  return { length: turns[k - 1]!.checkpoint.length, lastTurn: k - 1, cut: false };
+}
+
+export function buildSample(sessionId: string, turns: readonly CommittedTurn[], records: readonly TurnRecord[], maxSeqLen?: number): Sample {
+  assert.equal(records.length, turns.length, `session ${sessionId}: ${records.length} records for ${turns.length} turns`);
+  const full = turns.length === 0 ? [] : turns[turns.length - 1]!.checkpoint;
+  const { length, lastTurn, cut } = cutPoint(turns, maxSeqLen);
+  const firstPrompt = turns.length === 0 ? 0 : Math.min(turns[0]!.promptLength, length);
+  const responseLength = length - firstPrompt;
+  const lossMask = new Uint8Array(responseLength);
+  const logProbs = new Array<number>(responseLength).fill(0);
+  const sampleTurns: SampleTurn[] = [];
+  let previousEnd = 0;
+  let routed: (() => Buffer) | undefined;
+  for (let k = 0; k <= lastTurn; k++) {
+    const turn = turns[k]!;
+    // Each prompt extends the previous checkpoint in full (prompt-builder.ts builds it so).
+    assert.equal(firstDifference(turn.checkpoint, full, 0, previousEnd), -1, `session ${sessionId}: turn ${k} does not extend turn ${k - 1}`);
+    const facts = scanReplyFacts(records[k]!.response, k);
+    const inputIds = countInputIds(records[k]!.request, k);
+    assert.equal(inputIds, turn.promptLength, `session ${sessionId}: record ${k} sent ${inputIds} input_ids, its turn has ${turn.promptLength}`);
+    assert.equal(facts.completionIds.length, turn.checkpoint.length - turn.promptLength, `session ${sessionId}: record ${k} completion length`);
+    assert.equal(firstDifference(facts.completionIds, turn.checkpoint.slice(turn.promptLength), 0, facts.completionIds.length), -1, `session ${sessionId}: record ${k} completion tokens`);
+    const end = Math.min(turn.checkpoint.length, length);
+    const start = Math.min(turn.promptLength, end);
+    for (let p = start; p < end; p++) {
+      lossMask[p - firstPrompt] = 1;
+      logProbs[p - firstPrompt] = facts.logprobs[p - turn.promptLength]!;
+    }
+    // A turn whose whole completion max_seq_len cut away is not listed.
+    if (end > start || end === turn.checkpoint.length) {
+      const entry: SampleTurn = { prompt_start: previousEnd, completion_start: start, completion_end: end, finish_reason: facts.finishReason };
+      if (end < turn.checkpoint.length) entry.truncated = true;
+      sampleTurns.push(entry);
+    }
+    previousEnd = turn.checkpoint.length;
+    routed = facts.routedExperts;
+  }
+  const sample: Sample = {
+    sessionId,
+    status: cut || length < full.length ? "truncated" : "completed",
+    tokens: full.slice(0, length),
+    responseLength,
+    lossMask,
+    logProbs,
+    turns: sampleTurns,
+  };
+  // The last kept turn's payload covers every earlier token too: it alone is the sample's.
+  if (routed) sample.routedExperts = routedRows(routed(), turns[lastTurn]!.checkpoint.length - 1, Math.max(0, length - 1), lastTurn);
+  return sample;
+}
+
+/** The first index in [from, to) where a and b differ, or -1 (one assert per check, not per token). */
+function firstDifference(a: readonly number[], b: readonly number[], from: number, to: number): number {
+  for (let i = from; i < to; i++) if (a[i] !== b[i]) return i;
+  return -1;
+}
+
+/** The payload of turn k as rows of int32: it covers that turn's tokens but the last. */
+function routedRows(bytes: Buffer, coveredRows: number, keepRows: number, turn: number): { data: Int32Array; rows: number; width: number } {
+  if (bytes.length % 4 !== 0) throw new SampleDataError(`routed_experts of turn ${turn} is ${bytes.length} bytes, not a whole number of int32 values`);
+  const values = bytes.length / 4;
+  if (coveredRows === 0 || values % coveredRows !== 0) {
+    throw new SampleDataError(
+      `routed_experts of turn ${turn} holds ${values} int32 values, not a whole number of rows for the ${coveredRows} tokens it covers (prompt + completion - 1)`,
+    );
+  }
+  const width = values / coveredRows;
+  const data = new Int32Array(bytes.buffer, bytes.byteOffset, values).subarray(0, keepRows * width);
+  return { data, rows: keepRows, width };
+}

@@ -1,0 +1,79 @@
+// The engine request body: spliced onto the client's bytes when it can be, re-serialized
+// when the client sent a key TITO forces; either way it parses to the same object as
+// `{...body, ...forced, input_ids}`.
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { buildUpstreamBody, idsText, rememberCheckpointText } from "../../engine/request-body.ts";
+
+const forced = { logprobs: true, return_meta_info: true, no_stop_trim: false, return_routed_experts: true };
+const ids = [151644, 872, 198, 9707, 0, 151645];
+
+function check(text: string, expectSplice: boolean) {
+  const bytes = Buffer.from(text, "utf8");
+  const body = JSON.parse(text);
+  const out = buildUpstreamBody(bytes, body, forced, ids);
+  const expected = { ...body, ...forced, input_ids: ids };
+  assert.equal(JSON.parse(out.toString("utf8")), expected, text);
+  assert.equal(Object.keys(JSON.parse(out.toString("utf8"))), Object.keys(expected), `key order: ${text}`);
+  // Spliced: the output starts with the client's bytes up to (not including) its closing brace.
+  const spliced = out.toString("utf8").startsWith(text.trimEnd().slice(0, -1));
+  assert.is(spliced, expectSplice, `${expectSplice ? "spliced" : "re-serialized"}: ${text}`);
+  assert.equal(body, JSON.parse(text), "the parsed body is not mutated");
+}
+
+test("a body without forced keys keeps the client's bytes and gains the fields at the end", () => {
+  check('{"model":"m","messages":[{"role":"user","content":"héllo \\u00e9 \\"q\\" {}"}],"temperature":1.0}', true);
+  check('{"messages":[{"role":"user","content":"x"}],"max_tokens":8}\n  \t', true); // trailing whitespace
+  check('  {"messages":[{"role":"user","content":"x"}], "nested":{"a":[1,2,{"b":null}]}}', true);
+  check('{"messages":[{"role":"user","content":"日本語 🎉"}],"tools":[{"type":"function","function":{"name":"f"}}]}', true);
+});
+
+test("the client's spelling of numbers and strings is kept (it parses to the same values)", () => {
+  const text = '{"messages":[{"role":"user","content":"\\u0041"}],"temperature":1.0,"top_p":1e-1}';
+  const out = buildUpstreamBody(Buffer.from(text), JSON.parse(text), forced, ids).toString();
+  assert.ok(out.startsWith('{"messages":[{"role":"user","content":"\\u0041"}],"temperature":1.0,"top_p":1e-1,"logprobs":true,'), out);
+  assert.ok(out.endsWith(`"input_ids":[${ids.join(",")}]}`), out);
+});
+
+test("a body that sets a forced key or input_ids is re-serialized: the forced value wins, no duplicate keys", () => {
+  for (const text of [
+    '{"messages":[{"role":"user","content":"x"}],"logprobs":false}',
+    '{"messages":[{"role":"user","content":"x"}],"input_ids":[1,2,3]}',
+    '{"return_routed_experts":false,"messages":[{"role":"user","content":"x"}]}',
+  ]) {
+    check(text, false);
+    const out = buildUpstreamBody(Buffer.from(text), JSON.parse(text), forced, ids).toString();
+    assert.is(out, JSON.stringify({ ...JSON.parse(text), ...forced, input_ids: ids }));
+  }
+});
+
+test("no forced fields at all: only input_ids is added", () => {
+  const text = '{"messages":[{"role":"user","content":"x"}]}';
+  const out = buildUpstreamBody(Buffer.from(text), JSON.parse(text), {}, [1, 2]).toString();
+  assert.is(out, '{"messages":[{"role":"user","content":"x"}],"input_ids":[1,2]}');
+});
+
+test("ids text reuses the text of the checkpoint a prompt extends, and equals a plain join", () => {
+  const first = [151644, 872, 198, 40, 2776];
+  assert.is(idsText(first), first.join(","));
+  assert.is(idsText(first, [151644]), first.join(","), "an unknown base: a plain join");
+  const completion = [13, 151645];
+  const checkpoint = [...first, ...completion];
+  rememberCheckpointText(checkpoint, idsText(first), completion);
+  const next = [...checkpoint, 198, 151644, 77091, 198];
+  assert.is(idsText(next, checkpoint), next.join(","));
+  assert.is(idsText(checkpoint, checkpoint), checkpoint.join(","));
+  // A list that does not start with the base is joined in full, never spliced.
+  const other = [...checkpoint];
+  other[2] = 7;
+  assert.is(idsText([...other, 1], checkpoint), [...other, 1].join(","));
+  // The next checkpoint replaces the previous one's text.
+  const nextCheckpoint = [...next, 9, 151645];
+  rememberCheckpointText(nextCheckpoint, idsText(next, checkpoint), [9, 151645], checkpoint);
+  assert.is(idsText([...nextCheckpoint, 5], nextCheckpoint), [...nextCheckpoint, 5].join(","));
+  assert.is(idsText([...checkpoint, 5], checkpoint), [...checkpoint, 5].join(","), "the dropped text is rebuilt by a join");
+  const out = buildUpstreamBody(Buffer.from('{"messages":[]}'), { messages: [] }, {}, next, idsText(next, nextCheckpoint));
+  assert.equal(JSON.parse(out.toString()).input_ids, next);
+});
+
+test.run();
