@@ -3,9 +3,4 @@ export { startSessionServer, type SessionServer } from "./server/host/session-se
 export type { SessionServerOptions } from "./server/host/options.ts";
 export { DataDirInUseError, InvalidOptionError, SamplesRequestError } from "./server/host/errors.ts";
 export type { TrainingSample } from "./sessions/index.ts";
-export {
-  SessionServerFailedError,
-  type SupervisionEvent,
-  type EventKind,
-  type TreeSnapshot,
-} from "./actors/index.ts";
+export { SessionServerFailedError, type SupervisionEvent, type EventKind, type TreeSnapshot } from "./actors/index.ts";

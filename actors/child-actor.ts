@@ -59,7 +59,15 @@ export function spawnChildActor(parent: Ref<any>, options: ChildActorOptions): R
   const publish = (kind: EventDraft["kind"], pid: number | null, detail: Record<string, unknown> = {}) =>
     dispatch(eventLog, { type: "publish", draft: { actor: name, kind, pid, detail } });
   const tell = (parentRef: Ref<any>, state: ChildStatus["state"], pid: number | null, info?: Record<string, unknown>) =>
-    dispatch(parentRef, { type: "child", name, state, pid, restarts: policy.restarts, epoch, info } satisfies ChildStatus);
+    dispatch(parentRef, {
+      type: "child",
+      name,
+      state,
+      pid,
+      restarts: policy.restarts,
+      epoch,
+      info,
+    } satisfies ChildStatus);
 
   const onSpawn = (state: ChildState, ctx: any): ChildState => {
     if (state.status !== "waiting") return state;
@@ -85,7 +93,8 @@ export function spawnChildActor(parent: Ref<any>, options: ChildActorOptions): R
   };
 
   const onMessage = (state: ChildState, msg: Extract<ChildActorMessage, { type: "message" }>, ctx: any): ChildState => {
-    if (msg.pid !== (state.proc?.pid ?? null) || state.status !== "starting" || msg.message?.type !== "ready") return state;
+    if (msg.pid !== (state.proc?.pid ?? null) || state.status !== "starting" || msg.message?.type !== "ready")
+      return state;
     policy.noteReady(Date.now());
     // Tell the supervisor first: whoever sees the event then already sees the new tree.
     tell(ctx.parent, "running", msg.pid, msg.message.info);
@@ -97,7 +106,7 @@ export function spawnChildActor(parent: Ref<any>, options: ChildActorOptions): R
     return { ...state, status: "running" };
   };
 
-  const onExit = (state: ChildState, msg: Extract<ChildActorMessage, { type: "exit" }>, ctx: any): ChildState => {
+  const onExit = (state: ChildState, msg: Extract<ChildActorMessage, { type: "exit" }>, _ctx: unknown): ChildState => {
     if (msg.pid !== (state.proc?.pid ?? null)) return state; // a previous incarnation
     if (state.status !== "starting" && state.status !== "running") return state; // we asked for it
     publish("exited", msg.pid, { code: msg.code, signal: msg.signal });
@@ -153,12 +162,20 @@ export function spawnChildActor(parent: Ref<any>, options: ChildActorOptions): R
           const decision = policy.noteExit(Date.now());
           if (decision.action === "restart") {
             restartPending = true;
-            publish("restarting", null, { attempt: decision.attempt, backoff_ms: decision.backoffMs, unstable: decision.unstable });
+            publish("restarting", null, {
+              attempt: decision.attempt,
+              backoff_ms: decision.backoffMs,
+              unstable: decision.unstable,
+            });
             tell(ctx.parent, "restarting", null);
             return ctx.reset;
           }
           const cause = err instanceof Error ? err.message : String(err);
-          dispatch(ctx.parent, { type: "escalate", name, reason: `${cause}; ${decision.reason}` } satisfies ChildEscalation);
+          dispatch(ctx.parent, {
+            type: "escalate",
+            name,
+            reason: `${cause}; ${decision.reason}`,
+          } satisfies ChildEscalation);
           return ctx.escalate;
         } catch {
           return ctx.escalate;

@@ -45,8 +45,16 @@ export function childNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
 export function spawnChild(spec: ChildSpec, epoch: number): ChildProcess {
   return fork(spec.entry, [], {
     // A TypeScript entry needs tsx's loader, whose hooks run on their own thread (~40 MiB of RSS).
-    execArgv: [...childNodeFlags(), ...(spec.nodeFlags ?? []), ...(spec.entry.endsWith(".ts") ? ["--import", tsxLoader()] : [])],
-    env: { ...MALLOC_TUNING, ...process.env, TITO_CHILD_CONFIG: JSON.stringify({ ...spec.config, name: spec.name, epoch }) },
+    execArgv: [
+      ...childNodeFlags(),
+      ...(spec.nodeFlags ?? []),
+      ...(spec.entry.endsWith(".ts") ? ["--import", tsxLoader()] : []),
+    ],
+    env: {
+      ...MALLOC_TUNING,
+      ...process.env,
+      TITO_CHILD_CONFIG: JSON.stringify({ ...spec.config, name: spec.name, epoch }),
+    },
     stdio: ["ignore", 2, 2, "ipc"],
     serialization: "json",
   });

@@ -21,8 +21,7 @@ export interface TreeSnapshot {
 }
 
 /** Child -> host. */
-export type ChildToHost =
-  | { type: "ready"; info: Record<string, unknown> };
+export type ChildToHost = { type: "ready"; info: Record<string, unknown> };
 
 /** Host -> router process. */
 export type HostToRouter =

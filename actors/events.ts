@@ -2,14 +2,7 @@
 // the bounded in-memory ring the event-log actor appends to. Kinds are never renamed.
 
 export type EventKind =
-  | "spawned"
-  | "ready"
-  | "exited"
-  | "restarting"
-  | "restarted"
-  | "escalated"
-  | "stopping"
-  | "stopped";
+  "spawned" | "ready" | "exited" | "restarting" | "restarted" | "escalated" | "stopping" | "stopped";
 
 export interface SupervisionEvent {
   seq: number;
@@ -53,7 +46,8 @@ export class EventRing {
 
   /** Events with `seq > since`, oldest first. */
   since(since = 0): SupervisionEvent[] {
-    const ordered = this.#start === 0 ? this.#items : [...this.#items.slice(this.#start), ...this.#items.slice(0, this.#start)];
+    const ordered =
+      this.#start === 0 ? this.#items : [...this.#items.slice(this.#start), ...this.#items.slice(0, this.#start)];
     if (since <= 0) return ordered.slice();
     const first = ordered.findIndex((e) => e.seq > since);
     return first < 0 ? [] : ordered.slice(first);

@@ -28,8 +28,7 @@ export const defaultRestartPolicy: RestartPolicyOptions = {
 };
 
 export type ExitDecision =
-  | { action: "restart"; attempt: number; backoffMs: number; unstable: boolean }
-  | { action: "escalate"; reason: string };
+  { action: "restart"; attempt: number; backoffMs: number; unstable: boolean } | { action: "escalate"; reason: string };
 
 export class RestartPolicy {
   readonly options: RestartPolicyOptions;
@@ -61,7 +60,8 @@ export class RestartPolicy {
 
   /** Decide what an unexpected exit at `now` leads to. */
   noteExit(now: number, random: () => number = Math.random): ExitDecision {
-    const { maxRestarts, windowMs, baseBackoffMs, maxBackoffMs, stableAfterMs, unstableWithinMs, jitter } = this.options;
+    const { maxRestarts, windowMs, baseBackoffMs, maxBackoffMs, stableAfterMs, unstableWithinMs, jitter } =
+      this.options;
     const uptime = this.#readyAt === undefined ? undefined : now - this.#readyAt;
     this.#readyAt = undefined;
     this.#restartTimes = this.#restartTimes.filter((t) => now - t < windowMs);
@@ -78,6 +78,11 @@ export class RestartPolicy {
     const exp = Math.min(maxBackoffMs, baseBackoffMs * 2 ** (this.#attempt - 1));
     const backoffMs = Math.max(0, Math.round(exp * (1 + jitter * (2 * random() - 1))));
     this.#pendingBackoffMs = backoffMs;
-    return { action: "restart", attempt: this.#attempt, backoffMs, unstable: uptime === undefined || uptime < unstableWithinMs };
+    return {
+      action: "restart",
+      attempt: this.#attempt,
+      backoffMs,
+      unstable: uptime === undefined || uptime < unstableWithinMs,
+    };
   }
 }

@@ -48,7 +48,8 @@ export class SupervisionTree extends EventEmitter {
     for (const listener of options.listeners ?? []) listeners.add(listener);
     listeners.add((event) => {
       // Keep the router's /supervision/events current; it got the backlog when it became ready.
-      if (this.#supervisor) dispatchSafe(this.#supervisor, { type: "forward-to-router", message: { type: "events", events: [event] } });
+      if (this.#supervisor)
+        dispatchSafe(this.#supervisor, { type: "forward-to-router", message: { type: "events", events: [event] } });
     });
     this.#tree = {
       state: "starting",
@@ -85,7 +86,8 @@ export class SupervisionTree extends EventEmitter {
   check(): void {
     const tree = this.#tree;
     if (tree.failure) throw new SessionServerFailedError(`session server failed: ${tree.failure}`);
-    if (tree.state === "stopping" || tree.state === "stopped") throw new SessionServerFailedError("session server is shut down");
+    if (tree.state === "stopping" || tree.state === "stopped")
+      throw new SessionServerFailedError("session server is shut down");
   }
 
   /** Resolves once every child is running; rejects if the tree fails first. */
@@ -147,7 +149,6 @@ export class SupervisionTree extends EventEmitter {
     process.off("exit", this.#exitHook);
     this.emit("shutdown");
   }
-
 }
 function dispatchSafe(ref: Ref<any>, message: unknown) {
   try {

@@ -27,10 +27,7 @@ export interface SupervisorConfig {
 }
 
 export type SupervisorMessage =
-  | ChildStatus
-  | ChildEscalation
-  | { type: "forward-to-router"; message: HostToRouter }
-  | { type: "shutdown" };
+  ChildStatus | ChildEscalation | { type: "forward-to-router"; message: HostToRouter } | { type: "shutdown" };
 
 interface SupervisorState {
   tree: TreeSnapshot;
@@ -56,7 +53,10 @@ export function spawnSupervisor(system: Ref<any>, config: SupervisorConfig): Ref
 
   const onChild = (state: SupervisorState, msg: ChildStatus): SupervisorState => {
     const stopping = state.tree.state === "stopping" || state.tree.state === "stopped" || state.tree.state === "failed";
-    const entry = msg.name === config.router.name ? state.tree.router : state.tree.shards.find((s) => `${SHARD_PREFIX}${s.index}` === msg.name);
+    const entry =
+      msg.name === config.router.name
+        ? state.tree.router
+        : state.tree.shards.find((s) => `${SHARD_PREFIX}${s.index}` === msg.name);
     if (!entry) return state;
     entry.pid = msg.pid;
     entry.restarts = msg.restarts;
@@ -73,7 +73,13 @@ export function spawnSupervisor(system: Ref<any>, config: SupervisorConfig): Ref
       const index = Number(msg.name.slice(SHARD_PREFIX.length));
       const socketPath = msg.state === "running" ? String(msg.info?.socketPath ?? "") || null : null;
       const routeState: ShardRoute["state"] =
-        msg.state === "running" ? "running" : msg.state === "stopped" ? "stopped" : state.everRunning.has(msg.name) ? "restarting" : "starting";
+        msg.state === "running"
+          ? "running"
+          : msg.state === "stopped"
+            ? "stopped"
+            : state.everRunning.has(msg.name)
+              ? "restarting"
+              : "starting";
       state.routes[index] = { index, state: routeState, epoch: msg.epoch, socketPath };
       toRouter(state, { type: "shards", shards: state.routes });
     }
@@ -84,7 +90,7 @@ export function spawnSupervisor(system: Ref<any>, config: SupervisorConfig): Ref
     return state;
   };
 
-  const stopAll = async (state: SupervisorState, ctx: any) => {
+  const stopAll = async (state: SupervisorState, _ctx: unknown) => {
     const stopOne = (ref: Ref<ChildActorMessage>) =>
       query(ref, { type: "stop" } as any, config.graceMs + 5_000).catch(() => undefined);
     const shards = [...state.children.entries()].filter(([name]) => name !== config.router.name).map(([, ref]) => ref);
@@ -95,7 +101,8 @@ export function spawnSupervisor(system: Ref<any>, config: SupervisorConfig): Ref
   };
 
   const onEscalate = async (state: SupervisorState, msg: ChildEscalation, ctx: any): Promise<SupervisorState> => {
-    if (state.tree.state === "stopping" || state.tree.state === "stopped" || state.tree.state === "failed") return state;
+    if (state.tree.state === "stopping" || state.tree.state === "stopped" || state.tree.state === "failed")
+      return state;
     const reason = `${msg.name} escalated: ${msg.reason}`;
     publish({ actor: msg.name, kind: "escalated", pid: null, detail: { reason } });
     state.tree.failure = reason;
@@ -103,7 +110,10 @@ export function spawnSupervisor(system: Ref<any>, config: SupervisorConfig): Ref
     publish({ actor: "supervisor", kind: "stopping", pid: process.pid, detail: { reason } });
     publishTree(state);
     state.children.delete(msg.name); // already stopped by onCrash
-    const entry = msg.name === config.router.name ? state.tree.router : state.tree.shards.find((s) => `${SHARD_PREFIX}${s.index}` === msg.name);
+    const entry =
+      msg.name === config.router.name
+        ? state.tree.router
+        : state.tree.shards.find((s) => `${SHARD_PREFIX}${s.index}` === msg.name);
     if (entry) entry.state = "stopped";
     await stopAll(state, ctx);
     state.tree.state = "failed";
@@ -167,7 +177,12 @@ export function spawnSupervisor(system: Ref<any>, config: SupervisorConfig): Ref
         });
         for (const spec of config.shards) children.set(spec.name, spawnChildActor(ctx.self, options(spec)));
         children.set(config.router.name, spawnChildActor(ctx.self, options(config.router)));
-        const routes: ShardRoute[] = config.shards.map((_, index) => ({ index, state: "starting", epoch: 0, socketPath: null }));
+        const routes: ShardRoute[] = config.shards.map((_, index) => ({
+          index,
+          state: "starting",
+          epoch: 0,
+          socketPath: null,
+        }));
         return { tree, routes, children, everRunning: new Set() };
       },
       onCrash: (_msg: unknown, _err: unknown, ctx: any, child?: Ref<any>) => {

@@ -35,7 +35,11 @@ function buildBody(mib: number): Buffer {
         index: 0,
         message: { role: "assistant", content: folder.decode(logprobs.map((e) => e[1]!)) },
         finish_reason: "stop",
-        meta_info: { prompt_tokens: promptIds.length, completion_tokens: COMPLETION_TOKENS, output_token_logprobs: logprobs },
+        meta_info: {
+          prompt_tokens: promptIds.length,
+          completion_tokens: COMPLETION_TOKENS,
+          output_token_logprobs: logprobs,
+        },
       },
     ],
     usage: { prompt_tokens: promptIds.length, completion_tokens: COMPLETION_TOKENS },
@@ -43,7 +47,11 @@ function buildBody(mib: number): Buffer {
   if (mib === 0) return Buffer.from(head);
   const cut = head.indexOf(',"output_token_logprobs"');
   const payload = Buffer.alloc(mib * MiB, "QUJD");
-  return Buffer.concat([Buffer.from(head.slice(0, cut) + ',"routed_experts":"'), payload, Buffer.from('"' + head.slice(cut))]);
+  return Buffer.concat([
+    Buffer.from(head.slice(0, cut) + ',"routed_experts":"'),
+    payload,
+    Buffer.from('"' + head.slice(cut)),
+  ]);
 }
 
 function median(xs: number[]): number {
@@ -73,10 +81,17 @@ async function timeAsync(runs: number, fn: () => Promise<unknown>): Promise<numb
 function processReply(body: Buffer[]): void {
   const store = new MemoryRecordStore();
   const t = new Trajectory("bench");
-  store.open(t.id);
+  void store.open(t.id);
   const scanned = scanReply(body);
   t.commit({ promptIds, completionIds: scanned.completionIds, messages: [...messages, scanned.message] }, 1);
-  store.append(t.id, { timestamp: Date.now() / 1000, method: "POST", path: "/v1/chat/completions", statusCode: 200, request: Buffer.from("{}"), response: body });
+  void store.append(t.id, {
+    timestamp: Date.now() / 1000,
+    method: "POST",
+    path: "/v1/chat/completions",
+    statusCode: 200,
+    request: Buffer.from("{}"),
+    response: body,
+  });
   if (scanned.clientBody.length === 0) throw new Error("unreachable");
 }
 
@@ -104,7 +119,9 @@ async function main() {
       current = buildBody(mib);
       const runs = mib === 64 ? 5 : mib === 16 ? 7 : 50;
       // As undici delivers it: 64 KiB chunks, scanned in place.
-      const chunks = Array.from({ length: Math.ceil(current.length / 65536) }, (_, i) => current.subarray(i * 65536, (i + 1) * 65536));
+      const chunks = Array.from({ length: Math.ceil(current.length / 65536) }, (_, i) =>
+        current.subarray(i * 65536, (i + 1) * 65536),
+      );
       const coreMs = timeIt(runs, () => processReply(chunks));
       const text = current.toString("utf8");
       const parseMs = timeIt(Math.min(runs, 5), () => JSON.parse(text));
@@ -116,11 +133,27 @@ async function main() {
       });
       const turnMs = await timeAsync(runs, async () => {
         const id = JSON.parse(((await core.create()).body as Buffer).toString()).session_id;
-        const r = await core.chat(id, { method: "POST", path: "/v1/chat/completions", query: "", headers: {}, body: chatBody });
+        const r = await core.chat(id, {
+          method: "POST",
+          path: "/v1/chat/completions",
+          query: "",
+          headers: {},
+          body: chatBody,
+        });
         if (r.status !== 200) throw new Error(`chat failed: ${r.status}`);
         await core.delete(id);
       });
-      rows.push({ mib, bodyMiB: current.length / MiB, coreMs, parseMs, decodeParseMs, ratio: coreMs / parseMs, turnMs, transferMs, addedMs: turnMs - transferMs });
+      rows.push({
+        mib,
+        bodyMiB: current.length / MiB,
+        coreMs,
+        parseMs,
+        decodeParseMs,
+        ratio: coreMs / parseMs,
+        turnMs,
+        transferMs,
+        addedMs: turnMs - transferMs,
+      });
     }
   } finally {
     await core.close();
@@ -128,19 +161,30 @@ async function main() {
     await new Promise<void>((r) => server.close(() => r()));
   }
   const f = (n: number, d = 2) => n.toFixed(d).padStart(9);
-  console.log("A = the core's own per-turn work, timed directly on a pre-built reply (64 KiB chunks, as received): scanReply + commit + record");
-  console.log("B = a whole turn through SessionCore against a local engine, minus an undici request reading the same reply");
+  console.log(
+    "A = the core's own per-turn work, timed directly on a pre-built reply (64 KiB chunks, as received): scanReply + commit + record",
+  );
+  console.log(
+    "B = a whole turn through SessionCore against a local engine, minus an undici request reading the same reply",
+  );
   console.log(`median of runs; ${COMPLETION_TOKENS} completion tokens; Node ${process.version}`);
   console.log("");
-  console.log("| routed_experts MiB | body MiB | A core ms | JSON.parse ms | decode+parse ms | A / JSON.parse | B turn ms | transfer ms | B added ms |");
+  console.log(
+    "| routed_experts MiB | body MiB | A core ms | JSON.parse ms | decode+parse ms | A / JSON.parse | B turn ms | transfer ms | B added ms |",
+  );
   console.log("|---|---|---|---|---|---|---|---|---|");
   for (const r of rows) {
-    console.log(`| ${r.mib} | ${f(r.bodyMiB)} | ${f(r.coreMs, 3)} | ${f(r.parseMs)} | ${f(r.decodeParseMs)} | ${f(r.ratio, 4)} | ${f(r.turnMs)} | ${f(r.transferMs)} | ${f(r.addedMs)} |`);
+    console.log(
+      `| ${r.mib} | ${f(r.bodyMiB)} | ${f(r.coreMs, 3)} | ${f(r.parseMs)} | ${f(r.decodeParseMs)} | ${f(r.ratio, 4)} | ${f(r.turnMs)} | ${f(r.transferMs)} | ${f(r.addedMs)} |`,
+    );
   }
   const at64 = rows.find((r) => r.mib === 64) ?? rows[rows.length - 1]!;
   console.log("");
-  console.log(`target: at 64 MiB A < 1/5 of JSON.parse -> ${at64.ratio < 0.2 ? "met" : "NOT met"} (ratio ${at64.ratio.toFixed(4)})`);
-  if (out) writeFileSync(out, JSON.stringify({ node: process.version, completionTokens: COMPLETION_TOKENS, rows }, null, 2));
+  console.log(
+    `target: at 64 MiB A < 1/5 of JSON.parse -> ${at64.ratio < 0.2 ? "met" : "NOT met"} (ratio ${at64.ratio.toFixed(4)})`,
+  );
+  if (out)
+    writeFileSync(out, JSON.stringify({ node: process.version, completionTokens: COMPLETION_TOKENS, rows }, null, 2));
 }
 
 await main();

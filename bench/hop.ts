@@ -45,7 +45,12 @@ function parse(argv: string[]): { workers: number[]; requests: number; out?: str
     ({ values } = parseArgs({
       args: argv,
       strict: true,
-      options: { workers: { type: "string" }, requests: { type: "string" }, out: { type: "string" }, help: { type: "boolean" } },
+      options: {
+        workers: { type: "string" },
+        requests: { type: "string" },
+        out: { type: "string" },
+        help: { type: "boolean" },
+      },
     }));
   } catch (err) {
     process.stderr.write(`bench:hop: ${(err as Error).message}\n\n${USAGE}\n`);
@@ -58,7 +63,9 @@ function parse(argv: string[]): { workers: number[]; requests: number; out?: str
   const workers = (values.workers ?? "1,2,8").split(",").map(Number);
   const requests = Number(values.requests ?? 2000);
   if (!workers.every((w) => Number.isInteger(w) && w >= 1) || !Number.isInteger(requests) || requests < BLOCK) {
-    process.stderr.write(`bench:hop: --workers must list integers >= 1 and --requests be an integer >= ${BLOCK}\n\n${USAGE}\n`);
+    process.stderr.write(
+      `bench:hop: --workers must list integers >= 1 and --requests be an integer >= ${BLOCK}\n\n${USAGE}\n`,
+    );
     process.exit(2);
   }
   return { workers, requests, out: values.out };
@@ -98,7 +105,11 @@ async function measureHop(
   const out: Record<Leg, number[]> = { direct: [], proxied: [], routerOnly: [], routerWorker: [] };
   const zero = () => ({ router: 0, workers: 0, engine: 0 });
   const cpu: LegCpu = { direct: zero(), proxied: zero(), routerOnly: zero(), routerWorker: zero() };
-  const now = () => ({ router: cpuMs(pids.router), workers: pids.workers.reduce((sum, pid) => sum + cpuMs(pid), 0), engine: cpuMs(pids.engine) });
+  const now = () => ({
+    router: cpuMs(pids.router),
+    workers: pids.workers.reduce((sum, pid) => sum + cpuMs(pid), 0),
+    engine: cpuMs(pids.engine),
+  });
   try {
     for (let i = 0; i < 2 * BLOCK; i++) for (const [, pool, path, status] of legs) await timed(pool, path, status);
     for (let block = 0; block < requests / BLOCK; block++) {
@@ -112,13 +123,18 @@ async function measureHop(
   } finally {
     await Promise.all([engine.close(), server.close()]);
   }
-  for (const leg of Object.keys(cpu) as Leg[]) for (const k of ["router", "workers", "engine"] as const) cpu[leg][k] = (cpu[leg][k] * 1000) / out[leg].length;
+  for (const leg of Object.keys(cpu) as Leg[])
+    for (const k of ["router", "workers", "engine"] as const) cpu[leg][k] = (cpu[leg][k] * 1000) / out[leg].length;
   return { latencies: out, cpu };
 }
 
 async function supervisionPids(url: string): Promise<Record<string, number>> {
   const res = await request(`${url}/supervision`);
-  const tree = (await res.body.json()) as { host_pid: number; router: { pid: number }; shards: { index: number; pid: number }[] };
+  const tree = (await res.body.json()) as {
+    host_pid: number;
+    router: { pid: number };
+    shards: { index: number; pid: number }[];
+  };
   const pids: Record<string, number> = { host: tree.host_pid, router: tree.router.pid };
   for (const shard of tree.shards) pids[`worker-${shard.index}`] = shard.pid;
   return pids;
@@ -129,10 +145,18 @@ async function runOne(workers: number, engineUrl: string, enginePid: number, req
   let childPids: number[] = [];
   try {
     const pids = await supervisionPids(server.url);
-    childPids = Object.entries(pids).filter(([n]) => n !== "host").map(([, pid]) => pid);
+    childPids = Object.entries(pids)
+      .filter(([n]) => n !== "host")
+      .map(([, pid]) => pid);
     const rss = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, rssMiB(pid)]));
-    const workerPids = Object.entries(pids).filter(([n]) => n.startsWith("worker-")).map(([, pid]) => pid);
-    const { latencies: legs, cpu } = await measureHop(engineUrl, server.url, requests, { router: pids.router, workers: workerPids, engine: enginePid });
+    const workerPids = Object.entries(pids)
+      .filter(([n]) => n.startsWith("worker-"))
+      .map(([, pid]) => pid);
+    const { latencies: legs, cpu } = await measureHop(engineUrl, server.url, requests, {
+      router: pids.router,
+      workers: workerPids,
+      engine: enginePid,
+    });
     const d = summarize(legs.direct);
     const p = summarize(legs.proxied);
     return {
@@ -158,7 +182,9 @@ function table(rows: HopRow[]): string {
     "|---|---|---|---|---|---|---|---|---|---|",
   ];
   for (const r of rows) {
-    const workerRss = Object.entries(r.rssMiB).filter(([n]) => n.startsWith("worker-")).map(([, v]) => v);
+    const workerRss = Object.entries(r.rssMiB)
+      .filter(([n]) => n.startsWith("worker-"))
+      .map(([, v]) => v);
     const total = Object.values(r.rssMiB).reduce((a, b) => a + b, 0);
     const perWorker = `${fmt(Math.min(...workerRss), 0)}–${fmt(Math.max(...workerRss), 0)}`;
     lines.push(
@@ -178,7 +204,9 @@ function table(rows: HopRow[]): string {
       const c = r.cpuUsPerRequest[leg];
       return `${fmt(l.p50, 0)} / ${fmt(l.p99, 0)} — CPU ${fmt(c.router, 0)} · ${fmt(c.workers, 0)} · ${fmt(c.engine, 0)}`;
     };
-    lines.push(`| ${r.workers} | ${cell("routerOnly", r.routerOnly)} | ${cell("routerWorker", r.routerWorker)} | ${cell("proxied", r.proxied)} | ${cell("direct", r.direct)} |`);
+    lines.push(
+      `| ${r.workers} | ${cell("routerOnly", r.routerOnly)} | ${cell("routerWorker", r.routerWorker)} | ${cell("proxied", r.proxied)} | ${cell("direct", r.direct)} |`,
+    );
   }
   return lines.join("\n");
 }
@@ -197,10 +225,14 @@ async function main(): Promise<void> {
   } finally {
     await engine.stop();
   }
-  process.stdout.write(`### Hop benchmark — GET /sessions/{id}/v1/models via tito-server vs GET /v1/models on the engine, ${requests} requests each, sequential\n\n`);
+  process.stdout.write(
+    `### Hop benchmark — GET /sessions/{id}/v1/models via tito-server vs GET /v1/models on the engine, ${requests} requests each, sequential\n\n`,
+  );
   process.stdout.write(`${table(rows)}\n\n`);
   const best = Math.max(...rows.map((r) => r.addedP50Us));
-  process.stdout.write(`target: the hop adds under 250 µs at p50 — worst measured ${fmt(best, 0)} µs: ${best < 250 ? "met" : "NOT met"}\n`);
+  process.stdout.write(
+    `target: the hop adds under 250 µs at p50 — worst measured ${fmt(best, 0)} µs: ${best < 250 ? "met" : "NOT met"}\n`,
+  );
   process.stdout.write(`load average at start: ${load.map((l) => l.toFixed(2)).join(" ")} (${process.version})\n`);
   if (out) {
     mkdirSync(dirname(out), { recursive: true });

@@ -40,7 +40,11 @@ const dataRoot = mkdtempSync(join(tmpdir(), "tito-bench-records-"));
 const stderr = (line: string) => process.stderr.write(`${line}\n`);
 
 async function post(url: string, body?: unknown): Promise<any> {
-  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`POST ${url}: ${res.status} ${text.slice(0, 200)}`);
   return JSON.parse(text);
@@ -48,7 +52,11 @@ async function post(url: string, body?: unknown): Promise<any> {
 
 async function engineFor(replyMiB: number): Promise<SimEngine> {
   // base64 is 4/3 of the raw bytes: ask for 3/4 of the reply size.
-  return startSimEngine({ tokenizerFolder: folder, routedExpertsBytes: Math.round((replyMiB * MiB * 3) / 4), alwaysRoutedExperts: replyMiB > 0 });
+  return startSimEngine({
+    tokenizerFolder: folder,
+    routedExpertsBytes: Math.round((replyMiB * MiB * 3) / 4),
+    alwaysRoutedExperts: replyMiB > 0,
+  });
 }
 
 async function server(options: SessionServerOptions): Promise<SessionServer> {
@@ -88,12 +96,25 @@ async function perTurnOverhead(): Promise<TurnRow[]> {
   for (const replyMiB of SIZES) {
     const engine = await engineFor(replyMiB);
     const memory = await server({ engineUrl: engine.url, workers: 1, durability: "memory" });
-    const journal = await server({ engineUrl: engine.url, workers: 1, durability: "journal", dataDir: join(dataRoot, `turns-${replyMiB}`) });
-    const every = await server({ engineUrl: engine.url, workers: 1, durability: "journal", fsync: "every", dataDir: join(dataRoot, `turns-every-${replyMiB}`) });
+    const journal = await server({
+      engineUrl: engine.url,
+      workers: 1,
+      durability: "journal",
+      dataDir: join(dataRoot, `turns-${replyMiB}`),
+    });
+    const every = await server({
+      engineUrl: engine.url,
+      workers: 1,
+      durability: "journal",
+      fsync: "every",
+      dataDir: join(dataRoot, `turns-every-${replyMiB}`),
+    });
     try {
       const [m, j, e] = (await timedTurns([memory.url, journal.url, every.url], TURNS[replyMiB]!)).map(summarize);
       rows.push({ replyMiB, memory: m!, journal: j!, journalEvery: e!, overheadP50Ms: j!.p50 - m!.p50 });
-      stderr(`turns ${replyMiB} MiB: memory p50 ${fmt(m!.p50)} ms, journal p50 ${fmt(j!.p50)} ms, journal fsync every p50 ${fmt(e!.p50)} ms`);
+      stderr(
+        `turns ${replyMiB} MiB: memory p50 ${fmt(m!.p50)} ms, journal p50 ${fmt(j!.p50)} ms, journal fsync every p50 ${fmt(e!.p50)} ms`,
+      );
     } finally {
       await memory.shutdown();
       await journal.shutdown();
@@ -150,7 +171,10 @@ Promise.all(workerData.urls.map(reader)).then(() => parentPort.postMessage({ byt
 `;
 
 /** Chat load while `urls` stream in a reader thread; the clock starts once they all flow. */
-async function chatWhileReading(base: string, urls: string[]): Promise<{ times: number[]; bytes: number; gets: number; seconds: number }> {
+async function chatWhileReading(
+  base: string,
+  urls: string[],
+): Promise<{ times: number[]; bytes: number; gets: number; seconds: number }> {
   const reader = new Worker(READER, { eval: true, workerData: { urls } });
   const messages: { started?: boolean; bytes?: number; gets?: number; error?: string }[] = [];
   let wake: (() => void) | undefined;
@@ -228,12 +252,23 @@ async function chatUnderGets(): Promise<GetLoadRow> {
       const loaded = await chatWhileReading(s.url, urls);
       loadedTimes.push(...loaded.times);
       [bytes, gets, seconds] = [bytes + loaded.bytes, gets + loaded.gets, seconds + loaded.seconds];
-      stderr(`round ${round + 1}: chat alone p99 ${fmt(summarize(aloneTimes).p99)} ms, under GETs p99 ${fmt(summarize(loadedTimes).p99)} ms, ${fmt(loaded.bytes / MiB / loaded.seconds)} MiB/s of records`);
+      stderr(
+        `round ${round + 1}: chat alone p99 ${fmt(summarize(aloneTimes).p99)} ms, under GETs p99 ${fmt(summarize(loadedTimes).p99)} ms, ${fmt(loaded.bytes / MiB / loaded.seconds)} MiB/s of records`,
+      );
     }
     const alone = summarize(aloneTimes);
     const underGets = summarize(loadedTimes);
     const workerPeakRssMiB = s.tree().shards.map((shard) => peakRssMiB(shard.pid!));
-    return { sessionMiB, replayMs, alone, underGets, p99Ratio: underGets.p99 / alone.p99, getMiBps: bytes / MiB / seconds, getsCompleted: gets, workerPeakRssMiB };
+    return {
+      sessionMiB,
+      replayMs,
+      alone,
+      underGets,
+      p99Ratio: underGets.p99 / alone.p99,
+      getMiBps: bytes / MiB / seconds,
+      getsCompleted: gets,
+      workerPeakRssMiB,
+    };
   } finally {
     await s.shutdown();
     await small.close();

@@ -29,7 +29,9 @@ function throughputPanel(labels: LabelSummary[], x0: number): string[] {
   const maxT = niceMax(Math.max(...labels.map((l) => l.turnsPerSec)));
   const maxP = niceMax(Math.max(...labels.map((l) => l.chatP99)));
   const slot = PANEL / labels.length;
-  const out = [text(x0, PAD.top - 16, "Throughput (turns/s, bars, left) and chat p99 (ms, red dots, right)", 'font-weight="bold"')];
+  const out = [
+    text(x0, PAD.top - 16, "Throughput (turns/s, bars, left) and chat p99 (ms, red dots, right)", 'font-weight="bold"'),
+  ];
   for (let i = 0; i <= 4; i++) {
     const y = PAD.top + plotH - (i / 4) * plotH;
     out.push(`<line x1="${x0}" x2="${x0 + PANEL}" y1="${y}" y2="${y}" stroke="#e5e7eb"/>`);
@@ -40,7 +42,9 @@ function throughputPanel(labels: LabelSummary[], x0: number): string[] {
     const h = (l.turnsPerSec / maxT) * plotH;
     const x = x0 + i * slot + slot * 0.2;
     const cx = x0 + i * slot + slot / 2;
-    out.push(`<rect x="${x.toFixed(1)}" y="${(PAD.top + plotH - h).toFixed(1)}" width="${(slot * 0.6).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[i % COLORS.length]}"/>`);
+    out.push(
+      `<rect x="${x.toFixed(1)}" y="${(PAD.top + plotH - h).toFixed(1)}" width="${(slot * 0.6).toFixed(1)}" height="${h.toFixed(1)}" fill="${COLORS[i % COLORS.length]}"/>`,
+    );
     out.push(text(cx, PAD.top + plotH - h - 6, l.turnsPerSec.toFixed(1), 'text-anchor="middle"'));
     out.push(text(cx, PAD.top + plotH + 18, l.label, 'text-anchor="middle"'));
     const py = PAD.top + plotH - (l.chatP99 / maxP) * plotH;
@@ -52,15 +56,23 @@ function throughputPanel(labels: LabelSummary[], x0: number): string[] {
 
 function cdfPanel(labels: LabelSummary[], runs: RunResult[], x0: number): string[] {
   const plotH = H - PAD.top - PAD.bottom;
-  const series = labels.map((l) => runs.filter((r) => r.label === l.label).flatMap((r) => r.chatMs).sort((a, b) => a - b));
+  const series = labels.map((l) =>
+    runs
+      .filter((r) => r.label === l.label)
+      .flatMap((r) => r.chatMs)
+      .sort((a, b) => a - b),
+  );
   const all = series.flat().filter((v) => v > 0);
   const lo = 10 ** Math.floor(Math.log10(Math.min(...all)));
   const hi = 10 ** Math.ceil(Math.log10(Math.max(...all)));
-  const xOf = (ms: number) => x0 + ((Math.log10(Math.max(ms, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * PANEL;
+  const xOf = (ms: number) =>
+    x0 + ((Math.log10(Math.max(ms, lo)) - Math.log10(lo)) / (Math.log10(hi) - Math.log10(lo))) * PANEL;
   const yOf = (q: number) => PAD.top + plotH - q * plotH;
   const out = [text(x0, PAD.top - 16, "Chat latency distribution (CDF, ms, log scale)", 'font-weight="bold"')];
   for (let d = lo; d <= hi * 1.0001; d *= 10) {
-    out.push(`<line x1="${xOf(d).toFixed(1)}" x2="${xOf(d).toFixed(1)}" y1="${PAD.top}" y2="${PAD.top + plotH}" stroke="#e5e7eb"/>`);
+    out.push(
+      `<line x1="${xOf(d).toFixed(1)}" x2="${xOf(d).toFixed(1)}" y1="${PAD.top}" y2="${PAD.top + plotH}" stroke="#e5e7eb"/>`,
+    );
     out.push(text(xOf(d), PAD.top + plotH + 18, String(+d.toPrecision(3)), 'text-anchor="middle"'));
   }
   // p95 and p100 sit too close to p99 to label; their grid lines would only add clutter.
@@ -72,7 +84,9 @@ function cdfPanel(labels: LabelSummary[], runs: RunResult[], x0: number): string
     if (values.length === 0) return;
     const points = values.map((v, k) => `${xOf(v).toFixed(1)},${yOf((k + 1) / values.length).toFixed(1)}`);
     points.unshift(`${xOf(values[0]).toFixed(1)},${yOf(0).toFixed(1)}`);
-    out.push(`<polyline points="${points.join(" ")}" fill="none" stroke="${COLORS[i % COLORS.length]}" stroke-width="2"/>`);
+    out.push(
+      `<polyline points="${points.join(" ")}" fill="none" stroke="${COLORS[i % COLORS.length]}" stroke-width="2"/>`,
+    );
     // Legend top-left: high quantiles at low latency never happen, so that corner stays empty.
     const ly = PAD.top + 16 + i * 18;
     out.push(`<rect x="${x0 + 10}" y="${ly - 10}" width="12" height="12" fill="${COLORS[i % COLORS.length]}"/>`);

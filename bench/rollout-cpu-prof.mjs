@@ -19,7 +19,11 @@ if (dir) {
     session.post("Profiler.stop", (err, result) => {
       if (err) return;
       mkdirSync(dir, { recursive: true });
-      const name = process.argv[1]?.split("/").pop()?.replace(/\.[jt]s$/, "") ?? "node";
+      const name =
+        process.argv[1]
+          ?.split("/")
+          .pop()
+          ?.replace(/\.[jt]s$/, "") ?? "node";
       writeFileSync(join(dir, `${name}-${process.pid}.cpuprofile`), JSON.stringify(result.profile));
     });
   });

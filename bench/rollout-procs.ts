@@ -118,7 +118,7 @@ export async function startChild(options: SpawnOptions): Promise<Started> {
     return handle;
   } catch (err) {
     await handle.stop(2_000);
-    throw new Error(`${options.name}: ${(err as Error).message}\n--- stderr tail ---\n${tail}`);
+    throw new Error(`${options.name}: ${(err as Error).message}\n--- stderr tail ---\n${tail}`, { cause: err });
   }
 }
 
@@ -133,11 +133,29 @@ export function startEngine(flags: string[], echoStderr = false): Promise<Starte
 }
 
 /** `tito-server serve` as its own process tree (the bench stays a pure client). */
-export function startServer(workers: number, engineUrl: string, extra: string[] = [], echoStderr = false, env?: Record<string, string>): Promise<Started> {
+export function startServer(
+  workers: number,
+  engineUrl: string,
+  extra: string[] = [],
+  echoStderr = false,
+  env?: Record<string, string>,
+): Promise<Started> {
   return startChild({
     env,
     name: `tito-server(w${workers})`,
-    args: ["bin/tito-server.js", "serve", "--port", "0", "--workers", String(workers), "--engine", engineUrl, "--log-level", "warn", ...extra],
+    args: [
+      "bin/tito-server.js",
+      "serve",
+      "--port",
+      "0",
+      "--workers",
+      String(workers),
+      "--engine",
+      engineUrl,
+      "--log-level",
+      "warn",
+      ...extra,
+    ],
     ready: /^tito-server ready url=(\S+)/,
     echoStderr,
   });

@@ -37,7 +37,8 @@ export function summarizeLabels(runs: RunResult[]): LabelSummary[] {
   const labels = [...new Set(runs.map((r) => r.label))].sort((a, b) => order(a) - order(b));
   return labels.map((label) => {
     const of = runs.filter((r) => r.label === label);
-    const med = (pick: (r: RunResult) => number | null | undefined) => median(of.map(pick).filter((v): v is number => typeof v === "number"));
+    const med = (pick: (r: RunResult) => number | null | undefined) =>
+      median(of.map(pick).filter((v): v is number => typeof v === "number"));
     const hasGet = of.some((r) => r.recordsGet);
     return {
       label,
@@ -75,14 +76,27 @@ export function ratios(config: RolloutConfig, labels: LabelSummary[]): Ratio[] {
   }
   for (const l of labels) {
     if (l.label === "floor") continue;
-    out.push({ name: `server CPU per turn ${l.label} vs floor (engine CPU per turn)`, value: l.serverCpuPerTurn / floor.engineCpuPerTurn, unit: "x" });
+    out.push({
+      name: `server CPU per turn ${l.label} vs floor (engine CPU per turn)`,
+      value: l.serverCpuPerTurn / floor.engineCpuPerTurn,
+      unit: "x",
+    });
   }
   for (const l of labels) {
     if (l.label === "floor") continue;
     const added = l.seqP50 - floor.seqP50;
     const target = small ? { target: "< 0.5 ms", met: added < 0.5 } : {};
-    out.push({ name: `added latency per sequential turn ${l.label} (seq p50 - floor seq p50)`, value: added, unit: "ms", ...target });
-    out.push({ name: `added chat p50 under load ${l.label} (p50 - floor p50)`, value: l.chatP50 - floor.chatP50, unit: "ms" });
+    out.push({
+      name: `added latency per sequential turn ${l.label} (seq p50 - floor seq p50)`,
+      value: added,
+      unit: "ms",
+      ...target,
+    });
+    out.push({
+      name: `added chat p50 under load ${l.label} (p50 - floor p50)`,
+      value: l.chatP50 - floor.chatP50,
+      unit: "ms",
+    });
   }
   return out;
 }
@@ -95,18 +109,54 @@ export function targets(config: RolloutConfig, labels: LabelSummary[]): Ratio[] 
   const worstCpu = Math.max(...servers.map((l) => l.serverCpuPerTurn));
   if (config.preset === "small") {
     return [
-      { name: "w1 turns/s (reference 260)", value: w1.turnsPerSec, unit: "n", target: ">= 780 (3x)", met: w1.turnsPerSec >= 780 },
-      { name: "server CPU ms per turn (worst worker count)", value: worstCpu, unit: "ms", target: "< 1 ms", met: worstCpu < 1 },
+      {
+        name: "w1 turns/s (reference 260)",
+        value: w1.turnsPerSec,
+        unit: "n",
+        target: ">= 780 (3x)",
+        met: w1.turnsPerSec >= 780,
+      },
+      {
+        name: "server CPU ms per turn (worst worker count)",
+        value: worstCpu,
+        unit: "ms",
+        target: "< 1 ms",
+        met: worstCpu < 1,
+      },
     ];
   }
   if (config.preset === "r3") {
     const peak = Math.max(...servers.map((l) => l.serverPeakMiB ?? 0));
     const get = Math.max(...servers.map((l) => l.soloGetMs ?? Number.NaN));
     return [
-      { name: "w1 turns/s (reference 11)", value: w1.turnsPerSec, unit: "n", target: ">= 33 (3x)", met: w1.turnsPerSec >= 33 },
-      { name: "server CPU ms per turn (worst worker count)", value: worstCpu, unit: "ms", target: "< 25 ms", met: worstCpu < 25 },
-      { name: "solo records GET ms, ~88 MiB (worst worker count)", value: get, unit: "ms", target: "< 1000 ms", met: get < 1000 },
-      { name: "server peak RSS MiB (worst worker count)", value: peak, unit: "n", target: "< 600 MiB", met: peak < 600 },
+      {
+        name: "w1 turns/s (reference 11)",
+        value: w1.turnsPerSec,
+        unit: "n",
+        target: ">= 33 (3x)",
+        met: w1.turnsPerSec >= 33,
+      },
+      {
+        name: "server CPU ms per turn (worst worker count)",
+        value: worstCpu,
+        unit: "ms",
+        target: "< 25 ms",
+        met: worstCpu < 25,
+      },
+      {
+        name: "solo records GET ms, ~88 MiB (worst worker count)",
+        value: get,
+        unit: "ms",
+        target: "< 1000 ms",
+        met: get < 1000,
+      },
+      {
+        name: "server peak RSS MiB (worst worker count)",
+        value: peak,
+        unit: "n",
+        target: "< 600 MiB",
+        met: peak < 600,
+      },
     ];
   }
   return [];
@@ -153,7 +203,9 @@ export function markdown(config: RolloutConfig, runs: RunResult[], labels: Label
     lines.push("", "| ratio / target | measured | target | met |", "|---|---|---|---|");
     for (const row of [...rows, ...goals]) {
       const value = row.unit === "x" ? fmtRatio(row.value) : `${fmt(row.value, 2)}${row.unit === "ms" ? " ms" : ""}`;
-      lines.push(`| ${row.name} | ${value} | ${row.target ?? "-"} | ${row.met === undefined ? "-" : row.met ? "yes" : "NO"} |`);
+      lines.push(
+        `| ${row.name} | ${value} | ${row.target ?? "-"} | ${row.met === undefined ? "-" : row.met ? "yes" : "NO"} |`,
+      );
     }
   }
   return lines.join("\n");

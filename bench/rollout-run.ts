@@ -32,7 +32,13 @@ export interface RunResult {
   cpuMs: Record<string, number>;
   /** Of cpuMs, the system (kernel) part: syscalls, page faults of fresh memory. */
   cpuSysMs: Record<string, number>;
-  cpuPerTurnMs: { server: number; serverSys: number; engine: number; client: number; perProcess: Record<string, number> };
+  cpuPerTurnMs: {
+    server: number;
+    serverSys: number;
+    engine: number;
+    client: number;
+    perProcess: Record<string, number>;
+  };
   rss: {
     /** Sampled peak of the server's processes together (host + router + workers), MiB. */
     serverGroupPeakMiB: number | null;
@@ -111,14 +117,24 @@ async function measure(
     chat: summarize(result.chatMs),
     sequential: summarize(probe.chatMs),
     recordsGet: result.recordsGetMs.length
-      ? { ...summarize(result.recordsGetMs), bytesMean: result.recordsGetBytes.reduce((a, b) => a + b, 0) / result.recordsGetBytes.length, bytesMax: Math.max(...result.recordsGetBytes) }
+      ? {
+          ...summarize(result.recordsGetMs),
+          bytesMean: result.recordsGetBytes.reduce((a, b) => a + b, 0) / result.recordsGetBytes.length,
+          bytesMax: Math.max(...result.recordsGetBytes),
+        }
       : null,
     soloRecordsGet: probe.recordsGetMs.length ? { ms: probe.recordsGetMs[0], bytes: probe.recordsGetBytes[0] } : null,
     pids,
     sessionsPerWorker: Array.from({ length: workerCount }, (_, i) => result.shards.filter((s) => s === i).length),
     cpuMs,
     cpuSysMs,
-    cpuPerTurnMs: { server: serverCpu / result.turns, serverSys: serverSys / result.turns, engine: cpuMs.engine / result.turns, client: result.clientCpuMs / result.turns, perProcess },
+    cpuPerTurnMs: {
+      server: serverCpu / result.turns,
+      serverSys: serverSys / result.turns,
+      engine: cpuMs.engine / result.turns,
+      client: result.clientCpuMs / result.turns,
+      perProcess,
+    },
     rss: {
       serverGroupPeakMiB: Object.keys(groupPids).length ? sampled.group : null,
       sampledPeakMiB: sampled.perProcess,
@@ -145,10 +161,15 @@ export async function runServer(workers: number, ctx: RunContext): Promise<RunRe
   let childPids: number[] = [];
   const problems: string[] = [];
   try {
-    ctx.note(`tito-server with ${workers} worker(s), repeat ${ctx.repeat}: ready in ${(server.startupMs / 1000).toFixed(1)} s, running`);
+    ctx.note(
+      `tito-server with ${workers} worker(s), repeat ${ctx.repeat}: ready in ${(server.startupMs / 1000).toFixed(1)} s, running`,
+    );
     const pids = await supervisionPids(server.url);
-    childPids = Object.entries(pids).filter(([name]) => name !== "host").map(([, pid]) => pid);
-    if (pids.host !== server.pid) problems.push(`/supervision host_pid ${pids.host} is not the CLI's pid ${server.pid}`);
+    childPids = Object.entries(pids)
+      .filter(([name]) => name !== "host")
+      .map(([, pid]) => pid);
+    if (pids.host !== server.pid)
+      problems.push(`/supervision host_pid ${pids.host} is not the CLI's pid ${server.pid}`);
     const target = new Target(`w${workers}`, server.url, { sessions: true, connections: ctx.shape.sessions + 2 });
     try {
       const measured = await measure(target, `w${workers}`, ctx, pids);

@@ -52,7 +52,12 @@ export class Target {
   constructor(name: string, url: string, opts: { sessions: boolean; connections: number }) {
     this.name = name;
     this.sessions = opts.sessions;
-    this.#pool = new Pool(url, { connections: opts.connections, keepAliveTimeout: 60_000, headersTimeout: 600_000, bodyTimeout: 600_000 });
+    this.#pool = new Pool(url, {
+      connections: opts.connections,
+      keepAliveTimeout: 60_000,
+      headersTimeout: 600_000,
+      bodyTimeout: 600_000,
+    });
   }
 
   /**
@@ -66,7 +71,12 @@ export class Target {
     path: string,
     body?: string,
     discard = false,
-  ): Promise<{ status: number; chunks: Buffer[]; bytes: number; headers: Record<string, string | string[] | undefined> }> {
+  ): Promise<{
+    status: number;
+    chunks: Buffer[];
+    bytes: number;
+    headers: Record<string, string | string[] | undefined>;
+  }> {
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       let bytes = 0;
@@ -141,7 +151,8 @@ const HEAD_LIMIT = 1 << 20;
  */
 export function replyMessage(chunks: Buffer[]): Message {
   let head: Buffer = chunks[0] ?? Buffer.alloc(0);
-  for (let i = 1; i < chunks.length && head.length < HEAD_LIMIT && head.indexOf(MESSAGE_KEY) < 0; i++) head = Buffer.concat([head, chunks[i]]);
+  for (let i = 1; i < chunks.length && head.length < HEAD_LIMIT && head.indexOf(MESSAGE_KEY) < 0; i++)
+    head = Buffer.concat([head, chunks[i]]);
   const at = head.indexOf(MESSAGE_KEY);
   if (at >= 0) {
     let i = at + MESSAGE_KEY.length;
@@ -165,7 +176,14 @@ export interface RunHooks {
   onTurn?: () => void;
 }
 
-async function runSession(target: Target, shape: WorkloadShape, seed: number, out: WorkloadResult, hooks: RunHooks, created?: string): Promise<void> {
+async function runSession(
+  target: Target,
+  shape: WorkloadShape,
+  seed: number,
+  out: WorkloadResult,
+  hooks: RunHooks,
+  created?: string,
+): Promise<void> {
   let id = created;
   if (id === undefined) {
     const made = await target.createOnShard();
@@ -182,7 +200,8 @@ async function runSession(target: Target, shape: WorkloadShape, seed: number, ou
     expectStatus(res, 200, `chat turn ${k} of session ${seed}`);
     const reply = replyMessage(res.chunks);
     out.chatMs.push(performance.now() - t0);
-    if (reply.role !== "assistant" || typeof reply.content !== "string") throw new Error(`turn ${k}: unexpected message ${JSON.stringify(reply).slice(0, 200)}`);
+    if (reply.role !== "assistant" || typeof reply.content !== "string")
+      throw new Error(`turn ${k}: unexpected message ${JSON.stringify(reply).slice(0, 200)}`);
     messages.push({ role: "assistant", content: reply.content });
     out.turns++;
     hooks.onTurn?.();
@@ -193,18 +212,36 @@ async function runSession(target: Target, shape: WorkloadShape, seed: number, ou
     out.recordsGetMs.push(performance.now() - t0);
     expectStatus(res, 200, `GET /sessions/${id}`);
     // The records must hold the routing-replay payloads the client never saw.
-    if (res.bytes < shape.r3BytesPerSession) throw new Error(`records GET of ${res.bytes} bytes is smaller than the ${shape.r3BytesPerSession} routing-replay bytes sent`);
+    if (res.bytes < shape.r3BytesPerSession)
+      throw new Error(
+        `records GET of ${res.bytes} bytes is smaller than the ${shape.r3BytesPerSession} routing-replay bytes sent`,
+      );
     out.recordsGetBytes.push(res.bytes);
   }
   await target.delete(id);
 }
 
 /** Runs `shape.sessions` sessions concurrently, `seedBase` keeping their texts distinct. */
-export async function runWorkload(target: Target, shape: WorkloadShape, seedBase: number, hooks: RunHooks = {}): Promise<WorkloadResult> {
-  const out: WorkloadResult = { wallMs: 0, turns: 0, chatMs: [], recordsGetMs: [], recordsGetBytes: [], clientCpuMs: 0, shards: [] };
+export async function runWorkload(
+  target: Target,
+  shape: WorkloadShape,
+  seedBase: number,
+  hooks: RunHooks = {},
+): Promise<WorkloadResult> {
+  const out: WorkloadResult = {
+    wallMs: 0,
+    turns: 0,
+    chatMs: [],
+    recordsGetMs: [],
+    recordsGetBytes: [],
+    clientCpuMs: 0,
+    shards: [],
+  };
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: shape.sessions }, (_, s) => runSession(target, shape, seedBase + s, out, hooks)));
+  await Promise.all(
+    Array.from({ length: shape.sessions }, (_, s) => runSession(target, shape, seedBase + s, out, hooks)),
+  );
   out.wallMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   out.clientCpuMs = (cpu.user + cpu.system) / 1000;
@@ -241,6 +278,14 @@ async function warmUpPass(target: Target, shape: WorkloadShape, shards: number):
       await target.delete(id);
     }
   }
-  const out: WorkloadResult = { wallMs: 0, turns: 0, chatMs: [], recordsGetMs: [], recordsGetBytes: [], clientCpuMs: 0, shards: [] };
+  const out: WorkloadResult = {
+    wallMs: 0,
+    turns: 0,
+    chatMs: [],
+    recordsGetMs: [],
+    recordsGetBytes: [],
+    clientCpuMs: 0,
+    shards: [],
+  };
   await Promise.all(ids.map((id, i) => runSession(target, pass, 900_000 + i, out, {}, id)));
 }

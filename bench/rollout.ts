@@ -18,15 +18,26 @@ import type { WorkloadShape } from "./rollout-workload.ts";
 /** Which code was measured: the commit, and whether the tree had uncommitted changes. */
 function gitState(): { commit: string; uncommittedChanges: boolean } | Record<string, never> {
   try {
-    const git = (...args: string[]) => execFileSync("git", args, { cwd: REPO_ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-    return { commit: git("rev-parse", "--short", "HEAD"), uncommittedChanges: git("status", "--porcelain", "--untracked-files=no") !== "" };
+    const git = (...args: string[]) =>
+      execFileSync("git", args, { cwd: REPO_ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    return {
+      commit: git("rev-parse", "--short", "HEAD"),
+      uncommittedChanges: git("status", "--porcelain", "--untracked-files=no") !== "",
+    };
   } catch {
     return {}; // not a git checkout (e.g. an exported snapshot)
   }
 }
 
 function engineFlags(config: RolloutConfig): string[] {
-  const flags = ["--prebuilt-tokens", String(config.outputTokens), "--prebuilt-turns", String(config.turns), "--latency-ms", String(config.latencyMs)];
+  const flags = [
+    "--prebuilt-tokens",
+    String(config.outputTokens),
+    "--prebuilt-turns",
+    String(config.turns),
+    "--latency-ms",
+    String(config.latencyMs),
+  ];
   const r3 = r3LastRawBytes(config);
   if (r3 > 0) flags.push("--prebuilt-r3-last-bytes", String(r3), "--always-routed-experts");
   return flags;
@@ -64,7 +75,8 @@ async function main(): Promise<void> {
         verbose: config.verbose,
         serverEnv: config.cpuProf
           ? {
-              NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import ${join(REPO_ROOT, "bench", "rollout-cpu-prof.mjs")}`.trim(),
+              NODE_OPTIONS:
+                `${process.env.NODE_OPTIONS ?? ""} --import ${join(REPO_ROOT, "bench", "rollout-cpu-prof.mjs")}`.trim(),
               TITO_BENCH_CPU_PROF_DIR: resolve(config.cpuProf),
             }
           : undefined,
@@ -99,7 +111,8 @@ async function main(): Promise<void> {
 
   const table = markdown(config, runs, labels);
   process.stdout.write(`${table}\n\n`);
-  for (const f of failures) process.stdout.write(`FAILED: ${f.label} (repeat ${f.repeat}): ${f.error.split("\n")[0]}\n`);
+  for (const f of failures)
+    process.stdout.write(`FAILED: ${f.label} (repeat ${f.repeat}): ${f.error.split("\n")[0]}\n`);
   const machine = {
     node: process.version,
     cpus: cpus().length,
@@ -110,13 +123,27 @@ async function main(): Promise<void> {
     loadavgAtEnd: loadavg(),
     ...git,
   };
-  const code = "commit" in machine ? `, code ${machine.commit}${machine.uncommittedChanges ? " + uncommitted changes" : ""}` : "";
+  const code =
+    "commit" in machine ? `, code ${machine.commit}${machine.uncommittedChanges ? " + uncommitted changes" : ""}` : "";
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
-  process.stdout.write(`machine: ${machine.cpus} CPUs, node ${process.version}${code}, load average at start ${load(loadAtStart)}, at end ${load(machine.loadavgAtEnd)}\n`);
+  process.stdout.write(
+    `machine: ${machine.cpus} CPUs, node ${process.version}${code}, load average at start ${load(loadAtStart)}, at end ${load(machine.loadavgAtEnd)}\n`,
+  );
   mkdirSync(dirname(config.out), { recursive: true });
-  writeFileSync(config.out, `${JSON.stringify({ config, machine, summary: labels, ratios: ratios(config, labels), targets: targets(config, labels), failures, runs }, null, 1)}\n`);
+  writeFileSync(
+    config.out,
+    `${JSON.stringify({ config, machine, summary: labels, ratios: ratios(config, labels), targets: targets(config, labels), failures, runs }, null, 1)}\n`,
+  );
   const svgPath = config.out.replace(/\.json$/i, "") + ".svg";
-  writeFileSync(svgPath, chartSvg("tito-server rollout benchmark", `${describe(config)} — load average ${load(loadAtStart)} at start`, labels, runs));
+  writeFileSync(
+    svgPath,
+    chartSvg(
+      "tito-server rollout benchmark",
+      `${describe(config)} — load average ${load(loadAtStart)} at start`,
+      labels,
+      runs,
+    ),
+  );
   process.stdout.write(`results: ${config.out}\nchart: ${svgPath}\n`);
   if (failures.length > 0) process.exitCode = 1;
 }

@@ -160,7 +160,11 @@ async function throughput(call: Call, total: number, inFlight: number): Promise<
 }
 
 /** Runs a and b in alternating rounds and keeps each one's best (least disturbed) round. */
-async function bestOfAlternating(a: () => Promise<number>, b: () => Promise<number>, rounds: number): Promise<[number, number]> {
+async function bestOfAlternating(
+  a: () => Promise<number>,
+  b: () => Promise<number>,
+  rounds: number,
+): Promise<[number, number]> {
   let ra = 0;
   let rb = 0;
   for (let i = 0; i < rounds; i++) {
@@ -189,7 +193,9 @@ async function channelCall(ch: Channel, op: number, body?: Buffer): Promise<numb
 async function main(): Promise<void> {
   const quick = process.argv.includes("--quick");
   const dir = mkdtempSync(join(tmpdir(), "tito-bench-tr-"));
-  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--serve", dir], { stdio: ["pipe", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--serve", dir], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
   try {
     await once(child.stdout!, "data");
     const rawSock = createConnection({ path: join(dir, "raw.sock") });
@@ -202,15 +208,27 @@ async function main(): Promise<void> {
     const reps = quick ? 2 : 3;
     const rawEcho = () => raw.request(OP_ECHO, kib);
     const chEcho = () => channelCall(ch, OP_ECHO, kib);
-        const rows: Array<[string, number, number, string]> = [];
+    const rows: Array<[string, number, number, string]> = [];
     const [latRaw, latCh] = await latencyPair(rawEcho, chEcho, n);
     rows.push(["1 KiB round trip p50 (µs)", latRaw!.p50, latCh!.p50, "lower is better"]);
     rows.push(["1 KiB round trip p99 (µs)", latRaw!.p99, latCh!.p99, "lower is better"]);
-    const [tpRaw, tpCh] = await bestOfAlternating(() => throughput(rawEcho, n, 64), () => throughput(chEcho, n, 64), 4);
+    const [tpRaw, tpCh] = await bestOfAlternating(
+      () => throughput(rawEcho, n, 64),
+      () => throughput(chEcho, n, 64),
+      4,
+    );
     rows.push(["1 KiB requests/s, 64 in flight", tpRaw, tpCh, "higher is better"]);
-    const [downRaw, downCh] = await bestOfAlternating(() => mbps(() => raw.request(OP_BIG_REPLY), reps), () => mbps(() => channelCall(ch, OP_BIG_REPLY), reps), 3);
+    const [downRaw, downCh] = await bestOfAlternating(
+      () => mbps(() => raw.request(OP_BIG_REPLY), reps),
+      () => mbps(() => channelCall(ch, OP_BIG_REPLY), reps),
+      3,
+    );
     rows.push(["64 MiB reply MB/s", downRaw, downCh, "higher is better"]);
-    const [upRaw, upCh] = await bestOfAlternating(() => mbps(() => raw.request(OP_SINK, big), reps), () => mbps(() => channelCall(ch, OP_SINK, big), reps), 3);
+    const [upRaw, upCh] = await bestOfAlternating(
+      () => mbps(() => raw.request(OP_SINK, big), reps),
+      () => mbps(() => channelCall(ch, OP_SINK, big), reps),
+      3,
+    );
     rows.push(["64 MiB request MB/s", upRaw, upCh, "higher is better"]);
 
     const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(1));
@@ -218,11 +236,22 @@ async function main(): Promise<void> {
     for (const [name, r, c] of rows) console.log(`| ${name} | ${fmt(r)} | ${fmt(c)} | ${(c / r).toFixed(2)}x |`);
     const p50Ratio = latCh!.p50 / latRaw!.p50;
     const bigRatio = Math.min(downCh / downRaw, upCh / upRaw);
-    console.log(`\ntargets: channel p50 <= 1.5x raw: ${p50Ratio.toFixed(2)}x ${p50Ratio <= 1.5 ? "PASS" : "MISS"}; ` + `64 MiB throughput >= 60% of raw: ${(bigRatio * 100).toFixed(0)}% ${bigRatio >= 0.6 ? "PASS" : "MISS"}`);
+    console.log(
+      `\ntargets: channel p50 <= 1.5x raw: ${p50Ratio.toFixed(2)}x ${p50Ratio <= 1.5 ? "PASS" : "MISS"}; ` +
+        `64 MiB throughput >= 60% of raw: ${(bigRatio * 100).toFixed(0)}% ${bigRatio >= 0.6 ? "PASS" : "MISS"}`,
+    );
     mkdirSync(fileURLToPath(new URL("./out/", import.meta.url)), { recursive: true });
     writeFileSync(
       fileURLToPath(new URL("./out/transport.json", import.meta.url)),
-      JSON.stringify({ date: new Date().toISOString(), quick, rows: rows.map(([metric, raw, channel]) => ({ metric, raw, channel, ratio: channel / raw })) }, null, 2) + "\n",
+      JSON.stringify(
+        {
+          date: new Date().toISOString(),
+          quick,
+          rows: rows.map(([metric, raw, channel]) => ({ metric, raw, channel, ratio: channel / raw })),
+        },
+        null,
+        2,
+      ) + "\n",
     );
     ch.close();
     rawSock.destroy();

@@ -100,7 +100,8 @@ export class JsonScanner {
   }
 
   #literal(p: number, word: string): number {
-    for (let i = 0; i < word.length; i++) if (this.buf.at(p + i) !== word.charCodeAt(i)) this.fail("invalid literal", p);
+    for (let i = 0; i < word.length; i++)
+      if (this.buf.at(p + i) !== word.charCodeAt(i)) this.fail("invalid literal", p);
     return p + word.length;
   }
 
@@ -168,7 +169,10 @@ export class JsonScanner {
     try {
       return JSON.parse(this.buf.toString(start, end));
     } catch (err) {
-      throw new EngineReplyError(`engine reply is not valid JSON: ${(err as Error).message} in bytes ${start}..${end}`, { cause: err });
+      throw new EngineReplyError(
+        `engine reply is not valid JSON: ${(err as Error).message} in bytes ${start}..${end}`,
+        { cause: err },
+      );
     }
   }
 }

@@ -65,7 +65,12 @@ class Exchange {
   readonly quotes: number[] = [];
   crc = 0;
 
-  constructor(req: UpstreamRequest, resolve: (res: UpstreamResponse) => void, reject: (err: Error) => void, retry: () => boolean) {
+  constructor(
+    req: UpstreamRequest,
+    resolve: (res: UpstreamResponse) => void,
+    reject: (err: Error) => void,
+    retry: () => boolean,
+  ) {
     this.req = req;
     this.resolve = resolve;
     this.reject = reject;
@@ -168,7 +173,8 @@ class Connection {
   // body is ever offered, so a read cannot run into the next reply. All else: the scratch.
   #nextBuffer(): Buffer {
     const ex = this.#exchange;
-    if (ex !== undefined && this.#state === S_LENGTH && this.#remaining > 0 && this.#kept === 0) return ex.space(this.#remaining);
+    if (ex !== undefined && this.#state === S_LENGTH && this.#remaining > 0 && this.#kept === 0)
+      return ex.space(this.#remaining);
     if (this.#kept === this.#scratch.length) {
       // A head line longer than the scratch: grow it, up to the head limit (checked on parse).
       const bigger = Buffer.allocUnsafeSlow(Math.min(this.#scratch.length * 2, MAX_HEAD_BYTES + SCRATCH_BYTES));
@@ -198,7 +204,8 @@ class Connection {
       const left = data.length - used;
       if (left > 0 && used > 0) this.#scratch.copyWithin(0, used, data.length);
       this.#kept = left;
-      if (this.#kept > MAX_HEAD_BYTES) throw httpError(`the engine's reply head or chunk line is over ${MAX_HEAD_BYTES} bytes`, "TITO_ENGINE_HTTP");
+      if (this.#kept > MAX_HEAD_BYTES)
+        throw httpError(`the engine's reply head or chunk line is over ${MAX_HEAD_BYTES} bytes`, "TITO_ENGINE_HTTP");
     } catch (err) {
       this.abort(err as Error);
       return false;
@@ -236,7 +243,11 @@ class Connection {
           if (end < 0) return at;
           const line = data.toString("latin1", at, end);
           const hex = line.split(";", 1)[0]!.trim();
-          if (!/^[0-9a-fA-F]{1,12}$/.test(hex)) throw httpError(`bad chunk size line from the engine: ${JSON.stringify(line.slice(0, 40))}`, "TITO_ENGINE_HTTP");
+          if (!/^[0-9a-fA-F]{1,12}$/.test(hex))
+            throw httpError(
+              `bad chunk size line from the engine: ${JSON.stringify(line.slice(0, 40))}`,
+              "TITO_ENGINE_HTTP",
+            );
           this.#remaining = parseInt(hex, 16);
           this.#state = this.#remaining === 0 ? S_TRAILERS : S_CHUNK_DATA;
           at = end + 2;
@@ -244,7 +255,8 @@ class Connection {
         }
         case S_CHUNK_END: {
           if (data.length - at < 2) return at;
-          if (data[at] !== 0x0d || data[at + 1] !== 0x0a) throw httpError("the engine's chunk data is not followed by CRLF", "TITO_ENGINE_HTTP");
+          if (data[at] !== 0x0d || data[at + 1] !== 0x0a)
+            throw httpError("the engine's chunk data is not followed by CRLF", "TITO_ENGINE_HTTP");
           at += 2;
           this.#state = S_CHUNK_SIZE;
           break;
@@ -273,14 +285,22 @@ class Connection {
   #onHead(ex: Exchange, head: string): void {
     const lines = head.split("\r\n");
     const m = /^HTTP\/1\.([01]) (\d{3})(?: .*)?$/.exec(lines[0]!);
-    if (m === null) throw httpError(`the engine's reply is not HTTP/1.x: ${JSON.stringify(lines[0]!.slice(0, 60))}`, "TITO_ENGINE_HTTP");
+    if (m === null)
+      throw httpError(
+        `the engine's reply is not HTTP/1.x: ${JSON.stringify(lines[0]!.slice(0, 60))}`,
+        "TITO_ENGINE_HTTP",
+      );
     const status = Number(m[2]);
     const headers: Record<string, string> = {};
     for (let i = 1; i < lines.length; i++) {
       const line = lines[i]!;
       const colon = line.indexOf(":");
       const name = colon > 0 ? line.slice(0, colon).toLowerCase() : "";
-      if (!TOKEN.test(name)) throw httpError(`bad header line in the engine's reply: ${JSON.stringify(line.slice(0, 60))}`, "TITO_ENGINE_HTTP");
+      if (!TOKEN.test(name))
+        throw httpError(
+          `bad header line in the engine's reply: ${JSON.stringify(line.slice(0, 60))}`,
+          "TITO_ENGINE_HTTP",
+        );
       const value = line.slice(colon + 1).trim();
       headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
     }
@@ -295,7 +315,8 @@ class Connection {
       return this.#complete(ex);
     }
     if (te !== "") {
-      if (!/(?:^|,)\s*chunked\s*$/.test(te)) throw httpError(`unsupported transfer-encoding from the engine: ${te}`, "TITO_ENGINE_HTTP");
+      if (!/(?:^|,)\s*chunked\s*$/.test(te))
+        throw httpError(`unsupported transfer-encoding from the engine: ${te}`, "TITO_ENGINE_HTTP");
       this.#state = S_CHUNK_SIZE;
       this.#startUnknownLength(ex);
       return;
@@ -307,7 +328,8 @@ class Connection {
       this.#startUnknownLength(ex);
       return;
     }
-    if (!/^\d{1,15}$/.test(cl)) throw httpError(`bad content-length from the engine: ${JSON.stringify(cl.slice(0, 40))}`, "TITO_ENGINE_HTTP");
+    if (!/^\d{1,15}$/.test(cl))
+      throw httpError(`bad content-length from the engine: ${JSON.stringify(cl.slice(0, 40))}`, "TITO_ENGINE_HTTP");
     const length = Number(cl);
     if (ex.req.pooled !== undefined && length >= POOLED_REPLY_MIN_BYTES) {
       ex.collector = ex.req.pooled.collector(length);
@@ -346,7 +368,14 @@ class Connection {
     ex.done = true;
     if (err === undefined) {
       const collector = ex.collector;
-      ex.resolve({ status: ex.status, headers: ex.headers, body: ex.body(), quotes: ex.quotes, crc: ex.crc, release: collector && (() => collector.release()) });
+      ex.resolve({
+        status: ex.status,
+        headers: ex.headers,
+        body: ex.body(),
+        quotes: ex.quotes,
+        crc: ex.crc,
+        release: collector && (() => collector.release()),
+      });
       return;
     }
     ex.collector?.release();
@@ -463,16 +492,20 @@ export class EngineHttpAgent {
 
   #head(req: UpstreamRequest): string {
     if (!TOKEN.test(req.method)) throw new TypeError(`invalid HTTP method ${JSON.stringify(req.method)}`);
-    if (BAD_HEADER_TEXT.test(req.path) || !req.path.startsWith("/") || /\s/.test(req.path)) throw new TypeError(`invalid request path ${JSON.stringify(req.path)}`);
+    if (BAD_HEADER_TEXT.test(req.path) || !req.path.startsWith("/") || /\s/.test(req.path))
+      throw new TypeError(`invalid request path ${JSON.stringify(req.path)}`);
     let head = `${req.method} ${req.path} HTTP/1.1\r\nhost: ${this.#hostHeader}\r\n`;
     for (const [name, value] of Object.entries(req.headers)) {
       const lower = name.toLowerCase();
-      if (lower === "host" || lower === "content-length" || lower === "transfer-encoding" || lower === "connection") continue;
-      if (!TOKEN.test(name) || BAD_HEADER_TEXT.test(value)) throw new TypeError(`invalid header ${JSON.stringify(name)} for the engine request`);
+      if (lower === "host" || lower === "content-length" || lower === "transfer-encoding" || lower === "connection")
+        continue;
+      if (!TOKEN.test(name) || BAD_HEADER_TEXT.test(value))
+        throw new TypeError(`invalid header ${JSON.stringify(name)} for the engine request`);
       head += `${name}: ${value}\r\n`;
     }
     const bytes = req.body?.length ?? 0;
-    if (bytes > 0 || req.method === "POST" || req.method === "PUT" || req.method === "PATCH") head += `content-length: ${bytes}\r\n`;
+    if (bytes > 0 || req.method === "POST" || req.method === "PUT" || req.method === "PATCH")
+      head += `content-length: ${bytes}\r\n`;
     return head + "\r\n";
   }
 }

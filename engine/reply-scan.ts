@@ -107,13 +107,20 @@ export function scanReply(body: Buffer | readonly Buffer[], quotes?: readonly nu
 
   if (!first.message) throw new EngineReplyError("engine reply has no choices[0].message");
   const message = scan.parse(...first.message) as ChatMessage | null;
-  if (!message || typeof message !== "object" || Array.isArray(message)) throw new EngineReplyError("engine reply's choices[0].message is not an object");
-  if (!first.logprobs) throw new EngineReplyError("engine reply is missing choices[0].meta_info.output_token_logprobs (is return_meta_info/logprobs honoured?)");
+  if (!message || typeof message !== "object" || Array.isArray(message))
+    throw new EngineReplyError("engine reply's choices[0].message is not an object");
+  if (!first.logprobs)
+    throw new EngineReplyError(
+      "engine reply is missing choices[0].meta_info.output_token_logprobs (is return_meta_info/logprobs honoured?)",
+    );
   if (message.content === null || message.content === undefined) {
-    throw new EngineReplyError("assistant message content is None in the engine reply (choices[0].message.content); the trajectory needs the generated text");
+    throw new EngineReplyError(
+      "assistant message content is None in the engine reply (choices[0].message.content); the trajectory needs the generated text",
+    );
   }
   const entries = scan.parse(...first.logprobs);
-  if (!Array.isArray(entries)) throw new EngineReplyError("engine reply's choices[0].meta_info.output_token_logprobs is not a list");
+  if (!Array.isArray(entries))
+    throw new EngineReplyError("engine reply's choices[0].meta_info.output_token_logprobs is not a list");
   const completionTokens = first.completionTokens ? scan.parse(...first.completionTokens) : undefined;
   if (entries.length !== completionTokens) {
     throw new EngineReplyError(
@@ -125,7 +132,8 @@ export function scanReply(body: Buffer | readonly Buffer[], quotes?: readonly nu
   entries.forEach((entry: unknown, i) => {
     const pair = Array.isArray(entry) ? entry : [];
     const id = pair[1];
-    if (!Number.isInteger(id)) throw new EngineReplyError(`engine reply's output_token_logprobs[${i}] has no integer token id at position 1`);
+    if (!Number.isInteger(id))
+      throw new EngineReplyError(`engine reply's output_token_logprobs[${i}] has no integer token id at position 1`);
     completionIds[i] = id;
     completionLogprobs[i] = typeof pair[0] === "number" ? pair[0] : 0;
   });

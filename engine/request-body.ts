@@ -25,10 +25,18 @@ export function idsText(ids: readonly number[], base?: readonly number[]): strin
 }
 
 /** Remembers `checkpoint`'s text (`promptText` + its completion ids) in place of `previous`'s. */
-export function rememberCheckpointText(checkpoint: readonly number[], promptText: string, completionIds: readonly number[], previous?: readonly number[]): void {
+export function rememberCheckpointText(
+  checkpoint: readonly number[],
+  promptText: string,
+  completionIds: readonly number[],
+  previous?: readonly number[],
+): void {
   if (previous !== undefined) checkpointText.delete(previous);
   const completion = completionIds.join(",");
-  checkpointText.set(checkpoint, promptText === "" ? completion : completion === "" ? promptText : `${promptText},${completion}`);
+  checkpointText.set(
+    checkpoint,
+    promptText === "" ? completion : completion === "" ? promptText : `${promptText},${completion}`,
+  );
 }
 
 /** ASCII whitespace JSON allows around values. */
@@ -49,7 +57,12 @@ export function buildUpstreamBody(
 ): Buffer {
   let end = bytes.length - 1;
   while (end >= 0 && isJsonSpace(bytes[end]!)) end--;
-  const spliceable = end > 0 && bytes[end] === CLOSE_BRACE && Object.keys(body).length > 0 && !("input_ids" in body) && Object.keys(forced).every((key) => !Object.hasOwn(body, key));
+  const spliceable =
+    end > 0 &&
+    bytes[end] === CLOSE_BRACE &&
+    Object.keys(body).length > 0 &&
+    !("input_ids" in body) &&
+    Object.keys(forced).every((key) => !Object.hasOwn(body, key));
   if (!spliceable) return Buffer.from(JSON.stringify({ ...body, ...forced, input_ids: promptIds }));
   const extra = JSON.stringify(forced).slice(1, -1);
   const tail = `${extra ? `,${extra}` : ""},"input_ids":[${promptText}]}`;

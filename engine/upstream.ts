@@ -41,11 +41,23 @@ export interface UpstreamResponse {
 
 export type Send = (req: UpstreamRequest) => Promise<UpstreamResponse>;
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "transfer-encoding", "content-length", "host", "upgrade", "te", "trailer"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "content-length",
+  "host",
+  "upgrade",
+  "te",
+  "trailer",
+]);
 const isHopByHop = (name: string) => HOP_BY_HOP.has(name) || name.startsWith("proxy-");
 
 /** The client's headers minus hop-by-hop/framing ones (and `authorization` when the server owns auth). */
-export function forwardHeaders(headers: Record<string, string | string[] | undefined>, dropAuthorization: boolean): Record<string, string> {
+export function forwardHeaders(
+  headers: Record<string, string | string[] | undefined>,
+  dropAuthorization: boolean,
+): Record<string, string> {
   const out: Record<string, string> = {};
   // Headers the client names in `Connection` are hop-by-hop too (RFC 9110 7.6.1).
   const named = new Set(
@@ -125,7 +137,8 @@ function poolSend(pool: Pool, basePath: string): Send {
             if (statusCode < 200) return;
             status = statusCode;
             headers = replyHeaders(responseHeaders);
-            if (req.pooled && Number(responseHeaders["content-length"]) >= POOLED_REPLY_MIN_BYTES) collector = req.pooled.collector();
+            if (req.pooled && Number(responseHeaders["content-length"]) >= POOLED_REPLY_MIN_BYTES)
+              collector = req.pooled.collector();
           },
           onResponseData(_c, chunk) {
             if (collector) collector.push(chunk);
@@ -147,7 +160,12 @@ function withTimeout(send: Send, timeoutMs: number, engineUrl: string): Send {
   return async (req) => {
     const controller = new AbortController();
     const timer = setTimeout(
-      () => controller.abort(new EngineTimeoutError(`engine timeout: no complete reply from ${engineUrl} within ${timeoutMs} ms (${req.method} ${req.path})`)),
+      () =>
+        controller.abort(
+          new EngineTimeoutError(
+            `engine timeout: no complete reply from ${engineUrl} within ${timeoutMs} ms (${req.method} ${req.path})`,
+          ),
+        ),
       timeoutMs,
     );
     const onAbort = () => controller.abort(new UpstreamAbortedError({ cause: req.signal?.reason }));
@@ -165,7 +183,18 @@ function withTimeout(send: Send, timeoutMs: number, engineUrl: string): Send {
   };
 }
 
-const UNREACHABLE_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED", "UND_ERR_CONNECT_TIMEOUT"]);
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  "EPIPE",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CLOSED",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
 
 /** Every failure becomes a coded 502 naming the engine, the request and the cause. */
 function withErrorMapping(send: Send, engineUrl: string): Send {
@@ -177,11 +206,18 @@ function withErrorMapping(send: Send, engineUrl: string): Send {
       const e = err as Error & { code?: string; cause?: { code?: string; message?: string } };
       const code = e.code ?? e.cause?.code;
       const cause = `${code ? code + ": " : ""}${e.message}${e.cause?.message && e.cause.message !== e.message ? ` (${e.cause.message})` : ""}`;
-      if (code && UNREACHABLE_CODES.has(code)) throw new EngineUnreachableError(`engine unreachable at ${engineUrl} (${req.method} ${req.path}): ${cause}`, { cause: err });
+      if (code && UNREACHABLE_CODES.has(code))
+        throw new EngineUnreachableError(`engine unreachable at ${engineUrl} (${req.method} ${req.path}): ${cause}`, {
+          cause: err,
+        });
       if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") {
-        throw new EngineTimeoutError(`engine timeout at ${engineUrl} (${req.method} ${req.path}): ${cause}`, { cause: err });
+        throw new EngineTimeoutError(`engine timeout at ${engineUrl} (${req.method} ${req.path}): ${cause}`, {
+          cause: err,
+        });
       }
-      throw new EngineRequestError(`engine request failed at ${engineUrl} (${req.method} ${req.path}): ${cause}`, { cause: err });
+      throw new EngineRequestError(`engine request failed at ${engineUrl} (${req.method} ${req.path}): ${cause}`, {
+        cause: err,
+      });
     }
   };
 }
@@ -231,7 +267,11 @@ function agentSend(agent: EngineHttpAgent, basePath: string): Send {
  * The engine client: engine-http.ts for a plain-http engine (it reads large replies
  * straight into their pooled buffers), an undici Pool for https.
  */
-export function createUpstream(engineUrl: string, timeoutMs: number, observe?: (o: UpstreamObservation) => void): Upstream {
+export function createUpstream(
+  engineUrl: string,
+  timeoutMs: number,
+  observe?: (o: UpstreamObservation) => void,
+): Upstream {
   const url = new URL(engineUrl);
   const basePath = url.pathname.replace(/\/+$/, "");
   let raw: Send;
@@ -244,7 +284,10 @@ export function createUpstream(engineUrl: string, timeoutMs: number, observe?: (
     // undici is loaded only for an https engine: importing it costs a process ~20 MiB.
     // Its own inactivity timers back up the overall one (they would default to 300 s).
     let pool: Promise<Pool> | undefined;
-    const getPool = () => (pool ??= import("undici").then(({ Pool }) => new Pool(url.origin, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs })));
+    const getPool = () =>
+      (pool ??= import("undici").then(
+        ({ Pool }) => new Pool(url.origin, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs }),
+      ));
     raw = async (req) => poolSend(await getPool(), basePath)(req);
     close = async () => {
       if (pool !== undefined) await (await pool).close();

@@ -12,7 +12,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
-import { startSessionServer, SessionServerFailedError, type SessionServer, type SupervisionEvent, type TrainingSample } from "../index.ts";
+import {
+  startSessionServer,
+  SessionServerFailedError,
+  type SessionServer,
+  type SupervisionEvent,
+  type TrainingSample,
+} from "../index.ts";
 
 const { values: flags } = parseArgs({
   options: {
@@ -43,7 +49,7 @@ const WEATHER_TOOL: OpenAI.Chat.Completions.ChatCompletionTool = {
 /** The "environment": a deterministic tool. */
 function runTool(name: string, args: string): string {
   const city = String((JSON.parse(args || "{}") as { city?: unknown }).city ?? "?");
-  return JSON.stringify({ tool: name, city, temp_c: 10 + (city.length * 7) % 20 });
+  return JSON.stringify({ tool: name, city, temp_c: 10 + ((city.length * 7) % 20) });
 }
 
 interface Episode {
@@ -100,8 +106,14 @@ async function runEpisode(server: SessionServer, ep: Episode): Promise<void> {
     ep.shard = Number(created.headers.get("x-tito-shard"));
     ep.sessionId = ((await created.json()) as { session_id: string }).session_id;
     // maxRetries 0: a lost session must surface as an error here, not be retried blindly.
-    const client = new OpenAI({ baseURL: `${server.url}/sessions/${ep.sessionId}/v1`, apiKey: "unused", maxRetries: 0 });
-    const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [{ role: "system", content: "You are a weather assistant. Use the tool." }];
+    const client = new OpenAI({
+      baseURL: `${server.url}/sessions/${ep.sessionId}/v1`,
+      apiKey: "unused",
+      maxRetries: 0,
+    });
+    const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
+      { role: "system", content: "You are a weather assistant. Use the tool." },
+    ];
     for (const city of CITIES) {
       messages.push({ role: "user", content: `Agent ${ep.agent}: what is the weather in ${city}?` });
       for (let step = 0; step < 4; step++) {
@@ -114,7 +126,11 @@ async function runEpisode(server: SessionServer, ep: Episode): Promise<void> {
         if (!msg.tool_calls?.length) break;
         for (const call of msg.tool_calls) {
           if (call.type !== "function") continue;
-          messages.push({ role: "tool", tool_call_id: call.id, content: runTool(call.function.name, call.function.arguments) });
+          messages.push({
+            role: "tool",
+            tool_call_id: call.id,
+            content: runTool(call.function.name, call.function.arguments),
+          });
         }
       }
     }
@@ -137,7 +153,8 @@ async function main(): Promise<number> {
     logLevel: "warn",
   });
   const onEvent = (e: SupervisionEvent) => {
-    if (e.kind === "restarting" || e.kind === "escalated") console.log(`[tito] ${e.actor} ${e.kind} ${JSON.stringify(e.detail)}`);
+    if (e.kind === "restarting" || e.kind === "escalated")
+      console.log(`[tito] ${e.actor} ${e.kind} ${JSON.stringify(e.detail)}`);
     if (e.kind !== "exited" || !e.actor.startsWith("shard-")) return;
     const shard = Number(e.actor.slice("shard-".length));
     for (const ep of live) if (ep.shard === shard) ep.onRestartedShard = true;
@@ -156,11 +173,17 @@ async function main(): Promise<number> {
     const tokens = sum((s) => s.tokens.length);
     const generated = sum((s) => s.loss_mask.reduce((a, b) => a + b, 0));
     const truncated = done.filter((ep) => ep.sample!.status === "truncated").length;
-    console.log(`sessions ${K}, samples ${done.length} (truncated ${truncated}), lost ${K - done.length}, retried ${retried}, turns ${turns}, tokens ${tokens}, generated tokens ${generated}`);
+    console.log(
+      `sessions ${K}, samples ${done.length} (truncated ${truncated}), lost ${K - done.length}, retried ${retried}, turns ${turns}, tokens ${tokens}, generated tokens ${generated}`,
+    );
     console.log(`samples written to ${flags.out}`);
     for (const ep of episodes) {
-      if (ep.error) console.log(`lost: agent ${ep.agent} session ${ep.sessionId ?? "-"} shard ${ep.shard ?? "-"}${ep.onRestartedShard ? " (its worker restarted)" : ""}: ${ep.error}`);
-      else if (ep.onRestartedShard) console.log(`survived: agent ${ep.agent} session ${ep.sessionId} shard ${ep.shard} (its worker restarted)`);
+      if (ep.error)
+        console.log(
+          `lost: agent ${ep.agent} session ${ep.sessionId ?? "-"} shard ${ep.shard ?? "-"}${ep.onRestartedShard ? " (its worker restarted)" : ""}: ${ep.error}`,
+        );
+      else if (ep.onRestartedShard)
+        console.log(`survived: agent ${ep.agent} session ${ep.sessionId} shard ${ep.shard} (its worker restarted)`);
     }
     return 0;
   } catch (err) {

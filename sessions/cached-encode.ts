@@ -58,19 +58,26 @@ function stripAroundAddedTokens(sections: string[], added: Map<string, AddedToke
 
 /** An exact, cached encoder for `tokenizer`, or undefined when its shape is not the supported one. */
 export function cachedEncoder(tokenizer: Tokenizer): ((text: string) => number[]) | undefined {
-  if (!BPE || !ByteLevelPostProcessor || !ByteLevelPreTokenizer || !SequencePreTokenizer || !SplitPreTokenizer) return undefined;
+  if (!BPE || !ByteLevelPostProcessor || !ByteLevelPreTokenizer || !SequencePreTokenizer || !SplitPreTokenizer)
+    return undefined;
   const t = tokenizer as unknown as TokenizerInternals;
   const model = t.model as ((tokens: string[]) => string[]) & { tokens_to_ids: Map<string, number> };
   if (!(model instanceof BPE) || (model as unknown as { fuse_unk?: boolean }).fuse_unk) return undefined;
   if (t.post_processor !== null && !(t.post_processor instanceof ByteLevelPostProcessor)) return undefined;
   if (t.remove_space === true || t.do_lowercase_and_remove_accent) return undefined;
-  if (typeof t.splitter_unnormalized?.split !== "function" || typeof t.splitter_normalized?.split !== "function" || !(t.added_tokens_map instanceof Map)) return undefined;
+  if (
+    typeof t.splitter_unnormalized?.split !== "function" ||
+    typeof t.splitter_normalized?.split !== "function" ||
+    !(t.added_tokens_map instanceof Map)
+  )
+    return undefined;
   const pre = t.pre_tokenizer;
   if (!(pre instanceof SequencePreTokenizer)) return undefined;
   const sequence = (pre as unknown as { tokenizers?: unknown[] }).tokenizers;
   if (!Array.isArray(sequence) || sequence.length < 2) return undefined;
   const [first, ...rest] = sequence;
-  if (!(first instanceof SplitPreTokenizer) || !rest.every((stage) => stage instanceof ByteLevelPreTokenizer)) return undefined;
+  if (!(first instanceof SplitPreTokenizer) || !rest.every((stage) => stage instanceof ByteLevelPreTokenizer))
+    return undefined;
   const split = first as unknown as { pre_tokenize_text(text: string): string[] };
   const stages = rest as unknown as PieceStage[];
 

@@ -58,7 +58,7 @@ export function normalizeMessage(message: ChatMessage): ChatMessage {
 /** The render context's entries that are the same for every request: special tokens, then kwargs. */
 export function fixedContext(folder: TokenizerFolder, kwargs?: Record<string, unknown>): Record<string, unknown> {
   const config = folder.config;
-  const text = (v: unknown) => (typeof v === "string" ? v : (v as { content?: string } | undefined)?.content ?? "");
+  const text = (v: unknown) => (typeof v === "string" ? v : ((v as { content?: string } | undefined)?.content ?? ""));
   return {
     bos_token: text(config.bos_token),
     eos_token: text(config.eos_token),

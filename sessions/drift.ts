@@ -49,7 +49,12 @@ const pattern = (segments: Segment[]) => segments.map((s) => (s.special ? "S" : 
  * `expected`: ids of the canonical re-render; `actual`: the session's accumulated ids.
  * An empty list means no drift.
  */
-export function compareTrajectories(folder: TokenizerFolder, family: TitoFamily, expected: readonly number[], actual: readonly number[]): Mismatch[] {
+export function compareTrajectories(
+  folder: TokenizerFolder,
+  family: TitoFamily,
+  expected: readonly number[],
+  actual: readonly number[],
+): Mismatch[] {
   const exp = segmentsOf(stripTrailing(expected, family.trailingTokenIds), folder.specialTokenIds);
   const act = segmentsOf(stripTrailing(actual, family.trailingTokenIds), folder.specialTokenIds);
   if (exp.length !== act.length || pattern(exp) !== pattern(act)) {

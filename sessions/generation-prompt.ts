@@ -9,7 +9,17 @@ import type { Template } from "@huggingface/jinja";
 type Node = { type: string; [key: string]: unknown };
 
 /** Names whose value changes per request, or that call functions (time, exceptions, …). */
-const VARYING = new Set(["messages", "tools", "add_generation_prompt", "loop", "caller", "namespace", "raise_exception", "range", "strftime_now"]);
+const VARYING = new Set([
+  "messages",
+  "tools",
+  "add_generation_prompt",
+  "loop",
+  "caller",
+  "namespace",
+  "raise_exception",
+  "range",
+  "strftime_now",
+]);
 
 const isNode = (v: unknown): v is Node => typeof v === "object" && v !== null && typeof (v as Node).type === "string";
 

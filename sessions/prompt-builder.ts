@@ -36,7 +36,11 @@ export interface PromptPlan {
 }
 
 /** Renders; a template that throws on the client's messages is bad input, not a bug. */
-export function renderOrThrow(folder: TokenizerFolder, messages: readonly ChatMessage[], options: RenderOptions): string {
+export function renderOrThrow(
+  folder: TokenizerFolder,
+  messages: readonly ChatMessage[],
+  options: RenderOptions,
+): string {
   try {
     return renderChat(folder, messages, options);
   } catch (err) {
@@ -75,7 +79,8 @@ function renderBase(ctx: PromptContext, base: ChatMessage[]): string {
 function renderDiff(ctx: PromptContext, base: ChatMessage[], extended: ChatMessage[], what: string): string {
   const short = renderBase(ctx, base);
   const long = renderOrThrow(ctx.folder, extended, { addGenerationPrompt: false, kwargs: ctx.kwargs });
-  if (!long.startsWith(short)) throw new TokenizationError(`rendering ${what} does not extend the rendering without it`);
+  if (!long.startsWith(short))
+    throw new TokenizationError(`rendering ${what} does not extend the rendering without it`);
   return long.slice(short.length);
 }
 
@@ -91,7 +96,9 @@ function segmentIds(ctx: PromptContext, segment: ChatMessage[]): number[] {
     const base: ChatMessage[] = [DUMMY_SYSTEM, { role: "assistant", content: "", tool_calls: calls }];
     return ctx.folder.encode(renderDiff(ctx, base, [...base, ...segment], "tool messages"));
   }
-  return ctx.folder.encode(renderDiff(ctx, [DUMMY_SYSTEM], [DUMMY_SYSTEM, ...segment], `a '${segment[0]!.role}' message`));
+  return ctx.folder.encode(
+    renderDiff(ctx, [DUMMY_SYSTEM], [DUMMY_SYSTEM, ...segment], `a '${segment[0]!.role}' message`),
+  );
 }
 
 /** A run of consecutive tool messages is one segment; every other message is its own. */
@@ -110,19 +117,33 @@ function segmentsOf(appended: readonly ChatMessage[]): ChatMessage[][] {
  * provably a constant suffix (generation-prompt.ts; null when not), and the suffix's ids
  * by the JSON of those inputs' values, learned from the first turn that rendered both ways.
  */
-const constantPrompts = new WeakMap<TokenizerFolder, { inputs: string[] | null; ids: Map<string, readonly number[]> }>();
+const constantPrompts = new WeakMap<
+  TokenizerFolder,
+  { inputs: string[] | null; ids: Map<string, readonly number[]> }
+>();
 
 /** The key of the constant generation prompt for this context, or undefined when it is not constant. */
 function constantPromptKey(ctx: PromptContext): { ids: Map<string, readonly number[]>; key: string } | undefined {
   let known = constantPrompts.get(ctx.folder);
-  if (!known) constantPrompts.set(ctx.folder, (known = { inputs: generationPromptInputs(templateOf(ctx.folder)) ?? null, ids: new Map() }));
+  if (!known)
+    constantPrompts.set(
+      ctx.folder,
+      (known = { inputs: generationPromptInputs(templateOf(ctx.folder)) ?? null, ids: new Map() }),
+    );
   if (known.inputs === null) return undefined;
   const context = fixedContext(ctx.folder, ctx.kwargs);
   if (!inputsArePlain(known.inputs, context)) return undefined;
-  return { ids: known.ids, key: JSON.stringify(known.inputs.map((name) => (context[name] === undefined ? [name] : [name, context[name]]))) };
+  return {
+    ids: known.ids,
+    key: JSON.stringify(known.inputs.map((name) => (context[name] === undefined ? [name] : [name, context[name]]))),
+  };
 }
 
-function generationPromptIds(ctx: PromptContext, messages: readonly ChatMessage[], tools?: unknown[]): readonly number[] {
+function generationPromptIds(
+  ctx: PromptContext,
+  messages: readonly ChatMessage[],
+  tools?: unknown[],
+): readonly number[] {
   // Rendered even when the suffix is known: a conversation the template rejects is still a 400.
   const without = renderOrThrow(ctx.folder, messages, { addGenerationPrompt: false, kwargs: ctx.kwargs, tools });
   const constant = constantPromptKey(ctx);
@@ -130,7 +151,8 @@ function generationPromptIds(ctx: PromptContext, messages: readonly ChatMessage[
   // The same ids the render with the prompt would give: it is `without` + a suffix fixed by the key.
   if (known) return known;
   const withPrompt = renderOrThrow(ctx.folder, messages, { addGenerationPrompt: true, kwargs: ctx.kwargs, tools });
-  if (!withPrompt.startsWith(without)) throw new TokenizationError("the generation prompt does not extend the rendered conversation");
+  if (!withPrompt.startsWith(without))
+    throw new TokenizationError("the generation prompt does not extend the rendered conversation");
   const ids = ctx.folder.encode(withPrompt.slice(without.length));
   if (constant) {
     if (constant.ids.size >= MEMO_LIMIT) constant.ids.clear();
@@ -145,7 +167,9 @@ function planRollback(view: TrajectoryView, matched: number): number {
   let keep = counts.length;
   while (keep > 0 && counts[keep - 1]! > matched) keep--;
   if (keep === 0) {
-    throw new RollbackError(`the request diverges from the session at message index ${matched}, before its first assistant turn`);
+    throw new RollbackError(
+      `the request diverges from the session at message index ${matched}, before its first assistant turn`,
+    );
   }
   const discarded = counts.length - keep;
   if (discarded > 1) {
@@ -156,7 +180,12 @@ function planRollback(view: TrajectoryView, matched: number): number {
   return keep;
 }
 
-export function planPrompt(ctx: PromptContext, view: TrajectoryView, request: readonly ChatMessage[], tools?: unknown[]): PromptPlan {
+export function planPrompt(
+  ctx: PromptContext,
+  view: TrajectoryView,
+  request: readonly ChatMessage[],
+  tools?: unknown[],
+): PromptPlan {
   if (view.checkpoints.length === 0) {
     const text = renderOrThrow(ctx.folder, request, { addGenerationPrompt: true, kwargs: ctx.kwargs, tools });
     return { promptIds: ctx.folder.encode(text) };
@@ -170,7 +199,8 @@ export function planPrompt(ctx: PromptContext, view: TrajectoryView, request: re
   }
   const appended = request.slice(keptMessages);
   appended.forEach((m, i) => {
-    if (!ctx.allowedAppendRoles.includes(m.role)) throw new AppendRoleError(keptMessages + i, m.role, ctx.allowedAppendRoles);
+    if (!ctx.allowedAppendRoles.includes(m.role))
+      throw new AppendRoleError(keptMessages + i, m.role, ctx.allowedAppendRoles);
   });
   const base = view.checkpoints[(rollbackToTurns ?? view.checkpoints.length) - 1]!;
   const promptIds = [...base, ...ctx.family.boundaryIds(base)];

@@ -25,7 +25,9 @@ export class SessionRegistry {
   create(sessionId?: string): Trajectory {
     const id = sessionId ?? randomBytes(16).toString("hex");
     if (!ID_PATTERN.test(id) || id === "." || id === "..") {
-      throw new InvalidSessionIdError(`invalid session id ${JSON.stringify(id)}: use 1-128 characters of [A-Za-z0-9._~-]`);
+      throw new InvalidSessionIdError(
+        `invalid session id ${JSON.stringify(id)}: use 1-128 characters of [A-Za-z0-9._~-]`,
+      );
     }
     if (this.#sessions.has(id)) throw new SessionExistsError(id);
     const trajectory = new Trajectory(id);

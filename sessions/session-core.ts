@@ -65,7 +65,11 @@ export interface SessionCoreOptions {
 
 const CHAT_PATH = "/v1/chat/completions";
 const JSON_HEADERS = { "content-type": "application/json" };
-const json = (status: number, value: unknown): CoreResponse => ({ status, headers: { ...JSON_HEADERS }, body: Buffer.from(JSON.stringify(value)) });
+const json = (status: number, value: unknown): CoreResponse => ({
+  status,
+  headers: { ...JSON_HEADERS },
+  body: Buffer.from(JSON.stringify(value)),
+});
 
 /** A coded error as `{"error": message}` with its status; anything else is a 500. */
 export function errorResponse(err: unknown): CoreResponse {
@@ -90,15 +94,18 @@ function parseChatBody(bytes: Buffer): Record<string, unknown> {
   } catch (err) {
     throw new InvalidJsonError((err as Error).message, { cause: err });
   }
-  if (!body || typeof body !== "object" || Array.isArray(body)) throw new InvalidChatRequestError("chat request body must be a JSON object");
+  if (!body || typeof body !== "object" || Array.isArray(body))
+    throw new InvalidChatRequestError("chat request body must be a JSON object");
   const b = body as Record<string, unknown>;
-  if (!Array.isArray(b.messages) || b.messages.length === 0) throw new InvalidChatRequestError("chat request needs a non-empty `messages` list");
+  if (!Array.isArray(b.messages) || b.messages.length === 0)
+    throw new InvalidChatRequestError("chat request needs a non-empty `messages` list");
   b.messages.forEach((m: unknown, i: number) => {
     if (!m || typeof m !== "object" || typeof (m as { role?: unknown }).role !== "string") {
       throw new InvalidChatRequestError(`messages[${i}] must be an object with a string \`role\``);
     }
   });
-  if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools)) throw new InvalidChatRequestError("`tools` must be a list");
+  if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools))
+    throw new InvalidChatRequestError("`tools` must be a list");
   return b;
 }
 
@@ -193,7 +200,14 @@ export class SessionCore {
       // The reply is scanned as bytes: ask for it uncompressed, and send our own JSON body.
       delete headers["accept-encoding"];
       headers["content-type"] = "application/json";
-      const res = await this.#upstream.send({ method: "POST", path: CHAT_PATH, headers, body: turn.upstreamBody, signal, pooled: this.#replyBuffers });
+      const res = await this.#upstream.send({
+        method: "POST",
+        path: CHAT_PATH,
+        headers,
+        body: turn.upstreamBody,
+        signal,
+        pooled: this.#replyBuffers,
+      });
       // A pooled reply's buffers are reused once released: whatever is sent on is copied first.
       const own = (parts: Buffer[]) => (res.release ? [Buffer.concat(parts)] : parts);
       try {
@@ -201,14 +215,34 @@ export class SessionCore {
         const scanned = scanReply(res.body, res.quotes);
         await t.lock.run(async () => {
           if (t.closing || t.version !== turn.version) {
-            this.#log?.warn({ sessionId, closing: t.closing }, "session changed while the engine answered; turn returned but not recorded");
+            this.#log?.warn(
+              { sessionId, closing: t.closing },
+              "session changed while the engine answered; turn returned but not recorded",
+            );
             return;
           }
-          const input = { promptIds: turn.promptIds, completionIds: scanned.completionIds, messages: [...turn.messages, scanned.message], tools: turn.tools };
+          const input = {
+            promptIds: turn.promptIds,
+            completionIds: scanned.completionIds,
+            messages: [...turn.messages, scanned.message],
+            tools: turn.tools,
+          };
           t.verify(input, this.#ctx.family.maxTrimTokens);
           // Stored before it is applied or acknowledged: a failed write leaves the session as it was.
-          const record = { timestamp: Date.now() / 1000, method: "POST", path: CHAT_PATH, statusCode: 200, request: turn.upstreamBody, response: res.body, responseCrc: res.crc };
-          await this.#records.append(t.id, record, { index: t.assistantCount, completionIds: scanned.completionIds, assistant: scanned.message });
+          const record = {
+            timestamp: Date.now() / 1000,
+            method: "POST",
+            path: CHAT_PATH,
+            statusCode: 200,
+            request: turn.upstreamBody,
+            response: res.body,
+            responseCrc: res.crc,
+          };
+          await this.#records.append(t.id, record, {
+            index: t.assistantCount,
+            completionIds: scanned.completionIds,
+            assistant: scanned.message,
+          });
           const previous = t.currentIds;
           t.restore(input);
           rememberCheckpointText(t.currentIds, turn.promptText, scanned.completionIds, previous);

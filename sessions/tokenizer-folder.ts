@@ -46,7 +46,8 @@ function tokenText(value: unknown): string | undefined {
 }
 
 type Fields = Record<string, unknown>;
-const without = (o: Fields, keys: string[]): Fields => Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k)));
+const without = (o: Fields, keys: string[]): Fields =>
+  Object.fromEntries(Object.entries(o).filter(([k]) => !keys.includes(k)));
 
 /**
  * The library keeps the parsed tokenizer.json after building its own tables from it: the
@@ -56,7 +57,8 @@ const without = (o: Fields, keys: string[]): Fields => Object.fromEntries(Object
  */
 function releaseConstructionInput(tokenizer: Tokenizer): void {
   const t = tokenizer as unknown as { tokenizer?: Fields; model?: Fields & { config?: Fields; merges?: unknown } };
-  if (t.tokenizer && typeof t.tokenizer.model === "object" && t.tokenizer.model) t.tokenizer = { ...t.tokenizer, model: without(t.tokenizer.model as Fields, ["vocab", "merges"]) };
+  if (t.tokenizer && typeof t.tokenizer.model === "object" && t.tokenizer.model)
+    t.tokenizer = { ...t.tokenizer, model: without(t.tokenizer.model as Fields, ["vocab", "merges"]) };
   const model = t.model;
   if (model?.config && typeof model.config === "object") model.config = without(model.config, ["vocab", "merges"]);
   if (model && Array.isArray(model.merges) && model.bpe_ranks instanceof Map) model.merges = [];
@@ -66,7 +68,7 @@ function releaseConstructionInput(tokenizer: Tokenizer): void {
 function vocabLookup(tokenizer: Tokenizer, tokenizerJson: Fields): (text: string) => number | undefined {
   const ids = (tokenizer as unknown as { model?: { tokens_to_ids?: unknown } }).model?.tokens_to_ids;
   if (ids instanceof Map) return (text) => ids.get(text) as number | undefined;
-  const vocab = ((tokenizerJson.model as { vocab?: Record<string, number> })?.vocab) ?? {};
+  const vocab = (tokenizerJson.model as { vocab?: Record<string, number> })?.vocab ?? {};
   return (text) => (Object.hasOwn(vocab, text) ? vocab[text] : undefined);
 }
 

@@ -79,7 +79,8 @@ export class Trajectory implements TrajectoryView {
   verify(turn: TurnInput, maxTrimTokens: number): void {
     const previous = this.currentIds;
     const length = turn.promptIds.length + turn.completionIds.length;
-    const at = (i: number) => (i < turn.promptIds.length ? turn.promptIds[i] : turn.completionIds[i - turn.promptIds.length]);
+    const at = (i: number) =>
+      i < turn.promptIds.length ? turn.promptIds[i] : turn.completionIds[i - turn.promptIds.length];
     const mustMatch = Math.max(0, previous.length - maxTrimTokens);
     if (length < mustMatch) {
       throw new TokenizationError(

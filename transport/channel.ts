@@ -6,15 +6,39 @@
 
 import type { Socket } from "node:net";
 import { errorFromWire, errorToWire, type WireError } from "./error-codec.ts";
-import { ChannelClosedError, NoHandlerError, ProtocolError, RequestAbortedError, transportErrorCodes, type ErrorClass } from "./errors.ts";
+import {
+  ChannelClosedError,
+  NoHandlerError,
+  ProtocolError,
+  RequestAbortedError,
+  transportErrorCodes,
+  type ErrorClass,
+} from "./errors.ts";
 import { FrameDecoder, Flag, Kind, MAX_ID, type FrameSink } from "./frame-codec.ts";
 import { BodyQueue, type BodyHooks } from "./incoming-body.ts";
-import { PendingCall, ServedRequest, type ChannelOptions, type ChannelStats, type Handler, type IncomingReply, type Meta, type Reply } from "./channel-types.ts";
+import {
+  PendingCall,
+  ServedRequest,
+  type ChannelOptions,
+  type ChannelStats,
+  type Handler,
+  type IncomingReply,
+  type Meta,
+  type Reply,
+} from "./channel-types.ts";
 import { OutboundScheduler } from "./outbound-scheduler.ts";
 import { planBody, type OutBody } from "./body-plan.ts";
 import type { ReadSlabs } from "./read-slabs.ts";
 
-export type { ChannelOptions, ChannelStats, Handler, IncomingReply, IncomingRequest, Meta, Reply } from "./channel-types.ts";
+export type {
+  ChannelOptions,
+  ChannelStats,
+  Handler,
+  IncomingReply,
+  IncomingRequest,
+  Meta,
+  Reply,
+} from "./channel-types.ts";
 
 export class Channel {
   readonly #socket: Socket;
@@ -49,7 +73,8 @@ export class Channel {
     const maxFrameBytes = options.maxFrameBytes ?? 16 * 2 ** 20;
     this.#chunkBytes = options.chunkBytes ?? 2 ** 20;
     this.#windowBytes = options.windowBytes ?? 8 * this.#chunkBytes;
-    if (!(this.#chunkBytes > 0 && this.#chunkBytes + 64 <= maxFrameBytes)) throw new RangeError("chunkBytes must be positive and leave room for a frame head below maxFrameBytes");
+    if (!(this.#chunkBytes > 0 && this.#chunkBytes + 64 <= maxFrameBytes))
+      throw new RangeError("chunkBytes must be positive and leave room for a frame head below maxFrameBytes");
     if (!(this.#windowBytes >= 2)) throw new RangeError("windowBytes must be at least 2");
     this.#errorTable = { ...transportErrorCodes, ...options.errorCodes };
     this.#socket = socket;
@@ -88,7 +113,14 @@ export class Channel {
     let plan;
     try {
       plan = planBody(body, this.#chunkBytes);
-      this.#sched.send(Kind.REQUEST, plan.flags, id, meta, plan.flags === Flag.BODY_SINGLE ? plan.parts : undefined, plan.flags === Flag.BODY_SINGLE ? plan.bytes : 0);
+      this.#sched.send(
+        Kind.REQUEST,
+        plan.flags,
+        id,
+        meta,
+        plan.flags === Flag.BODY_SINGLE ? plan.parts : undefined,
+        plan.flags === Flag.BODY_SINGLE ? plan.bytes : 0,
+      );
     } catch (err) {
       return Promise.reject(err);
     }
@@ -172,7 +204,11 @@ export class Channel {
 
   #closedError(): ChannelClosedError {
     const err = this.#closeError;
-    return new ChannelClosedError(err === undefined ? "transport channel closed" : `transport channel closed: ${err.message}`, undefined, { cause: err });
+    return new ChannelClosedError(
+      err === undefined ? "transport channel closed" : `transport channel closed: ${err.message}`,
+      undefined,
+      { cause: err },
+    );
   }
 
   #isMine(id: number): boolean {
@@ -201,7 +237,11 @@ export class Channel {
       if (kind !== Kind.ERROR && kind !== Kind.BODY_ERROR) return this.close(err as Error);
       const w = meta as WireError;
       try {
-        this.#sched.send(kind, Flag.BODY_NONE, id, { code: w.code, status: w.status, message: String(w.message).slice(0, 4096) });
+        this.#sched.send(kind, Flag.BODY_NONE, id, {
+          code: w.code,
+          status: w.status,
+          message: String(w.message).slice(0, 4096),
+        });
       } catch (err2) {
         this.close(err2 as Error);
       }
@@ -303,7 +343,8 @@ export class Channel {
       case Kind.CANCEL:
         return this.#onCancel(id);
       case Kind.CREDIT:
-        if (typeof meta !== "number" || !(meta > 0)) throw new ProtocolError(`bad credit ${String(meta)} for request ${id}`);
+        if (typeof meta !== "number" || !(meta > 0))
+          throw new ProtocolError(`bad credit ${String(meta)} for request ${id}`);
         return this.#sched.grant(id, meta);
       case Kind.STOP:
         return this.#sched.stop(id);
@@ -346,7 +387,14 @@ export class Channel {
     let plan;
     try {
       plan = planBody(reply?.body, this.#chunkBytes);
-      this.#sched.send(Kind.REPLY, plan.flags, id, reply?.meta ?? {}, plan.flags === Flag.BODY_SINGLE ? plan.parts : undefined, plan.flags === Flag.BODY_SINGLE ? plan.bytes : 0);
+      this.#sched.send(
+        Kind.REPLY,
+        plan.flags,
+        id,
+        reply?.meta ?? {},
+        plan.flags === Flag.BODY_SINGLE ? plan.parts : undefined,
+        plan.flags === Flag.BODY_SINGLE ? plan.bytes : 0,
+      );
     } catch (err) {
       return this.#replyError(id, served, err); // e.g. header over maxFrameBytes: fails this request only
     }

@@ -34,6 +34,7 @@ export function errorFromWire(meta: unknown, table: Record<string, ErrorClass>):
   // A registered class normally sets both itself; make sure the peer's values win
   // (a class shared by several statuses, or one that does not set them).
   if (err.code !== code) Object.defineProperty(err, "code", { value: code, enumerable: true });
-  if (status !== undefined && err.status !== status) Object.defineProperty(err, "status", { value: status, enumerable: true });
+  if (status !== undefined && err.status !== status)
+    Object.defineProperty(err, "status", { value: status, enumerable: true });
   return err;
 }

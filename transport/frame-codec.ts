@@ -41,12 +41,21 @@ export const Flag = {
 const packr = new Packr({ useRecords: false, copyBuffers: true });
 
 /** Encodes the fixed head plus header; throws FrameTooLargeError above maxFrameBytes. */
-export function encodeHead(kind: number, flags: number, id: number, meta: unknown, bodyBytes: number, maxFrameBytes: number): Buffer {
+export function encodeHead(
+  kind: number,
+  flags: number,
+  id: number,
+  meta: unknown,
+  bodyBytes: number,
+  maxFrameBytes: number,
+): Buffer {
   const packed = meta === undefined ? undefined : packr.pack(meta);
   const metaLen = packed === undefined ? 0 : packed.length;
   const length = LENGTH_COVERED + metaLen + bodyBytes;
   if (length > maxFrameBytes) {
-    throw new FrameTooLargeError(`frame of ${length} bytes (header ${metaLen}, body ${bodyBytes}) exceeds the limit of ${maxFrameBytes}`);
+    throw new FrameTooLargeError(
+      `frame of ${length} bytes (header ${metaLen}, body ${bodyBytes}) exceeds the limit of ${maxFrameBytes}`,
+    );
   }
   const head = Buffer.allocUnsafe(HEAD_BYTES + metaLen);
   head.writeUInt32LE(length, 0);
@@ -127,14 +136,18 @@ export class FrameDecoder {
   #onHead(b: Buffer): void {
     const length = b.readUInt32LE(0);
     if (length > this.#maxFrameBytes) {
-      throw new FrameTooLargeError(`received a frame length of ${length} bytes, above the limit of ${this.#maxFrameBytes}: the stream is corrupt`);
+      throw new FrameTooLargeError(
+        `received a frame length of ${length} bytes, above the limit of ${this.#maxFrameBytes}: the stream is corrupt`,
+      );
     }
-    if (length < LENGTH_COVERED) throw new ProtocolError(`received a frame length of ${length}, shorter than a frame head`);
+    if (length < LENGTH_COVERED)
+      throw new ProtocolError(`received a frame length of ${length}, shorter than a frame head`);
     this.#kind = b[4]!;
     this.#flags = b[5]!;
     this.#id = b.readUIntLE(6, 6);
     const metaLen = b.readUInt32LE(12);
-    if (metaLen > length - LENGTH_COVERED) throw new ProtocolError(`header length ${metaLen} exceeds frame length ${length}`);
+    if (metaLen > length - LENGTH_COVERED)
+      throw new ProtocolError(`header length ${metaLen} exceeds frame length ${length}`);
     this.#bodyLeft = length - LENGTH_COVERED - metaLen;
     if (metaLen > 0) {
       this.#state = S_META;

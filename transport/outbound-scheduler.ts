@@ -84,7 +84,15 @@ export class OutboundScheduler {
   }
 
   /** Writes one frame now. Throws FrameTooLargeError (nothing written) above the limit. */
-  send(kind: number, flags: number, id: number, meta: unknown, body?: readonly Buffer[], bodyBytes = 0, releases?: Release[]): void {
+  send(
+    kind: number,
+    flags: number,
+    id: number,
+    meta: unknown,
+    body?: readonly Buffer[],
+    bodyBytes = 0,
+    releases?: Release[],
+  ): void {
     const head = encodeHead(kind, flags, id, meta, bodyBytes, this.#maxFrameBytes);
     this.#write(head, body, releases);
   }
@@ -93,12 +101,26 @@ export class OutboundScheduler {
   addStream(id: number, source: StreamSource, onDone: (err?: unknown) => void): void {
     let iter: OutStream["iter"];
     try {
-      iter = Symbol.asyncIterator in source ? (source as AsyncIterable<unknown>)[Symbol.asyncIterator]() : (source as Iterable<unknown>)[Symbol.iterator]();
+      iter =
+        Symbol.asyncIterator in source
+          ? (source as AsyncIterable<unknown>)[Symbol.asyncIterator]()
+          : (source as Iterable<unknown>)[Symbol.iterator]();
     } catch (err) {
       queueMicrotask(() => onDone(err ?? new Error("body source failed"))); // same path as a failure midway
       return;
     }
-    const s: OutStream = { id, iter, credit: INITIAL_CREDIT, pieces: [], releases: [], bytes: 0, pulling: false, sourceDone: false, failure: undefined, onDone };
+    const s: OutStream = {
+      id,
+      iter,
+      credit: INITIAL_CREDIT,
+      pieces: [],
+      releases: [],
+      bytes: 0,
+      pulling: false,
+      sourceDone: false,
+      failure: undefined,
+      onDone,
+    };
     this.#streams.set(id, s);
     this.#ring.push(s);
     this.#pull(s);
@@ -151,7 +173,9 @@ export class OutboundScheduler {
     if (body !== undefined) {
       const last = body.length - 1;
       // Writes complete in order: the last buffer's callback covers the whole frame.
-      for (let i = 0; i < body.length; i++) ok = i === last && releases?.length ? socket.write(body[i]!, () => releaseAll(releases)) : socket.write(body[i]!);
+      for (let i = 0; i < body.length; i++)
+        ok =
+          i === last && releases?.length ? socket.write(body[i]!, () => releaseAll(releases)) : socket.write(body[i]!);
     }
     if (!ok) this.#blocked = true;
   }

@@ -14,7 +14,11 @@ export interface ChannelServer {
   close(): Promise<void>;
 }
 
-export async function listenChannels(socketPath: string, onChannel: (ch: Channel) => void, options: ChannelOptions = {}): Promise<ChannelServer> {
+export async function listenChannels(
+  socketPath: string,
+  onChannel: (ch: Channel) => void,
+  options: ChannelOptions = {},
+): Promise<ChannelServer> {
   await removeStaleSocket(socketPath);
   const channels = new Set<Channel>();
   const server = createServer((socket) => {
@@ -59,7 +63,9 @@ export async function connectChannel(socketPath: string, options: ChannelOptions
 
 function connectSocket(socketPath: string, reads?: ReadSlabs): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const socket = createConnection(reads === undefined ? { path: socketPath } : { path: socketPath, onread: reads.onread() });
+    const socket = createConnection(
+      reads === undefined ? { path: socketPath } : { path: socketPath, onread: reads.onread() },
+    );
     socket.once("connect", () => {
       socket.off("error", reject);
       resolve(socket);

@@ -76,7 +76,8 @@ const FLAGS = {
 function num(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (value.trim() === "" || !Number.isFinite(n)) throw new InvalidOptionError(`--${flag} must be a number, got ${JSON.stringify(value)}`);
+  if (value.trim() === "" || !Number.isFinite(n))
+    throw new InvalidOptionError(`--${flag} must be a number, got ${JSON.stringify(value)}`);
   return n;
 }
 
@@ -95,7 +96,8 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     } catch (err) {
       throw new InvalidOptionError(`--chat-template-kwargs must be a JSON object: ${(err as Error).message}`);
     }
-    if (!kwargs || typeof kwargs !== "object" || Array.isArray(kwargs)) throw new InvalidOptionError("--chat-template-kwargs must be a JSON object");
+    if (!kwargs || typeof kwargs !== "object" || Array.isArray(kwargs))
+      throw new InvalidOptionError("--chat-template-kwargs must be a JSON object");
   }
   return {
     host: values.host,
@@ -105,7 +107,10 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     tokenizerDir: values.tokenizer,
     titoFamily: values["tito-family"] as SessionServerOptions["titoFamily"],
     chatTemplateKwargs: kwargs,
-    allowedAppendRoles: values["allowed-append-roles"]?.split(",").map((r) => r.trim()).filter(Boolean),
+    allowedAppendRoles: values["allowed-append-roles"]
+      ?.split(",")
+      .map((r) => r.trim())
+      .filter(Boolean),
     routingReplay: values["routing-replay"],
     indexerReplay: values["indexer-replay"],
     maxRestarts: num("max-restarts", values["max-restarts"]),
@@ -134,7 +139,9 @@ async function serve(argv: string[]): Promise<number> {
   const server = await startSessionServer({ ...parsed, onEvent: (event) => log(formatEvent(event)) });
   const tree = server.tree();
   if (!parsed.engineUrl) log(`tito-server: simulated engine at ${server.engineUrl}`);
-  process.stdout.write(`tito-server ready url=${server.url} workers=${tree.shards.length} instance=${tree.instance_id}\n`);
+  process.stdout.write(
+    `tito-server ready url=${server.url} workers=${tree.shards.length} instance=${tree.instance_id}\n`,
+  );
 
   return new Promise<number>((resolve) => {
     const stop = (signal: string) => {
@@ -175,5 +182,5 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}` || /server\/host\/cli\.[jt]s$/.test(process.argv[1] ?? "")) {
-  main(process.argv.slice(2)).then((code) => process.exit(code));
+  void main(process.argv.slice(2)).then((code) => process.exit(code));
 }

@@ -54,9 +54,15 @@ export interface SessionServerOptions {
 }
 
 export type ResolvedOptions = Required<
-  Omit<SessionServerOptions, "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent" | "dataDir">
+  Omit<
+    SessionServerOptions,
+    "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent" | "dataDir"
+  >
 > &
-  Pick<SessionServerOptions, "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent" | "dataDir">;
+  Pick<
+    SessionServerOptions,
+    "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent" | "dataDir"
+  >;
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
@@ -97,12 +103,15 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
     fsync: options.fsync ?? "interval",
   };
   if (!["journal", "memory"].includes(resolved.durability)) {
-    throw new InvalidOptionError(`durability must be "journal" or "memory", got ${JSON.stringify(resolved.durability)}`);
+    throw new InvalidOptionError(
+      `durability must be "journal" or "memory", got ${JSON.stringify(resolved.durability)}`,
+    );
   }
   if (!["every", "interval", "never"].includes(resolved.fsync)) {
     throw new InvalidOptionError(`fsync must be "every", "interval" or "never", got ${JSON.stringify(resolved.fsync)}`);
   }
-  if (resolved.dataDir !== undefined && resolved.dataDir.trim() === "") throw new InvalidOptionError("dataDir must not be empty");
+  if (resolved.dataDir !== undefined && resolved.dataDir.trim() === "")
+    throw new InvalidOptionError("dataDir must not be empty");
   if (resolved.titoFamily && !["default", "qwen3"].includes(resolved.titoFamily)) {
     throw new InvalidOptionError(`titoFamily must be "default" or "qwen3", got ${JSON.stringify(resolved.titoFamily)}`);
   }
@@ -117,6 +126,7 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
       throw new InvalidOptionError(`engineUrl must be an http(s) URL, got ${resolved.engineUrl}`);
     }
   }
-  if (resolved.allowedAppendRoles.length === 0) throw new InvalidOptionError("allowedAppendRoles must name at least one role");
+  if (resolved.allowedAppendRoles.length === 0)
+    throw new InvalidOptionError("allowedAppendRoles must name at least one role");
   return resolved;
 }

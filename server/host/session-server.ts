@@ -10,7 +10,12 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { SessionServerFailedError, SupervisionTree, type SupervisionEvent, type TreeSnapshot } from "../../actors/index.ts";
+import {
+  SessionServerFailedError,
+  SupervisionTree,
+  type SupervisionEvent,
+  type TreeSnapshot,
+} from "../../actors/index.ts";
 import { lockDataDir, type DataDirLock } from "./data-dir-lock.ts";
 import type { TrainingSample } from "../../sessions/index.ts";
 import { SamplesRequestError } from "./errors.ts";
@@ -77,7 +82,11 @@ class ServerHandle extends EventEmitter implements SessionServer {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
     if (this.#authToken !== undefined) headers.authorization = `Bearer ${this.#authToken}`;
     const body = opts.maxSeqLen === undefined ? {} : { max_seq_len: opts.maxSeqLen };
-    const res = await httpText(`${this.url}/sessions/${encodeURIComponent(sessionId)}/samples`, { method: "POST", headers, body: JSON.stringify(body) });
+    const res = await httpText(`${this.url}/sessions/${encodeURIComponent(sessionId)}/samples`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(body),
+    });
     const text = res.text;
     if (res.status !== 200) {
       let message = text;
@@ -127,7 +136,13 @@ async function* iterateEvents(tree: SupervisionTree): AsyncGenerator<Supervision
   }
 }
 
-function childSpecs(opts: ResolvedOptions, engineUrl: string, instanceId: string, socketDir: string, dataDir: string | undefined) {
+function childSpecs(
+  opts: ResolvedOptions,
+  engineUrl: string,
+  instanceId: string,
+  socketDir: string,
+  dataDir: string | undefined,
+) {
   const router: RouterConfig = {
     host: opts.host,
     port: opts.port,
@@ -157,9 +172,21 @@ function childSpecs(opts: ResolvedOptions, engineUrl: string, instanceId: string
       fsync: opts.fsync,
     };
     // --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
-    return { name: `shard-${index}`, entry: join(here, "..", "worker", `worker-main${entryExt}`), config: config as unknown as Record<string, unknown>, nodeFlags: ["--expose-gc"] };
+    return {
+      name: `shard-${index}`,
+      entry: join(here, "..", "worker", `worker-main${entryExt}`),
+      config: config as unknown as Record<string, unknown>,
+      nodeFlags: ["--expose-gc"],
+    };
   });
-  return { router: { name: "router", entry: join(here, "..", "router", `router-main${entryExt}`), config: router as unknown as Record<string, unknown> }, shards };
+  return {
+    router: {
+      name: "router",
+      entry: join(here, "..", "router", `router-main${entryExt}`),
+      config: router as unknown as Record<string, unknown>,
+    },
+    shards,
+  };
 }
 
 /**
@@ -167,14 +194,21 @@ function childSpecs(opts: ResolvedOptions, engineUrl: string, instanceId: string
  * otherwise sends nothing over HTTP, and the first fetch() loads Node's bundled undici and
  * compiles its WASM parser, which took the host's RSS from ~58 to ~87 MiB.
  */
-function httpText(url: string, init: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {}): Promise<{ status: number; text: string }> {
+function httpText(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {},
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: init.method ?? "GET", headers: init.headers, timeout: init.timeoutMs }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
-      res.on("error", reject);
-    });
+    const req = httpRequest(
+      url,
+      { method: init.method ?? "GET", headers: init.headers, timeout: init.timeoutMs },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+        res.on("error", reject);
+      },
+    );
     req.on("timeout", () => req.destroy(new Error(`no answer from ${url} within ${init.timeoutMs} ms`)));
     req.on("error", reject);
     req.end(init.body);
@@ -248,7 +282,10 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
     });
     const deadline = Date.now() + opts.startTimeoutMs;
     const timer = new Promise<never>((_, reject) => {
-      const t = setTimeout(() => reject(new SessionServerFailedError(`session server did not start within ${opts.startTimeoutMs} ms`)), opts.startTimeoutMs);
+      const t = setTimeout(
+        () => reject(new SessionServerFailedError(`session server did not start within ${opts.startTimeoutMs} ms`)),
+        opts.startTimeoutMs,
+      );
       t.unref();
     });
     await Promise.race([tree.whenRunning(), timer]);

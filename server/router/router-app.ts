@@ -43,7 +43,9 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
     });
   }
 
-  app.setNotFoundHandler((request, reply) => sendError(reply, 404, `route not found: ${request.method} ${request.url}`));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, 404, `route not found: ${request.method} ${request.url}`),
+  );
   app.setErrorHandler((err: any, request, reply) => {
     if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
       return sendError(reply, 413, `request body too large: the limit is ${bodyLimit} bytes`);

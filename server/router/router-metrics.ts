@@ -19,7 +19,12 @@ export class RouterMetrics {
 
   constructor(status: RouterStatus) {
     const registers = [this.registry];
-    this.requests = new Counter({ name: "tito_http_requests_total", help: "HTTP requests answered by the router, by route, method and status.", labelNames: ["route", "method", "status"], registers });
+    this.requests = new Counter({
+      name: "tito_http_requests_total",
+      help: "HTTP requests answered by the router, by route, method and status.",
+      labelNames: ["route", "method", "status"],
+      registers,
+    });
     this.chatLatency = new Histogram({
       name: "tito_chat_latency_seconds",
       help: "Chat turn latency at the router (POST /sessions/:id/v1/chat/completions), by status.",
@@ -27,8 +32,18 @@ export class RouterMetrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers,
     });
-    this.inflight = new Gauge({ name: "tito_inflight_requests", help: "Requests the router is relaying now, by shard.", labelNames: ["shard"], registers });
-    this.relayedBytes = new Counter({ name: "tito_relayed_reply_bytes_total", help: "Reply body bytes relayed from workers to clients, by shard.", labelNames: ["shard"], registers });
+    this.inflight = new Gauge({
+      name: "tito_inflight_requests",
+      help: "Requests the router is relaying now, by shard.",
+      labelNames: ["shard"],
+      registers,
+    });
+    this.relayedBytes = new Counter({
+      name: "tito_relayed_reply_bytes_total",
+      help: "Reply body bytes relayed from workers to clients, by shard.",
+      labelNames: ["shard"],
+      registers,
+    });
     new Gauge({
       name: "tito_tree_state",
       help: "1 for the supervision tree's current state.",
@@ -52,13 +67,17 @@ export class RouterMetrics {
   }
 }
 
-export async function metricsRoutes(app: FastifyInstance, opts: { links: ShardLinks; metrics: RouterMetrics }): Promise<void> {
+export async function metricsRoutes(
+  app: FastifyInstance,
+  opts: { links: ShardLinks; metrics: RouterMetrics },
+): Promise<void> {
   const { links, metrics } = opts;
 
   app.addHook("onResponse", async (request, reply) => {
     const route = request.routeOptions.url ?? "unmatched";
     metrics.requests.inc({ route, method: request.method, status: String(reply.statusCode) });
-    if (route === "/sessions/:id/v1/chat/completions") metrics.chatLatency.observe({ status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    if (route === "/sessions/:id/v1/chat/completions")
+      metrics.chatLatency.observe({ status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
 
   app.get("/metrics", async (_request, reply) => {

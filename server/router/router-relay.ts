@@ -11,7 +11,10 @@ import type { RouterMetrics } from "./router-metrics.ts";
 const JSON_TYPE = "application/json; charset=utf-8";
 
 export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
-  return reply.code(status).header("content-type", JSON_TYPE).send(JSON.stringify({ error: message }));
+  return reply
+    .code(status)
+    .header("content-type", JSON_TYPE)
+    .send(JSON.stringify({ error: message }));
 }
 
 export async function relay(
@@ -67,7 +70,14 @@ export async function relay(
     metrics?.relayedBytes.inc(label, bytes.length);
     return reply.code(status).headers(headers).send(bytes);
   }
-  return pipeBody(request, reply, status, headers, res.body, metrics === undefined ? undefined : (n) => metrics.relayedBytes.inc(label, n));
+  return pipeBody(
+    request,
+    reply,
+    status,
+    headers,
+    res.body,
+    metrics === undefined ? undefined : (n) => metrics.relayedBytes.inc(label, n),
+  );
 }
 
 /** Runs `fn` once, when the response has been handed to the socket or was torn down. */
@@ -108,7 +118,8 @@ async function pipeBody(
     }
     raw.end();
   } catch (err) {
-    if (!(err instanceof RequestAbortedError)) request.log.warn({ err: (err as Error).message }, "relayed body failed midway");
+    if (!(err instanceof RequestAbortedError))
+      request.log.warn({ err: (err as Error).message }, "relayed body failed midway");
     raw.destroy();
   }
   return reply;

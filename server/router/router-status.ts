@@ -21,7 +21,10 @@ export function addEvents(status: RouterStatus, events: SupervisionEvent[]): voi
   if (status.events.length > MAX_EVENTS) status.events.splice(0, status.events.length - MAX_EVENTS);
 }
 
-export async function statusRoutes(app: FastifyInstance, opts: { links: ShardLinks; status: RouterStatus }): Promise<void> {
+export async function statusRoutes(
+  app: FastifyInstance,
+  opts: { links: ShardLinks; status: RouterStatus },
+): Promise<void> {
   const { links, status } = opts;
 
   app.get("/health", async (_request, reply) => {

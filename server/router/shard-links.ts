@@ -95,7 +95,9 @@ export class ShardLinks {
         link.channel = channel;
         return channel;
       } catch (err) {
-        process.stderr.write(`router: cannot connect to shard ${link.route.index} at ${socketPath}: ${(err as Error).message}\n`);
+        process.stderr.write(
+          `router: cannot connect to shard ${link.route.index} at ${socketPath}: ${(err as Error).message}\n`,
+        );
         return undefined;
       } finally {
         link.connecting = undefined;

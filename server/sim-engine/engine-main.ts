@@ -81,7 +81,8 @@ function parse(argv: string[]): SimEngineOptions {
       completionTokens,
       turns,
       // Grows linearly to lastBytes on turn T-1 (and stays there past it).
-      routedExpertsBytesByTurn: lastBytes > 0 ? (k) => Math.round((lastBytes * Math.min(k + 1, turns)) / turns) : undefined,
+      routedExpertsBytesByTurn:
+        lastBytes > 0 ? (k) => Math.round((lastBytes * Math.min(k + 1, turns)) / turns) : undefined,
     };
   } else if (values["prebuilt-turns"] !== undefined || values["prebuilt-r3-last-bytes"] !== undefined) {
     fail("--prebuilt-turns and --prebuilt-r3-last-bytes need --prebuilt-tokens");

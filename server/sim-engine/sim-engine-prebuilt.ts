@@ -54,7 +54,10 @@ export class PrebuiltReplies {
   readonly #imEnd: number;
 
   constructor(folder: TokenizerFolder, model: string, options: PrebuiltOptions) {
-    assert(Number.isInteger(options.completionTokens) && options.completionTokens >= 1, "prebuilt.completionTokens must be an integer >= 1");
+    assert(
+      Number.isInteger(options.completionTokens) && options.completionTokens >= 1,
+      "prebuilt.completionTokens must be an integer >= 1",
+    );
     const imEnd = folder.tokenId("<|im_end|>") ?? folder.tokenId(String(folder.config.eos_token ?? ""));
     assert(imEnd !== undefined, "the tokenizer has no <|im_end|> or eos token for pre-built replies");
     this.#options = options;
@@ -93,7 +96,15 @@ export class PrebuiltReplies {
       object: "chat.completion",
       created: Math.floor(Date.now() / 1000),
       model: this.#model,
-      choices: [{ index: 0, message: { role: "assistant", content: this.#content }, logprobs: null, finish_reason: "stop", meta_info: metaInfo }],
+      choices: [
+        {
+          index: 0,
+          message: { role: "assistant", content: this.#content },
+          logprobs: null,
+          finish_reason: "stop",
+          meta_info: metaInfo,
+        },
+      ],
       usage: { prompt_tokens: 0, completion_tokens: ids.length, total_tokens: ids.length },
     };
     const chunks = responseChunks(body, this.#payload, size);

@@ -50,7 +50,9 @@ export function hashIds(ids: readonly number[], seed = 0x811c9dc5): number {
 export function pyJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(pyJson).join(", ")}]`;
   if (value !== null && typeof value === "object") {
-    const parts = Object.entries(value as Record<string, unknown>).map(([k, v]) => `${JSON.stringify(k)}: ${pyJson(v)}`);
+    const parts = Object.entries(value as Record<string, unknown>).map(
+      ([k, v]) => `${JSON.stringify(k)}: ${pyJson(v)}`,
+    );
     return `{${parts.join(", ")}}`;
   }
   return JSON.stringify(value) ?? "null";
@@ -131,7 +133,13 @@ export function buildReply(folder: TokenizerFolder, facts: PromptFacts, maxToken
   if (tool) {
     const args = pyJson(sampleArguments(tool.parameters));
     text = `<tool_call>\n{"name": ${JSON.stringify(tool.name)}, "arguments": ${args}}\n</tool_call>`;
-    toolCalls = [{ id: `call_${h.toString(16).padStart(8, "0")}${facts.turn}`, type: "function", function: { name: tool.name, arguments: args } }];
+    toolCalls = [
+      {
+        id: `call_${h.toString(16).padStart(8, "0")}${facts.turn}`,
+        type: "function",
+        function: { name: tool.name, arguments: args },
+      },
+    ];
   } else {
     text = `Turn ${facts.turn + 1}: ${SENTENCES[h % SENTENCES.length]}`;
   }
@@ -164,7 +172,12 @@ export function responseObject(
     prompt_tokens: promptTokens,
     completion_tokens: ids.length,
     output_token_logprobs: ids.map((t, i) => [logprobAt(t, i), t]),
-    finish_reason: reply.finish === "length" ? { type: "length", length: ids.length } : matchedStop ? { type: "stop", matched: imEnd } : { type: "stop" },
+    finish_reason:
+      reply.finish === "length"
+        ? { type: "length", length: ids.length }
+        : matchedStop
+          ? { type: "stop", matched: imEnd }
+          : { type: "stop" },
   };
   if (withRoutedExperts) metaInfo.routed_experts = ROUTED_EXPERTS_MARKER;
   const message: Record<string, unknown> = { role: "assistant", content: reply.content };

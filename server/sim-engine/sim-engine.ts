@@ -68,7 +68,10 @@ const chatSchema = {
   body: {
     type: "object",
     properties: {
-      messages: { type: "array", items: { type: "object", required: ["role"], properties: { role: { type: "string" } } } },
+      messages: {
+        type: "array",
+        items: { type: "object", required: ["role"], properties: { role: { type: "string" } } },
+      },
       input_ids: { type: "array", items: { type: "integer", minimum: 0 } },
       tools: { type: ["array", "null"] },
       max_tokens: { type: ["integer", "null"], minimum: 0 },
@@ -107,7 +110,11 @@ function promptFacts(folder: TokenizerFolder, body: ChatBody): PromptFacts {
   if (!Array.isArray(body.messages)) throw new BadRequest("the request needs `messages` or `input_ids`");
   let text: string;
   try {
-    text = renderChat(folder, body.messages, { tools, addGenerationPrompt: true, kwargs: body.chat_template_kwargs ?? undefined });
+    text = renderChat(folder, body.messages, {
+      tools,
+      addGenerationPrompt: true,
+      kwargs: body.chat_template_kwargs ?? undefined,
+    });
   } catch (err) {
     throw new BadRequest(`cannot render messages with the chat template: ${(err as Error).message}`);
   }

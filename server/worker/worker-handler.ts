@@ -10,7 +10,11 @@ function toReply(res: CoreResponse): Reply {
 }
 
 function jsonResponse(status: number, value: unknown): CoreResponse {
-  return { status, headers: { "content-type": "application/json; charset=utf-8" }, body: Buffer.from(JSON.stringify(value)) };
+  return {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8" },
+    body: Buffer.from(JSON.stringify(value)),
+  };
 }
 
 async function coreRequest(req: IncomingRequest): Promise<CoreRequest> {

@@ -5,13 +5,23 @@
 import { join } from "node:path";
 import pino from "pino";
 import { startChildRuntime } from "../../actors/index.ts";
-import { createSessionCore, JournalRecordStore, MemoryRecordStore, type FsyncPolicy, type RecordStore, type SessionCoreOptions } from "../../sessions/index.ts";
+import {
+  createSessionCore,
+  JournalRecordStore,
+  MemoryRecordStore,
+  type FsyncPolicy,
+  type RecordStore,
+  type SessionCoreOptions,
+} from "../../sessions/index.ts";
 import { listenChannels } from "../../transport/index.ts";
 import { workerHandler } from "./worker-handler.ts";
 import { WorkerMetrics } from "./worker-metrics.ts";
 
 /** What the host passes a worker: the session core's plain options plus its shard. */
-export type WorkerConfig = Omit<SessionCoreOptions, "tokenizerFolder" | "notFoundHint" | "logger" | "recordStore" | "onUpstream"> & {
+export type WorkerConfig = Omit<
+  SessionCoreOptions,
+  "tokenizerFolder" | "notFoundHint" | "logger" | "recordStore" | "onUpstream"
+> & {
   index: number;
   socketDir: string;
   logLevel: string;
@@ -23,12 +33,18 @@ export type WorkerConfig = Omit<SessionCoreOptions, "tokenizerFolder" | "notFoun
 
 const runtime = startChildRuntime<WorkerConfig>();
 const config = runtime.config;
-const logger = pino({ level: config.logLevel, base: { proc: `shard-${config.index}`, epoch: config.epoch } }, pino.destination(2));
+const logger = pino(
+  { level: config.logLevel, base: { proc: `shard-${config.index}`, epoch: config.epoch } },
+  pino.destination(2),
+);
 
 // Bad configuration (e.g. a tokenizer folder without tokenizer.json) or a corrupt journal:
 // one clear line, then a non-zero exit that supervision records and, past its limit, escalates.
 function cannotStart(err: unknown): never {
-  logger.fatal({ code: (err as { code?: string }).code }, `shard-${config.index} cannot start: ${(err as Error).message}`);
+  logger.fatal(
+    { code: (err as { code?: string }).code },
+    `shard-${config.index} cannot start: ${(err as Error).message}`,
+  );
   process.exit(1);
 }
 
@@ -43,7 +59,10 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
   return {
     ...options,
     // Only in-memory sessions die with their process; a journal brings them back.
-    notFoundHint: durability === "memory" && epoch > 1 ? ` (shard ${index} restarted; sessions created on it before the restart were lost)` : undefined,
+    notFoundHint:
+      durability === "memory" && epoch > 1
+        ? ` (shard ${index} restarted; sessions created on it before the restart were lost)`
+        : undefined,
     logger,
     recordStore,
     onUpstream: metrics.observeUpstream,
@@ -56,7 +75,8 @@ const core = await openStore()
 try {
   const started = Date.now();
   const { sessions, turns } = await core.recover();
-  if (config.durability === "journal") logger.info({ sessions, turns, ms: Date.now() - started }, `shard-${config.index} replayed its journal`);
+  if (config.durability === "journal")
+    logger.info({ sessions, turns, ms: Date.now() - started }, `shard-${config.index} replayed its journal`);
 } catch (err) {
   cannotStart(err);
 }

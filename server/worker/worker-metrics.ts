@@ -30,8 +30,17 @@ export class WorkerMetrics {
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    this.#replyBytes = new Counter({ name: "tito_worker_reply_bytes_total", help: "Reply body bytes produced by the worker, by op.", labelNames: ["op"], registers });
-    this.#inflight = new Gauge({ name: "tito_worker_inflight_requests", help: "Requests the worker is handling now.", registers });
+    this.#replyBytes = new Counter({
+      name: "tito_worker_reply_bytes_total",
+      help: "Reply body bytes produced by the worker, by op.",
+      labelNames: ["op"],
+      registers,
+    });
+    this.#inflight = new Gauge({
+      name: "tito_worker_inflight_requests",
+      help: "Requests the worker is handling now.",
+      registers,
+    });
     new Gauge({
       name: "tito_sessions",
       help: "Live sessions on the shard.",

@@ -37,7 +37,8 @@ function qwen3Family(imStart: number, imEnd: number, newline: number): TitoFamil
     maxTrimTokens: 1,
     trailingTokenIds: new Set([newline]),
     // The model stops at <|im_end|>, the template writes "<|im_end|>\n": put the newline back.
-    boundaryIds: (accumulated) => (accumulated.length > 0 && accumulated[accumulated.length - 1] === imEnd ? [newline] : []),
+    boundaryIds: (accumulated) =>
+      accumulated.length > 0 && accumulated[accumulated.length - 1] === imEnd ? [newline] : [],
     isAssistantSegment: (prevSpecial, text) => prevSpecial === imStart && text.startsWith("assistant"),
   };
 }
@@ -50,7 +51,10 @@ export function selectFamily(folder: TokenizerFolder, name?: TitoFamilyName): Ti
   const qwenCapable = imStart !== undefined && imEnd !== undefined && newline.length === 1;
   if (name === "default") return defaultFamily;
   if (name === "qwen3" || (name === undefined && qwenCapable)) {
-    if (!qwenCapable) throw new SessionConfigError(`tito family qwen3 needs <|im_start|>, <|im_end|> and a one-token newline in ${folder.dir}`);
+    if (!qwenCapable)
+      throw new SessionConfigError(
+        `tito family qwen3 needs <|im_start|>, <|im_end|> and a one-token newline in ${folder.dir}`,
+      );
     return qwen3Family(imStart!, imEnd!, newline[0]!);
   }
   if (name !== undefined) throw new SessionConfigError(`unknown tito family: ${String(name)}`);

@@ -81,7 +81,8 @@ export function encodeEntry(meta: EntryMeta, payload: readonly (Buffer | Checksu
     bodyBytes += bytes;
     crc = crc32Combine(crc, p.crc, bytes);
   }
-  if (bodyBytes > MAX_BODY_BYTES) throw new RangeError(`a journal entry of ${bodyBytes} bytes exceeds the 4 GiB entry limit`);
+  if (bodyBytes > MAX_BODY_BYTES)
+    throw new RangeError(`a journal entry of ${bodyBytes} bytes exceeds the 4 GiB entry limit`);
   const header = Buffer.allocUnsafe(HEADER_BYTES);
   header.writeUInt32LE(MAGIC, 0);
   header.writeUInt32LE(bodyBytes, 4);
@@ -119,8 +120,10 @@ export function decodeMeta(kind: number, metaJson: Buffer, payloadBytes: number)
       if (!Number.isInteger(meta.count) || meta.count < 0) throw new Error("truncate without a count");
       break;
     case EntryKind.TURN:
-      if (meta.requestBytes + meta.responseBytes !== payloadBytes) throw new Error("turn payload lengths do not add up to the body");
-      if (!Array.isArray(meta.completionIds) || !meta.assistant) throw new Error("turn without completion ids or assistant message");
+      if (meta.requestBytes + meta.responseBytes !== payloadBytes)
+        throw new Error("turn payload lengths do not add up to the body");
+      if (!Array.isArray(meta.completionIds) || !meta.assistant)
+        throw new Error("turn without completion ids or assistant message");
       break;
     default:
       throw new Error(`unknown entry kind ${kind}`);

@@ -6,7 +6,14 @@
 import type { FileHandle } from "node:fs/promises";
 import { JournalCorruptError } from "../errors.ts";
 import { crc32 } from "../../buffers/crc32.ts";
-import { BODY_PREFIX_BYTES, decodeHeader, decodeMeta, EntryKind, HEADER_BYTES, type EntryMeta } from "./journal-format.ts";
+import {
+  BODY_PREFIX_BYTES,
+  decodeHeader,
+  decodeMeta,
+  EntryKind,
+  HEADER_BYTES,
+  type EntryMeta,
+} from "./journal-format.ts";
 
 const CHUNK_BYTES = 1024 * 1024;
 
@@ -39,7 +46,7 @@ async function readAt(fh: FileHandle, position: number, length: number): Promise
 }
 
 async function onlyZerosFrom(fh: FileHandle, from: number, size: number, scratch: Buffer): Promise<boolean> {
-  for (let at = from; at < size; ) {
+  for (let at = from; at < size;) {
     const n = Math.min(scratch.length, size - at);
     const { bytesRead } = await fh.read(scratch, 0, n, at);
     if (bytesRead === 0) return true;
@@ -50,7 +57,11 @@ async function onlyZerosFrom(fh: FileHandle, from: number, size: number, scratch
 }
 
 /** Scans `fh` (the segment at `path`) and calls `onEntry` for every whole entry in order. */
-export async function scanSegment(path: string, fh: FileHandle, onEntry: (entry: ScannedEntry) => void | Promise<void>): Promise<ScanResult> {
+export async function scanSegment(
+  path: string,
+  fh: FileHandle,
+  onEntry: (entry: ScannedEntry) => void | Promise<void>,
+): Promise<ScanResult> {
   const size = (await fh.stat()).size;
   const scratch = Buffer.allocUnsafe(CHUNK_BYTES);
   let offset = 0;
@@ -63,7 +74,8 @@ export async function scanSegment(path: string, fh: FileHandle, onEntry: (entry:
       throw new JournalCorruptError(path, offset, "bad entry header (magic or header checksum)");
     }
     const end = offset + HEADER_BYTES + header.bodyBytes;
-    if (end > size) return { end: offset, torn: `an entry of ${header.bodyBytes} bytes cut at ${size - offset - HEADER_BYTES}` };
+    if (end > size)
+      return { end: offset, torn: `an entry of ${header.bodyBytes} bytes cut at ${size - offset - HEADER_BYTES}` };
     const bodyAt = offset + HEADER_BYTES;
     const badBody = (reason: string, cause?: unknown): ScanResult => {
       // The last entry of the file may be torn in any way; one with entries after it is corrupt.
@@ -73,7 +85,8 @@ export async function scanSegment(path: string, fh: FileHandle, onEntry: (entry:
     if (header.bodyBytes < BODY_PREFIX_BYTES) return badBody("body shorter than its prefix");
     const prefix = await readAt(fh, bodyAt, BODY_PREFIX_BYTES);
     const metaBytes = prefix.readUInt32LE(1);
-    if (BODY_PREFIX_BYTES + metaBytes > header.bodyBytes) return badBody(`metadata length ${metaBytes} overruns the body`);
+    if (BODY_PREFIX_BYTES + metaBytes > header.bodyBytes)
+      return badBody(`metadata length ${metaBytes} overruns the body`);
     const metaJson = await readAt(fh, bodyAt + BODY_PREFIX_BYTES, metaBytes);
     let crc = crc32(metaJson, crc32(prefix));
     const payloadOffset = bodyAt + BODY_PREFIX_BYTES + metaBytes;
@@ -101,7 +114,10 @@ export async function scanSegment(path: string, fh: FileHandle, onEntry: (entry:
     }
     if (crc !== header.bodyCrc) return badBody("body checksum mismatch");
     // A whole entry with a good checksum and bad metadata was written wrong: never "torn".
-    if (!meta) throw new JournalCorruptError(path, offset, `unreadable metadata: ${(metaError as Error)?.message}`, { cause: metaError });
+    if (!meta)
+      throw new JournalCorruptError(path, offset, `unreadable metadata: ${(metaError as Error)?.message}`, {
+        cause: metaError,
+      });
     await onEntry({ meta, offset, payloadOffset, request });
     offset = end;
   }

@@ -201,7 +201,9 @@ export class SegmentLog {
         this.#log?.warn({ err, path: segment.path }, "journal segment could not be kept as a spare; removing it");
       }
     }
-    await unlink(segment.path).catch((err) => this.#log?.error({ err, path: segment.path }, "journal segment could not be removed"));
+    await unlink(segment.path).catch((err) =>
+      this.#log?.error({ err, path: segment.path }, "journal segment could not be removed"),
+    );
     if (segment.refs === 0) await this.#closeHandle(segment);
   }
 
@@ -224,7 +226,8 @@ export class SegmentLog {
   async #write(entry: EncodedEntry): Promise<{ segment: Segment; offset: number }> {
     if (this.#closed) throw new JournalWriteError(this.dir, { cause: new Error("the journal is closed") });
     let segment = this.#active;
-    if (!segment || segment.broken || (segment.size > 0 && segment.size + entry.bytes > this.#segmentBytes)) segment = await this.#rotate();
+    if (!segment || segment.broken || (segment.size > 0 && segment.size + entry.bytes > this.#segmentBytes))
+      segment = await this.#rotate();
     const offset = segment.size;
     try {
       await writeAll(segment.fh, entry.parts, offset, entry.bytes);
@@ -232,7 +235,10 @@ export class SegmentLog {
     } catch (err) {
       await segment.fh.truncate(offset).catch((cutErr) => {
         segment.broken = true;
-        this.#log?.error({ err: cutErr, path: segment.path }, "journal segment could not be cut back after a failed write; abandoning it");
+        this.#log?.error(
+          { err: cutErr, path: segment.path },
+          "journal segment could not be cut back after a failed write; abandoning it",
+        );
       });
       throw new JournalWriteError(segment.path, { cause: err });
     }
@@ -255,7 +261,8 @@ export class SegmentLog {
     this.#segments.set(seq, segment);
     this.#active = segment;
     if (sealed) {
-      if (this.#fsync !== "never") await sealed.fh.datasync().catch((err) => this.#log?.error({ err, path: sealed.path }, "journal fsync failed"));
+      if (this.#fsync !== "never")
+        await sealed.fh.datasync().catch((err) => this.#log?.error({ err, path: sealed.path }, "journal fsync failed"));
       this.#onSealed?.(sealed);
     }
     return segment;
@@ -288,7 +295,12 @@ export class SegmentLog {
     this.#dirty = false;
     this.#syncing = active.fh
       .datasync()
-      .catch((err) => this.#log?.error({ err, path: active.path }, "journal fsync failed: entries since the last fsync may not survive a power loss"))
+      .catch((err) =>
+        this.#log?.error(
+          { err, path: active.path },
+          "journal fsync failed: entries since the last fsync may not survive a power loss",
+        ),
+      )
       .finally(() => (this.#syncing = undefined));
   }
 

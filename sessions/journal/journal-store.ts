@@ -10,7 +10,16 @@ import { JournalCorruptError } from "../errors.ts";
 import { encodeEntry, EntryKind, type EntryMeta } from "./journal-format.ts";
 import { scanSegment, type ScannedEntry } from "./journal-reader.ts";
 import { Segment, SegmentLog, type SegmentLogOptions, type SegmentUser } from "./journal-segments.ts";
-import { recordEnd, recordHead, recordMiddle, recordSeparator, type RecordStore, type ReplayVisitor, type TurnRecord, type TurnState } from "./records.ts";
+import {
+  recordEnd,
+  recordHead,
+  recordMiddle,
+  recordSeparator,
+  type RecordStore,
+  type ReplayVisitor,
+  type TurnRecord,
+  type TurnState,
+} from "./records.ts";
 import { RecordStream, type BodyPart } from "./record-stream.ts";
 import assert from "node:assert";
 
@@ -74,7 +83,10 @@ export class JournalRecordStore implements RecordStore {
     for (const segment of this.#log.segments()) {
       const result = await scanSegment(segment.path, segment.fh, (entry) => this.#replay(segment, entry, visitor));
       if (result.torn !== undefined) {
-        this.#logger?.warn({ path: segment.path, offset: result.end }, `journal: dropped a torn last entry (${result.torn})`);
+        this.#logger?.warn(
+          { path: segment.path, offset: result.end },
+          `journal: dropped a torn last entry (${result.torn})`,
+        );
         await this.#log.cut(segment, result.end);
       } else {
         segment.size = result.end;
@@ -106,11 +118,18 @@ export class JournalRecordStore implements RecordStore {
       completionIds: turn.completionIds,
       assistant: turn.assistant,
     };
-    const response = record.responseCrc === undefined ? record.response : [{ parts: record.response, crc: record.responseCrc }];
+    const response =
+      record.responseCrc === undefined ? record.response : [{ parts: record.response, crc: record.responseCrc }];
     const encoded = encodeEntry(meta, [record.request, ...response]);
     const { segment, offset } = await this.#log.append(encoded);
     if (entry.records.length > turn.index) entry.records.length = turn.index;
-    entry.records.push({ ...locationFields(record), segment, requestAt: offset + encoded.payloadOffset, requestBytes: record.request.length, responseBytes });
+    entry.records.push({
+      ...locationFields(record),
+      segment,
+      requestAt: offset + encoded.payloadOffset,
+      requestBytes: record.request.length,
+      responseBytes,
+    });
     note(entry, segment);
   }
 
@@ -142,7 +161,13 @@ export class JournalRecordStore implements RecordStore {
         const request = await readRange(loc.segment, loc.requestAt, loc.requestBytes);
         const response: Buffer[] = [];
         for (let at = 0; at < loc.responseBytes; at += LIST_CHUNK_BYTES) {
-          response.push(await readRange(loc.segment, loc.requestAt + loc.requestBytes + at, Math.min(LIST_CHUNK_BYTES, loc.responseBytes - at)));
+          response.push(
+            await readRange(
+              loc.segment,
+              loc.requestAt + loc.requestBytes + at,
+              Math.min(LIST_CHUNK_BYTES, loc.responseBytes - at),
+            ),
+          );
         }
         out.push({ ...locationFields(loc), request, response });
       }
@@ -159,7 +184,11 @@ export class JournalRecordStore implements RecordStore {
     locations.forEach((loc, i) => {
       if (i > 0) parts.push(recordSeparator);
       parts.push(recordHead(loc), { segment: loc.segment, position: loc.requestAt, length: loc.requestBytes });
-      parts.push(recordMiddle, { segment: loc.segment, position: loc.requestAt + loc.requestBytes, length: loc.responseBytes }, recordEnd);
+      parts.push(
+        recordMiddle,
+        { segment: loc.segment, position: loc.requestAt + loc.requestBytes, length: loc.responseBytes },
+        recordEnd,
+      );
     });
     parts.push(tail);
     const pinned = this.#pin(locations);
@@ -227,7 +256,8 @@ export class JournalRecordStore implements RecordStore {
     const { meta } = scanned;
     let entry = this.#sessions.get(meta.id);
     if (meta.kind === EntryKind.CREATE) {
-      if (entry && !entry.dead) throw new JournalCorruptError(segment.path, scanned.offset, `session ${meta.id} created twice`);
+      if (entry && !entry.dead)
+        throw new JournalCorruptError(segment.path, scanned.offset, `session ${meta.id} created twice`);
       entry = new SessionEntry(meta.id);
       this.#sessions.set(meta.id, entry);
       note(entry, segment);
@@ -263,7 +293,12 @@ export class JournalRecordStore implements RecordStore {
       requestBytes: meta.requestBytes,
       responseBytes: meta.responseBytes,
     });
-    visitor.committed(meta.id, { index: meta.index, completionIds: meta.completionIds, assistant: meta.assistant, request: scanned.request });
+    visitor.committed(meta.id, {
+      index: meta.index,
+      completionIds: meta.completionIds,
+      assistant: meta.assistant,
+      request: scanned.request,
+    });
   }
 
   #live(sessionId: string): SessionEntry {
@@ -297,9 +332,10 @@ function locationFields(r: { timestamp: number; method: string; path: string; st
 
 async function readRange(segment: Segment, position: number, length: number): Promise<Buffer> {
   const out = Buffer.allocUnsafe(length);
-  for (let done = 0; done < length; ) {
+  for (let done = 0; done < length;) {
     const { bytesRead } = await segment.fh.read(out, done, length - done, position + done);
-    if (bytesRead === 0) throw new Error(`journal segment ${segment.path} ended at ${position + done}, inside a record`);
+    if (bytesRead === 0)
+      throw new Error(`journal segment ${segment.path} ended at ${position + done}, inside a record`);
     done += bytesRead;
   }
   return out;

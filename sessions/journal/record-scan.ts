@@ -52,12 +52,14 @@ export function scanReplyFacts(response: readonly Buffer[], turn: number): Reply
         return scan.members(c.valueStart, (mi) => {
           if (scan.keyIs(mi, "output_token_logprobs")) return take("logprobs", mi.valueStart);
           if (scan.keyIs(mi, "finish_reason")) return take("metaFinish", mi.valueStart);
-          if (scan.keyIs(mi, "routed_experts") && scan.buf.at(mi.valueStart) === 0x22) return take("routed", mi.valueStart);
+          if (scan.keyIs(mi, "routed_experts") && scan.buf.at(mi.valueStart) === 0x22)
+            return take("routed", mi.valueStart);
         });
       });
     });
   });
-  if (!spans.logprobs) throw new SampleDataError(`record of turn ${turn} has no choices[0].meta_info.output_token_logprobs`);
+  if (!spans.logprobs)
+    throw new SampleDataError(`record of turn ${turn} has no choices[0].meta_info.output_token_logprobs`);
   const entries = scan.parse(...spans.logprobs) as unknown[];
   const completionIds: number[] = [];
   const logprobs: number[] = [];
@@ -74,7 +76,12 @@ export function scanReplyFacts(response: readonly Buffer[], turn: number): Reply
     if (meta && typeof meta.type === "string") finishReason = meta.type;
   }
   const routed = spans.routed;
-  return { completionIds, logprobs, finishReason, routedExperts: routed ? () => decodeBase64Span(scan.buf, routed[0] + 1, routed[1] - 1, turn) : undefined };
+  return {
+    completionIds,
+    logprobs,
+    finishReason,
+    routedExperts: routed ? () => decodeBase64Span(scan.buf, routed[0] + 1, routed[1] - 1, turn) : undefined,
+  };
 }
 
 /** Base64 text at [start, end) of the chunks, decoded piece by piece into one aligned buffer. */

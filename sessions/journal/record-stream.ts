@@ -86,8 +86,16 @@ export class RecordStream implements AsyncIterableIterator<Buffer> {
         let filled = 0;
         try {
           while (filled < length) {
-            const { bytesRead } = await part.segment.fh.read(buffer, filled, length - filled, part.position + this.#offset + filled);
-            if (bytesRead === 0) throw new Error(`journal segment ${part.segment.path} ended at ${part.position + this.#offset + filled}, inside a record`);
+            const { bytesRead } = await part.segment.fh.read(
+              buffer,
+              filled,
+              length - filled,
+              part.position + this.#offset + filled,
+            );
+            if (bytesRead === 0)
+              throw new Error(
+                `journal segment ${part.segment.path} ended at ${part.position + this.#offset + filled}, inside a record`,
+              );
             filled += bytesRead;
           }
         } catch (err) {

@@ -31,7 +31,8 @@ function routedJsonChunks(data: Int32Array, rows: number, width: number): Buffer
   const chunks: Buffer[] = [];
   for (let r0 = 0; r0 < rows; r0 += ROWS_PER_CHUNK) {
     const parts: string[] = [];
-    for (let r = r0; r < Math.min(rows, r0 + ROWS_PER_CHUNK); r++) parts.push(`[${data.subarray(r * width, (r + 1) * width).join(",")}]`);
+    for (let r = r0; r < Math.min(rows, r0 + ROWS_PER_CHUNK); r++)
+      parts.push(`[${data.subarray(r * width, (r + 1) * width).join(",")}]`);
     chunks.push(Buffer.from((r0 > 0 ? "," : "") + parts.join(",")));
   }
   return chunks;

@@ -9,7 +9,6 @@ import assert from "node:assert";
 import { InvalidSampleRequestError, SampleDataError } from "../errors.ts";
 import { countInputIds, scanReplyFacts } from "./record-scan.ts";
 import type { TurnRecord } from "./records.ts";
-import { encodeSafetensors } from "./safetensors.ts";
 import type { CommittedTurn } from "../trajectory.ts";
 
 export interface SampleRequest {
@@ -43,7 +42,11 @@ export interface Sample {
 const BODY_KEYS = ["max_seq_len"];
 
 /** Body `{"max_seq_len": N}` (optional); `?format=json|safetensors`, else Accept decides. */
-export function parseSampleRequest(body: Buffer, query: string, headers: Record<string, string | string[] | undefined>): SampleRequest {
+export function parseSampleRequest(
+  body: Buffer,
+  query: string,
+  headers: Record<string, string | string[] | undefined>,
+): SampleRequest {
   const request: SampleRequest = { format: "json" };
   const text = body.toString("utf8").trim();
   if (text) {
@@ -53,18 +56,24 @@ export function parseSampleRequest(body: Buffer, query: string, headers: Record<
     } catch (err) {
       throw new InvalidSampleRequestError(`invalid JSON body: ${(err as Error).message}`);
     }
-    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new InvalidSampleRequestError("samples request body must be a JSON object");
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed))
+      throw new InvalidSampleRequestError("samples request body must be a JSON object");
     const unknown = Object.keys(parsed).filter((k) => !BODY_KEYS.includes(k));
-    if (unknown.length > 0) throw new InvalidSampleRequestError(`unknown key in samples request: ${unknown.join(", ")} (allowed: max_seq_len)`);
+    if (unknown.length > 0)
+      throw new InvalidSampleRequestError(
+        `unknown key in samples request: ${unknown.join(", ")} (allowed: max_seq_len)`,
+      );
     const max = (parsed as { max_seq_len?: unknown }).max_seq_len;
     if (max !== undefined && max !== null) {
-      if (!Number.isSafeInteger(max) || (max as number) < 1) throw new InvalidSampleRequestError(`max_seq_len must be a positive integer, got ${JSON.stringify(max)}`);
+      if (!Number.isSafeInteger(max) || (max as number) < 1)
+        throw new InvalidSampleRequestError(`max_seq_len must be a positive integer, got ${JSON.stringify(max)}`);
       request.maxSeqLen = max as number;
     }
   }
   const format = new URLSearchParams(query).get("format");
   if (format !== null) {
-    if (format !== "json" && format !== "safetensors") throw new InvalidSampleRequestError(`format must be json or safetensors, got ${JSON.stringify(format)}`);
+    if (format !== "json" && format !== "safetensors")
+      throw new InvalidSampleRequestError(`format must be json or safetensors, got ${JSON.stringify(format)}`);
     request.format = format;
   } else {
     const accept = String(headers.accept ?? "");
@@ -74,7 +83,10 @@ export function parseSampleRequest(body: Buffer, query: string, headers: Record<
 }
 
 /** Where the sample ends under max_seq_len: the token count and the last turn (partly) kept. */
-function cutPoint(turns: readonly CommittedTurn[], maxSeqLen: number | undefined): { length: number; lastTurn: number; cut: boolean } {
+function cutPoint(
+  turns: readonly CommittedTurn[],
+  maxSeqLen: number | undefined,
+): { length: number; lastTurn: number; cut: boolean } {
   const total = turns.length === 0 ? 0 : turns[turns.length - 1]!.checkpoint.length;
   if (maxSeqLen === undefined || total <= maxSeqLen) return { length: total, lastTurn: turns.length - 1, cut: false };
   const k = turns.findIndex((t) => t.checkpoint.length > maxSeqLen);
@@ -84,8 +96,17 @@ function cutPoint(turns: readonly CommittedTurn[], maxSeqLen: number | undefined
   return { length: turns[k - 1]!.checkpoint.length, lastTurn: k - 1, cut: false };
 }
 
-export function buildSample(sessionId: string, turns: readonly CommittedTurn[], records: readonly TurnRecord[], maxSeqLen?: number): Sample {
-  assert.equal(records.length, turns.length, `session ${sessionId}: ${records.length} records for ${turns.length} turns`);
+export function buildSample(
+  sessionId: string,
+  turns: readonly CommittedTurn[],
+  records: readonly TurnRecord[],
+  maxSeqLen?: number,
+): Sample {
+  assert.equal(
+    records.length,
+    turns.length,
+    `session ${sessionId}: ${records.length} records for ${turns.length} turns`,
+  );
   const full = turns.length === 0 ? [] : turns[turns.length - 1]!.checkpoint;
   const { length, lastTurn, cut } = cutPoint(turns, maxSeqLen);
   const firstPrompt = turns.length === 0 ? 0 : Math.min(turns[0]!.promptLength, length);
@@ -98,12 +119,28 @@ export function buildSample(sessionId: string, turns: readonly CommittedTurn[], 
   for (let k = 0; k <= lastTurn; k++) {
     const turn = turns[k]!;
     // Each prompt extends the previous checkpoint in full (prompt-builder.ts builds it so).
-    assert.equal(firstDifference(turn.checkpoint, full, 0, previousEnd), -1, `session ${sessionId}: turn ${k} does not extend turn ${k - 1}`);
+    assert.equal(
+      firstDifference(turn.checkpoint, full, 0, previousEnd),
+      -1,
+      `session ${sessionId}: turn ${k} does not extend turn ${k - 1}`,
+    );
     const facts = scanReplyFacts(records[k]!.response, k);
     const inputIds = countInputIds(records[k]!.request, k);
-    assert.equal(inputIds, turn.promptLength, `session ${sessionId}: record ${k} sent ${inputIds} input_ids, its turn has ${turn.promptLength}`);
-    assert.equal(facts.completionIds.length, turn.checkpoint.length - turn.promptLength, `session ${sessionId}: record ${k} completion length`);
-    assert.equal(firstDifference(facts.completionIds, turn.checkpoint.slice(turn.promptLength), 0, facts.completionIds.length), -1, `session ${sessionId}: record ${k} completion tokens`);
+    assert.equal(
+      inputIds,
+      turn.promptLength,
+      `session ${sessionId}: record ${k} sent ${inputIds} input_ids, its turn has ${turn.promptLength}`,
+    );
+    assert.equal(
+      facts.completionIds.length,
+      turn.checkpoint.length - turn.promptLength,
+      `session ${sessionId}: record ${k} completion length`,
+    );
+    assert.equal(
+      firstDifference(facts.completionIds, turn.checkpoint.slice(turn.promptLength), 0, facts.completionIds.length),
+      -1,
+      `session ${sessionId}: record ${k} completion tokens`,
+    );
     const end = Math.min(turn.checkpoint.length, length);
     const start = Math.min(turn.promptLength, end);
     for (let p = start; p < end; p++) {
@@ -112,7 +149,12 @@ export function buildSample(sessionId: string, turns: readonly CommittedTurn[], 
     }
     // A turn whose whole completion max_seq_len cut away is not listed.
     if (end > start || end === turn.checkpoint.length) {
-      const entry: SampleTurn = { prompt_start: previousEnd, completion_start: start, completion_end: end, finish_reason: facts.finishReason };
+      const entry: SampleTurn = {
+        prompt_start: previousEnd,
+        completion_start: start,
+        completion_end: end,
+        finish_reason: facts.finishReason,
+      };
       if (end < turn.checkpoint.length) entry.truncated = true;
       sampleTurns.push(entry);
     }
@@ -129,7 +171,13 @@ export function buildSample(sessionId: string, turns: readonly CommittedTurn[], 
     turns: sampleTurns,
   };
   // The last kept turn's payload covers every earlier token too: it alone is the sample's.
-  if (routed) sample.routedExperts = routedRows(routed(), turns[lastTurn]!.checkpoint.length - 1, Math.max(0, length - 1), lastTurn);
+  if (routed)
+    sample.routedExperts = routedRows(
+      routed(),
+      turns[lastTurn]!.checkpoint.length - 1,
+      Math.max(0, length - 1),
+      lastTurn,
+    );
   return sample;
 }
 
@@ -140,8 +188,16 @@ function firstDifference(a: readonly number[], b: readonly number[], from: numbe
 }
 
 /** The payload of turn k as rows of int32: it covers that turn's tokens but the last. */
-function routedRows(bytes: Buffer, coveredRows: number, keepRows: number, turn: number): { data: Int32Array; rows: number; width: number } {
-  if (bytes.length % 4 !== 0) throw new SampleDataError(`routed_experts of turn ${turn} is ${bytes.length} bytes, not a whole number of int32 values`);
+function routedRows(
+  bytes: Buffer,
+  coveredRows: number,
+  keepRows: number,
+  turn: number,
+): { data: Int32Array; rows: number; width: number } {
+  if (bytes.length % 4 !== 0)
+    throw new SampleDataError(
+      `routed_experts of turn ${turn} is ${bytes.length} bytes, not a whole number of int32 values`,
+    );
   const values = bytes.length / 4;
   if (coveredRows === 0 || values % coveredRows !== 0) {
     throw new SampleDataError(

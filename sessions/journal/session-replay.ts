@@ -26,9 +26,16 @@ export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { c
     committed(sessionId, turn: ReplayedTurn) {
       const t = registry.get(sessionId);
       t.rollbackTo(turn.index);
-      assert.equal(t.assistantCount, turn.index, `journal: turn ${turn.index} of ${sessionId} follows only ${t.assistantCount} turns`);
+      assert.equal(
+        t.assistantCount,
+        turn.index,
+        `journal: turn ${turn.index} of ${sessionId} follows only ${t.assistantCount} turns`,
+      );
       const sent = JSON.parse(turn.request.toString("utf8")) as SentRequest;
-      assert.ok(Array.isArray(sent.messages) && Array.isArray(sent.input_ids), `journal: turn ${turn.index} of ${sessionId} has no messages or input_ids`);
+      assert.ok(
+        Array.isArray(sent.messages) && Array.isArray(sent.input_ids),
+        `journal: turn ${turn.index} of ${sessionId} has no messages or input_ids`,
+      );
       t.restore({
         promptIds: sent.input_ids,
         completionIds: turn.completionIds,
@@ -42,6 +49,9 @@ export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { c
     deleted(sessionId) {
       registry.forget(sessionId);
     },
-    counts: () => ({ sessions: registry.size, turns: [...registry.ids()].reduce((n, id) => n + registry.get(id).assistantCount, 0) }),
+    counts: () => ({
+      sessions: registry.size,
+      turns: [...registry.ids()].reduce((n, id) => n + registry.get(id).assistantCount, 0),
+    }),
   };
 }

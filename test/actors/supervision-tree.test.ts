@@ -11,7 +11,9 @@ import { alive, waitForEvent, waitGone } from "../helpers/events.ts";
 const entry = fileURLToPath(new URL("../fixtures/child-echo.ts", import.meta.url));
 const trees: SupervisionTree[] = [];
 
-function makeTree(opts: { shards?: number; maxRestarts?: number; crashShardAtStart?: number; baseBackoffMs?: number } = {}) {
+function makeTree(
+  opts: { shards?: number; maxRestarts?: number; crashShardAtStart?: number; baseBackoffMs?: number } = {},
+) {
   const tree = new SupervisionTree({
     instanceId: "0".repeat(32),
     router: { name: "router", entry, config: {} },
@@ -40,7 +42,11 @@ test("a killed child restarts: exited -> restarting -> spawned -> ready -> resta
   const before = tree.tree().shards[1].pid!;
   const since = tree.ring.lastSeq;
   process.kill(before, "SIGKILL");
-  await waitForEvent(tree, () => tree.events(since), (e) => e.actor === "shard-1" && e.kind === "restarted");
+  await waitForEvent(
+    tree,
+    () => tree.events(since),
+    (e) => e.actor === "shard-1" && e.kind === "restarted",
+  );
   const events = tree.events(since).filter((e) => e.actor === "shard-1");
   assert.equal(kinds(events, "shard-1"), ["exited", "restarting", "spawned", "ready", "restarted"]);
   assert.equal(events[0].detail, { code: null, signal: "SIGKILL" });
@@ -52,20 +58,28 @@ test("a killed child restarts: exited -> restarting -> spawned -> ready -> resta
   assert.is(after.state, "running");
   assert.is(tree.tree().state, "running");
   const seqs = tree.events().map((e) => e.seq);
-  assert.equal(seqs, [...seqs].sort((a, b) => a - b), "events are in order");
+  assert.equal(
+    seqs,
+    [...seqs].sort((a, b) => a - b),
+    "events are in order",
+  );
   await tree.shutdown();
   assert.equal(await waitGone(allPids(tree), 5_000), []);
 });
 
 test("children start with the Node/V8 flags (single-threaded GC unless TITO_CHILD_NODE_FLAGS says otherwise)", async () => {
   assert.equal(childNodeFlags({}), ["--single-threaded-gc"]);
-  assert.equal(childNodeFlags({ TITO_CHILD_NODE_FLAGS: " --max-old-space-size=4096  --no-opt " }), ["--max-old-space-size=4096", "--no-opt"]);
+  assert.equal(childNodeFlags({ TITO_CHILD_NODE_FLAGS: " --max-old-space-size=4096  --no-opt " }), [
+    "--max-old-space-size=4096",
+    "--no-opt",
+  ]);
   assert.equal(childNodeFlags({ TITO_CHILD_NODE_FLAGS: "" }), []);
   const tree = makeTree({ shards: 1 });
   await tree.whenRunning();
   for (const pid of allPids(tree)) {
     const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-    for (const flag of childNodeFlags()) assert.ok(argv.includes(flag), `pid ${pid} runs with ${flag}: ${argv.join(" ")}`);
+    for (const flag of childNodeFlags())
+      assert.ok(argv.includes(flag), `pid ${pid} runs with ${flag}: ${argv.join(" ")}`);
   }
   await tree.shutdown();
 });
@@ -75,16 +89,31 @@ test("over the restart intensity the tree escalates, stops every child and check
   await tree.whenRunning();
   const pids = allPids(tree);
   process.kill(tree.tree().shards[0].pid!, "SIGKILL");
-  await waitForEvent(tree, () => tree.events(), (e) => e.actor === "shard-0" && e.kind === "restarted");
+  await waitForEvent(
+    tree,
+    () => tree.events(),
+    (e) => e.actor === "shard-0" && e.kind === "restarted",
+  );
   pids.push(tree.tree().shards[0].pid!);
   process.kill(tree.tree().shards[0].pid!, "SIGKILL");
-  const escalated = await waitForEvent(tree, () => tree.events(), (e) => e.kind === "escalated");
+  const escalated = await waitForEvent(
+    tree,
+    () => tree.events(),
+    (e) => e.kind === "escalated",
+  );
   assert.is(escalated.actor, "shard-0");
   assert.match(String(escalated.detail.reason), /more than 1 restart/);
-  await waitForEvent(tree, () => tree.events(), (e) => e.actor === "supervisor" && e.kind === "stopped");
+  await waitForEvent(
+    tree,
+    () => tree.events(),
+    (e) => e.actor === "supervisor" && e.kind === "stopped",
+  );
   const order = tree.events().map((e) => `${e.actor}:${e.kind}`);
   assert.ok(order.indexOf("shard-0:escalated") < order.indexOf("supervisor:stopped"), order.join(" "));
-  assert.throws(() => tree.check(), (e: unknown) => e instanceof SessionServerFailedError && /shard-0/.test((e as Error).message));
+  assert.throws(
+    () => tree.check(),
+    (e: unknown) => e instanceof SessionServerFailedError && /shard-0/.test((e as Error).message),
+  );
   assert.is(tree.tree().state, "failed");
   assert.equal(await waitGone(pids, 5_000), [], "no child left");
 });
@@ -113,9 +142,22 @@ test("a child that crashes at every start escalates instead of looping; the host
   }
   assert.equal(kinds(tree.events(), "shard-0").filter((k) => k === "exited").length, 3, "initial start + 2 restarts");
   assert.ok(ticks > 0, "timers kept firing while the child crash-looped");
-  await waitForEvent(tree, () => tree.events(), (e) => e.actor === "supervisor" && e.kind === "stopped");
+  await waitForEvent(
+    tree,
+    () => tree.events(),
+    (e) => e.actor === "supervisor" && e.kind === "stopped",
+  );
   await tree.shutdown();
-  assert.equal(await waitGone(tree.tree().shards.map((s) => s.pid!).concat(tree.tree().router.pid!), 5_000), []);
+  assert.equal(
+    await waitGone(
+      tree
+        .tree()
+        .shards.map((s) => s.pid!)
+        .concat(tree.tree().router.pid!),
+      5_000,
+    ),
+    [],
+  );
 });
 
 test("shutdown() while a restart backoff is pending leaves no process behind", async () => {
@@ -123,12 +165,18 @@ test("shutdown() while a restart backoff is pending leaves no process behind", a
   await tree.whenRunning();
   const pids = allPids(tree);
   process.kill(tree.tree().shards[1].pid!, "SIGKILL");
-  await waitForEvent(tree, () => tree.events(), (e) => e.actor === "shard-1" && e.kind === "restarting");
+  await waitForEvent(
+    tree,
+    () => tree.events(),
+    (e) => e.actor === "shard-1" && e.kind === "restarting",
+  );
   const [a, b] = [tree.shutdown(), tree.shutdown()];
   assert.is(a, b, "concurrent callers share one teardown");
   await a;
   assert.equal(await waitGone(pids, 5_000), []);
-  assert.not.ok(tree.events().some((e) => e.actor === "shard-1" && e.kind === "spawned" && e.seq > 3 && e.detail.epoch === 2));
+  assert.not.ok(
+    tree.events().some((e) => e.actor === "shard-1" && e.kind === "spawned" && e.seq > 3 && e.detail.epoch === 2),
+  );
   assert.is(tree.tree().state, "stopped");
   assert.ok(pids.every((pid) => !alive(pid)));
 });

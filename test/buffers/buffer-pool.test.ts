@@ -13,7 +13,10 @@ test("a burst is kept up to keepBytes and reused; beyond it buffers are left to 
   assert.is(pool.pooled, 10, "ten kept, two dropped");
   const again = Array.from({ length: 10 }, () => pool.take());
   assert.is(pool.allocated, 12, "the second burst allocated nothing");
-  assert.ok(again.every((b) => burst.includes(b)), "the very same buffers");
+  assert.ok(
+    again.every((b) => burst.includes(b)),
+    "the very same buffers",
+  );
   assert.is(pool.take().length, 4096, "an empty pool allocates");
   assert.is(pool.allocated, 13);
 });

@@ -23,7 +23,13 @@ test("the check value of CRC-32/ISO-HDLC", () => {
 
 test("equals the bitwise definition on odd lengths and offsets", () => {
   const data = randomBytes(70_001);
-  for (const [start, end] of [[0, 1], [1, 64], [3, 4099], [7, 70_001], [0, 70_001]] as const) {
+  for (const [start, end] of [
+    [0, 1],
+    [1, 64],
+    [3, 4099],
+    [7, 70_001],
+    [0, 70_001],
+  ] as const) {
     const part = data.subarray(start, end);
     assert.is(crc32(part), reference(part), `bytes ${start}..${end}`);
   }
@@ -52,7 +58,8 @@ test("crc32Combine agrees with itself for lengths up to the 4 GiB entry limit (a
   const zeros: number[] = [crc32(Buffer.alloc(1))];
   for (let k = 1; k < 32; k++) zeros.push(crc32Combine(zeros[k - 1]!, zeros[k - 1]!, 2 ** (k - 1)));
   assert.is(zeros[20], crc32(Buffer.alloc(2 ** 20)), "doubling matches a real 1 MiB of zeros");
-  const a = crc32(Buffer.from("head")), c = crc32(Buffer.from("tail"));
+  const a = crc32(Buffer.from("head")),
+    c = crc32(Buffer.from("tail"));
   const n = 2 ** 31;
   const left = crc32Combine(crc32Combine(a, zeros[31]!, n), c, 4);
   const right = crc32Combine(a, crc32Combine(zeros[31]!, c, 4), n + 4);
@@ -62,7 +69,19 @@ test("crc32Combine agrees with itself for lengths up to the 4 GiB entry limit (a
 test("an entry encoded with a reply's known CRC is the entry encoded from its bytes", () => {
   const reply = [randomBytes(1000), randomBytes(2 ** 20), Buffer.alloc(0), randomBytes(33)];
   const request = Buffer.from('{"input_ids":[1,2,3]}');
-  const meta = { kind: EntryKind.TURN, id: "s", index: 0, timestamp: 1, method: "POST", path: "/v1/chat/completions", statusCode: 200, requestBytes: request.length, responseBytes: 2 ** 20 + 1033, completionIds: [5], assistant: { role: "assistant", content: "x" } } as const;
+  const meta = {
+    kind: EntryKind.TURN,
+    id: "s",
+    index: 0,
+    timestamp: 1,
+    method: "POST",
+    path: "/v1/chat/completions",
+    statusCode: 200,
+    requestBytes: request.length,
+    responseBytes: 2 ** 20 + 1033,
+    completionIds: [5],
+    assistant: { role: "assistant", content: "x" },
+  } as const;
   const plain = encodeEntry(meta, [request, ...reply]);
   const known = encodeEntry(meta, [request, { parts: reply, crc: crc32(Buffer.concat(reply)) }]);
   assert.ok(Buffer.concat(known.parts).equals(Buffer.concat(plain.parts)));

@@ -32,7 +32,10 @@ const chatReq = (headers: Record<string, string> = {}) => ({
   body: Buffer.from(JSON.stringify({ messages: [{ role: "user", content: "hi" }] })),
 });
 const good = (meta: Record<string, unknown>, content: unknown = "Hello.") =>
-  JSON.stringify({ id: "r", choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop", meta_info: meta }] });
+  JSON.stringify({
+    id: "r",
+    choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop", meta_info: meta }],
+  });
 const ids = folder.encode("Hello.");
 const fullMeta = { output_token_logprobs: ids.map((id) => [-0.5, id]), completion_tokens: ids.length };
 
@@ -85,7 +88,10 @@ test("content null -> 502 'assistant message content is None', unrecorded", asyn
 
 test("missing meta_info, length mismatch, non-JSON -> 502", async () => {
   for (const [body, pattern] of [
-    [JSON.stringify({ choices: [{ message: { role: "assistant", content: "x" } }] }), /meta_info\.output_token_logprobs/],
+    [
+      JSON.stringify({ choices: [{ message: { role: "assistant", content: "x" } }] }),
+      /meta_info\.output_token_logprobs/,
+    ],
     [good({ ...fullMeta, completion_tokens: ids.length + 1 }), /length mismatch/],
     ["<html>oops</html>", /not valid JSON/],
   ] as const) {
@@ -111,7 +117,11 @@ test("a second turn through a canned engine extends the first turn's ids", async
   const id = bodyJson(await core.create()).session_id;
   assert.is((await core.chat(id, chatReq())).status, 200);
   // An appended tool message after the reply extends the trajectory: a valid turn 2.
-  const m = [{ role: "user", content: "hi" }, { role: "assistant", content: "Hello." }, { role: "tool", content: "r" }];
+  const m = [
+    { role: "user", content: "hi" },
+    { role: "assistant", content: "Hello." },
+    { role: "tool", content: "r" },
+  ];
   const r2 = await core.chat(id, { ...chatReq(), body: Buffer.from(JSON.stringify({ messages: m })) });
   assert.is(r2.status, 200);
   const got = bodyJson(await core.get(id));
@@ -122,7 +132,11 @@ test("a second turn through a canned engine extends the first turn's ids", async
 });
 
 test("request headers: hop-by-hop and framing dropped, authorization dropped under auth, the rest forwarded", async () => {
-  canned = { status: 200, headers: { "x-reply": "1", connection: "keep-alive", "keep-alive": "timeout=5" }, body: good(fullMeta) };
+  canned = {
+    status: 200,
+    headers: { "x-reply": "1", connection: "keep-alive", "keep-alive": "timeout=5" },
+    body: good(fullMeta),
+  };
   seen = [];
   const headers = {
     authorization: "Bearer secret",
@@ -145,12 +159,14 @@ test("request headers: hop-by-hop and framing dropped, authorization dropped und
   const up = seen[0]!.headers;
   assert.is(up["x-trace"], "abc");
   assert.is(up.authorization, "Bearer secret", "without --auth-token the client's authorization goes upstream");
-  for (const h of ["x-dropme", "proxy-authorization", "te", "upgrade", "trailer", "keep-alive", "accept-encoding"]) assert.is(up[h], undefined, h);
+  for (const h of ["x-dropme", "proxy-authorization", "te", "upgrade", "trailer", "keep-alive", "accept-encoding"])
+    assert.is(up[h], undefined, h);
   assert.is(up.host, new URL(`http://${up.host}`).host);
   assert.is.not(up.host, "client.example");
   assert.is(Number(up["content-length"]), Buffer.byteLength(seen[0]!.body), "framing is ours, not the client's");
   assert.is(r.headers["x-reply"], "1");
-  for (const h of ["connection", "keep-alive", "content-length", "transfer-encoding"]) assert.is(r.headers[h], undefined, h);
+  for (const h of ["connection", "keep-alive", "content-length", "transfer-encoding"])
+    assert.is(r.headers[h], undefined, h);
 
   seen = [];
   const aid = bodyJson(await authCore.create()).session_id;
@@ -159,7 +175,10 @@ test("request headers: hop-by-hop and framing dropped, authorization dropped und
   assert.is(seen[0]!.url, "/prefix/v1/chat/completions", "the engine URL's path is the root");
   seen = [];
   await authCore.proxy("any", { method: "POST", path: "/v1/x", query: "a=1&b=2", headers, body: Buffer.from("raw") });
-  assert.equal([seen[0]!.method, seen[0]!.url, seen[0]!.body, seen[0]!.headers.authorization], ["POST", "/prefix/v1/x?a=1&b=2", "raw", undefined]);
+  assert.equal(
+    [seen[0]!.method, seen[0]!.url, seen[0]!.body, seen[0]!.headers.authorization],
+    ["POST", "/prefix/v1/x?a=1&b=2", "raw", undefined],
+  );
 });
 
 test("an engine that does not answer in time is a 502 naming the timeout", async () => {

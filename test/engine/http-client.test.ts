@@ -28,7 +28,8 @@ function serve(socket: Socket): void {
   const conn = ++connections;
   let buf = Buffer.alloc(0);
   socket.on("error", () => {});
-  socket.on("data", async (d) => {
+  socket.on("data", (d) => void onData(d));
+  const onData = async (d: Buffer) => {
     buf = Buffer.concat([buf, d]);
     for (;;) {
       const end = buf.indexOf("\r\n\r\n");
@@ -41,7 +42,7 @@ function serve(socket: Socket): void {
       seen.push(req);
       await script(socket, req);
     }
-  });
+  };
 }
 
 test.before(async () => {
@@ -71,13 +72,19 @@ function quoteOffsets(parts: Buffer[]): number[] {
   return out;
 }
 
-const ok = (body: string, extra = "") => `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
+const ok = (body: string, extra = "") =>
+  `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
 const text = (parts: Buffer[]) => Buffer.concat(parts).toString();
 
 test("a content-length reply split at every byte; the next request reuses the connection", async () => {
   const agent = new EngineHttpAgent(origin);
   script = (socket) => dribble(socket, [...ok('{"a":1}', "x-one: 1\r\nx-one: 2\r\n")]);
-  const r1 = await agent.send({ method: "POST", path: "/v1/chat/completions?x=1", headers: { "content-type": "application/json", "x-trace": "t" }, body: Buffer.from('{"q":1}') });
+  const r1 = await agent.send({
+    method: "POST",
+    path: "/v1/chat/completions?x=1",
+    headers: { "content-type": "application/json", "x-trace": "t" },
+    body: Buffer.from('{"q":1}'),
+  });
   assert.is(r1.status, 200);
   assert.is(text(r1.body), '{"a":1}');
   assert.is(r1.headers["x-one"], "1, 2", "repeated headers are joined");
@@ -98,8 +105,10 @@ test("a content-length reply split at every byte; the next request reuses the co
 
 test("chunked: extensions, odd splits and trailers; 1xx heads are skipped", async () => {
   const agent = new EngineHttpAgent(origin);
-  const wire = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n1\r\n \r\nA\r\n0123456789\r\n0\r\nx-trailer: t\r\n\r\n";
-  script = (socket) => dribble(socket, [wire.slice(0, 30), wire.slice(30, 75), wire.slice(75, 76), wire.slice(76, 90), wire.slice(90)]);
+  const wire =
+    "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n1\r\n \r\nA\r\n0123456789\r\n0\r\nx-trailer: t\r\n\r\n";
+  script = (socket) =>
+    dribble(socket, [wire.slice(0, 30), wire.slice(30, 75), wire.slice(75, 76), wire.slice(76, 90), wire.slice(90)]);
   const r = await agent.send({ method: "POST", path: "/c", headers: {}, body: Buffer.from("x") });
   assert.is(r.status, 200);
   assert.is(text(r.body), "hello 0123456789");
@@ -107,7 +116,11 @@ test("chunked: extensions, odd splits and trailers; 1xx heads are skipped", asyn
   assert.is(r.crc, crc32(Buffer.from("hello 0123456789")), "the CRC of the chunk data only");
   assert.is(r.headers["transfer-encoding"], "chunked");
   script = (socket) => void socket.write(ok("again"));
-  assert.is(text((await agent.send({ method: "GET", path: "/", headers: {} })).body), "again", "the connection is in step after the trailers");
+  assert.is(
+    text((await agent.send({ method: "GET", path: "/", headers: {} })).body),
+    "again",
+    "the connection is in step after the trailers",
+  );
   assert.is(seen[1]!.conn, seen[0]!.conn);
   await agent.close();
 });
@@ -261,7 +274,9 @@ test("an abort mid-reply rejects with the reason and drops the connection", asyn
 
 test("a header that could split the request is refused before anything is sent", async () => {
   const agent = new EngineHttpAgent(origin);
-  const err = await agent.send({ method: "POST", path: "/", headers: { "x-evil": "a\r\nx-injected: 1" } }).catch((e) => e);
+  const err = await agent
+    .send({ method: "POST", path: "/", headers: { "x-evil": "a\r\nx-injected: 1" } })
+    .catch((e) => e);
   assert.instance(err, TypeError);
   assert.is(seen.length, 0);
   assert.throws(() => new EngineHttpAgent(new URL("https://example.com")), /plain http/);

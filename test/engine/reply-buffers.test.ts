@@ -13,7 +13,12 @@ function pattern(n: number, seed: number): Buffer {
 test("chunks of any size land in slabs byte for byte; release hands the slabs back once", () => {
   const pool = new ReplyBuffers({ keepBytes: 4 * SLAB_BYTES });
   const c = pool.collector();
-  const chunks = [pattern(65536, 1), pattern(SLAB_BYTES - 65536 + 7, 2), pattern(3, 3), pattern(2 * SLAB_BYTES + 11, 4)];
+  const chunks = [
+    pattern(65536, 1),
+    pattern(SLAB_BYTES - 65536 + 7, 2),
+    pattern(3, 3),
+    pattern(2 * SLAB_BYTES + 11, 4),
+  ];
   for (const chunk of chunks) c.push(chunk);
   const parts = c.parts();
   assert.is(parts.length, 4, "3 MiB + 21 bytes: four slabs");

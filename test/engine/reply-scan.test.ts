@@ -37,15 +37,29 @@ function quoteOffsets(buf: Buffer): number[] {
 function check(text: string) {
   const whole = scanReply(Buffer.from(text));
   const scanned = scanReply(chunked(Buffer.from(text), ++checks));
-  assert.equal(Buffer.concat(scanned.clientBody), Buffer.concat(whole.clientBody), "chunked and whole bodies give the same client copy");
+  assert.equal(
+    Buffer.concat(scanned.clientBody),
+    Buffer.concat(whole.clientBody),
+    "chunked and whole bodies give the same client copy",
+  );
   const indexed = scanReply(chunked(Buffer.from(text), ++checks), quoteOffsets(Buffer.from(text)));
-  assert.equal(Buffer.concat(indexed.clientBody), Buffer.concat(whole.clientBody), "a quote index gives the same client copy");
-  assert.equal([indexed.message, indexed.completionIds, indexed.strippedR3], [whole.message, whole.completionIds, whole.strippedR3]);
+  assert.equal(
+    Buffer.concat(indexed.clientBody),
+    Buffer.concat(whole.clientBody),
+    "a quote index gives the same client copy",
+  );
+  assert.equal(
+    [indexed.message, indexed.completionIds, indexed.strippedR3],
+    [whole.message, whole.completionIds, whole.strippedR3],
+  );
   const client = Buffer.concat(scanned.clientBody).toString("utf8");
   assert.equal(JSON.parse(client), expectedClient(text), text.slice(0, 300));
   const parsed = JSON.parse(text);
   assert.equal(scanned.message, parsed.choices[0].message);
-  assert.equal(scanned.completionIds, parsed.choices[0].meta_info.output_token_logprobs.map((e: number[]) => e[1]));
+  assert.equal(
+    scanned.completionIds,
+    parsed.choices[0].meta_info.output_token_logprobs.map((e: number[]) => e[1]),
+  );
   assert.is(whole.strippedR3, scanned.strippedR3);
   return whole;
 }
@@ -56,7 +70,13 @@ const reply = (meta: Record<string, unknown>, extra: Record<string, unknown> = {
     choices: [{ index: 0, message: { role: "assistant", content: "hi" }, finish_reason: "stop", meta_info: meta }],
     ...extra,
   });
-const base = { output_token_logprobs: [[-0.1, 7], [-0.2, 8]], completion_tokens: 2 };
+const base = {
+  output_token_logprobs: [
+    [-0.1, 7],
+    [-0.2, 8],
+  ],
+  completion_tokens: 2,
+};
 
 test("R3 payloads are cut wherever they sit in meta_info, other members keep their bytes", () => {
   for (const order of [
@@ -79,21 +99,28 @@ test("only meta_info's R3 keys of each choice are cut, not look-alikes elsewhere
   const text = JSON.stringify({
     routed_experts: "top-level stays",
     choices: [
-      { message: { role: "assistant", content: 'say "routed_experts": 1 \\" }', routed_experts: "in message stays" }, meta_info: { ...base, routed_experts: "AAAA", nested: { routed_experts: "nested stays" } } },
-      { message: { role: "assistant", content: "second" }, meta_info: { routed_experts: "BBBB", indexer_topk: "CCCC" } },
+      {
+        message: { role: "assistant", content: 'say "routed_experts": 1 \\" }', routed_experts: "in message stays" },
+        meta_info: { ...base, routed_experts: "AAAA", nested: { routed_experts: "nested stays" } },
+      },
+      {
+        message: { role: "assistant", content: "second" },
+        meta_info: { routed_experts: "BBBB", indexer_topk: "CCCC" },
+      },
       { message: { role: "assistant", content: "third" }, meta_info: { routed_experts: "DDDD", completion_tokens: 1 } },
     ],
     meta_info: { routed_experts: "top meta stays" },
   });
   const s = check(text);
   const client = Buffer.concat(s.clientBody).toString();
-  for (const kept of ["top-level stays", "in message stays", "nested stays", "top meta stays"]) assert.match(client, kept);
+  for (const kept of ["top-level stays", "in message stays", "nested stays", "top meta stays"])
+    assert.match(client, kept);
   for (const cut of ["AAAA", "BBBB", "CCCC", "DDDD"]) assert.not.match(client, cut);
 });
 
 test("escaped quotes, backslashes, escaped keys and unicode", () => {
   check(reply({ ...base, "routed\\u005fexperts": "ESCAPEDKEY" }));
-  check(reply({ ...base, note: 'a \\" b \\\\" c', routed_experts: "x" }, { "weird\\\"key": "v\\\\" }));
+  check(reply({ ...base, note: 'a \\" b \\\\" c', routed_experts: "x" }, { 'weird\\"key': "v\\\\" }));
   check(reply({ ...base, routed_experts: "é☃𝄞" }));
   const spaced = `  {\n "choices" : [ { "meta_info" : { "routed_experts" : "Q" ,\n "output_token_logprobs" : [ [ -1.5e-3 , 5 ] ] , "completion_tokens" : 1 } , "message" : { "role" : "assistant" , "content" : "\\"" } } ] }\n`;
   const s = check(spaced);
@@ -112,9 +139,9 @@ test("a duplicated key: the last one counts, as for JSON.parse", () => {
 
 // A seeded random JSON generator with hostile strings, to compare against JSON.parse at scale.
 function rng(seed: number) {
-  return () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  return () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
 }
-const nasty = ['"', "\\", "\\\"", "routed_experts", "meta_info", "}", "]", ",", ":", "\n", "é", "\u0001", "{\"a\":1}"];
+const nasty = ['"', "\\", '\\"', "routed_experts", "meta_info", "}", "]", ",", ":", "\n", "é", "\u0001", '{"a":1}'];
 function randomValue(r: () => number, depth: number): unknown {
   const k = r();
   if (depth > 3 || k < 0.3) {
@@ -128,7 +155,8 @@ function randomValue(r: () => number, depth: number): unknown {
   }
   if (k < 0.6) return Array.from({ length: Math.floor(r() * 4) }, () => randomValue(r, depth + 1));
   const o: Record<string, unknown> = {};
-  for (let i = Math.floor(r() * 4); i > 0; i--) o[nasty[Math.floor(r() * nasty.length)]! + i] = randomValue(r, depth + 1);
+  for (let i = Math.floor(r() * 4); i > 0; i--)
+    o[nasty[Math.floor(r() * nasty.length)]! + i] = randomValue(r, depth + 1);
   if (r() < 0.3) o.routed_experts = randomValue(r, depth + 1);
   return o;
 }
@@ -138,18 +166,34 @@ test("random replies with hostile strings agree with JSON.parse", () => {
   for (let n = 0; n < 300; n++) {
     const choices = Array.from({ length: 1 + Math.floor(r() * 3) }, () => {
       const meta: Record<string, unknown> = {};
-      for (const key of ["a", "routed_experts", "output_token_logprobs", "indexer_topk", "b"]) if (r() < 0.7) meta[key] = randomValue(r, 2);
-      meta.output_token_logprobs = [[-0.5, 11], [-0.25, 12]];
+      for (const key of ["a", "routed_experts", "output_token_logprobs", "indexer_topk", "b"])
+        if (r() < 0.7) meta[key] = randomValue(r, 2);
+      meta.output_token_logprobs = [
+        [-0.5, 11],
+        [-0.25, 12],
+      ];
       meta.completion_tokens = 2;
-      return { message: { role: "assistant", content: String(randomValue(r, 9)) }, meta_info: meta, junk: randomValue(r, 1) };
+      return {
+        message: { role: "assistant", content: String(randomValue(r, 9)) },
+        meta_info: meta,
+        junk: randomValue(r, 1),
+      };
     });
-    const text = JSON.stringify({ x: randomValue(r, 0), choices, y: randomValue(r, 0) }, null, n % 3 === 0 ? 1 : undefined);
+    const text = JSON.stringify(
+      { x: randomValue(r, 0), choices, y: randomValue(r, 0) },
+      null,
+      n % 3 === 0 ? 1 : undefined,
+    );
     check(text);
   }
 });
 
 const rejects = (text: string, pattern: RegExp) => {
-  assert.throws(() => scanReply(Buffer.from(text)), (e: unknown) => e instanceof EngineReplyError && e.status === 502 && pattern.test((e as Error).message), text);
+  assert.throws(
+    () => scanReply(Buffer.from(text)),
+    (e: unknown) => e instanceof EngineReplyError && e.status === 502 && pattern.test((e as Error).message),
+    text,
+  );
 };
 
 test("invalid replies are 502s naming the problem", () => {
@@ -159,18 +203,60 @@ test("invalid replies are 502s naming the problem", () => {
   rejects('{"a": "unterminated}', /not valid JSON/);
   rejects('{"a": tru}', /not valid JSON/);
   rejects('{"a" 1}', /not valid JSON/);
-  rejects('{"choices":[{"message":{"role":"assistant","content":"x"},"meta_info":{"output_token_logprobs":[[0,1],],"completion_tokens":1}}]}', /not valid JSON/);
+  rejects(
+    '{"choices":[{"message":{"role":"assistant","content":"x"},"meta_info":{"output_token_logprobs":[[0,1],],"completion_tokens":1}}]}',
+    /not valid JSON/,
+  );
   rejects("[1]", /expected a JSON object/);
   rejects('{"bad\\qkey": 1}', /not valid JSON/);
   rejects('{"a":' + "[".repeat(100_000) + "]".repeat(100_000) + "}", /nesting too deep/);
   rejects('{"choices": []}', /no choices\[0\]\.message/);
-  rejects(JSON.stringify({ choices: [{ message: { role: "assistant", content: "x" } }] }), /missing choices\[0\]\.meta_info\.output_token_logprobs/);
-  rejects(JSON.stringify({ choices: [{ message: { role: "assistant", content: "x" }, meta_info: {} }] }), /output_token_logprobs/);
-  rejects(JSON.stringify({ choices: [{ message: { role: "assistant", content: null }, meta_info: base }] }), /^assistant message content is None/);
-  rejects(JSON.stringify({ choices: [{ message: { role: "assistant", content: "x" }, meta_info: { ...base, completion_tokens: 3 } }] }), /length mismatch: len\(output_token_logprobs\)=2 != meta_info\.completion_tokens=3/);
-  rejects(JSON.stringify({ choices: [{ message: { role: "assistant", content: "x" }, meta_info: { output_token_logprobs: [[0, 1]] } }] }), /length mismatch/);
-  rejects(JSON.stringify({ choices: [{ message: { role: "assistant", content: "x" }, meta_info: { output_token_logprobs: [[0, "a"]], completion_tokens: 1 } }] }), /integer token id/);
-  rejects(JSON.stringify({ choices: [{ message: { role: "assistant", content: "x" }, meta_info: { output_token_logprobs: [0.5], completion_tokens: 1 } }] }), /integer token id/);
+  rejects(
+    JSON.stringify({ choices: [{ message: { role: "assistant", content: "x" } }] }),
+    /missing choices\[0\]\.meta_info\.output_token_logprobs/,
+  );
+  rejects(
+    JSON.stringify({ choices: [{ message: { role: "assistant", content: "x" }, meta_info: {} }] }),
+    /output_token_logprobs/,
+  );
+  rejects(
+    JSON.stringify({ choices: [{ message: { role: "assistant", content: null }, meta_info: base }] }),
+    /^assistant message content is None/,
+  );
+  rejects(
+    JSON.stringify({
+      choices: [{ message: { role: "assistant", content: "x" }, meta_info: { ...base, completion_tokens: 3 } }],
+    }),
+    /length mismatch: len\(output_token_logprobs\)=2 != meta_info\.completion_tokens=3/,
+  );
+  rejects(
+    JSON.stringify({
+      choices: [{ message: { role: "assistant", content: "x" }, meta_info: { output_token_logprobs: [[0, 1]] } }],
+    }),
+    /length mismatch/,
+  );
+  rejects(
+    JSON.stringify({
+      choices: [
+        {
+          message: { role: "assistant", content: "x" },
+          meta_info: { output_token_logprobs: [[0, "a"]], completion_tokens: 1 },
+        },
+      ],
+    }),
+    /integer token id/,
+  );
+  rejects(
+    JSON.stringify({
+      choices: [
+        {
+          message: { role: "assistant", content: "x" },
+          meta_info: { output_token_logprobs: [0.5], completion_tokens: 1 },
+        },
+      ],
+    }),
+    /integer token id/,
+  );
 });
 
 test("a 16 MiB routed_experts string is cut without touching other bytes", () => {
@@ -181,7 +267,10 @@ test("a 16 MiB routed_experts string is cut without touching other bytes", () =>
   const client = Buffer.concat(s.clientBody);
   assert.ok(client.length < 1000);
   assert.equal(JSON.parse(client.toString()), expectedClient(text));
-  assert.ok(s.clientBody.every((b) => b.length === 1 || b.buffer === body.buffer), "views into the original bytes, not copies");
+  assert.ok(
+    s.clientBody.every((b) => b.length === 1 || b.buffer === body.buffer),
+    "views into the original bytes, not copies",
+  );
 });
 
 test.run();

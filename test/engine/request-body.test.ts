@@ -25,13 +25,19 @@ test("a body without forced keys keeps the client's bytes and gains the fields a
   check('{"model":"m","messages":[{"role":"user","content":"héllo \\u00e9 \\"q\\" {}"}],"temperature":1.0}', true);
   check('{"messages":[{"role":"user","content":"x"}],"max_tokens":8}\n  \t', true); // trailing whitespace
   check('  {"messages":[{"role":"user","content":"x"}], "nested":{"a":[1,2,{"b":null}]}}', true);
-  check('{"messages":[{"role":"user","content":"日本語 🎉"}],"tools":[{"type":"function","function":{"name":"f"}}]}', true);
+  check(
+    '{"messages":[{"role":"user","content":"日本語 🎉"}],"tools":[{"type":"function","function":{"name":"f"}}]}',
+    true,
+  );
 });
 
 test("the client's spelling of numbers and strings is kept (it parses to the same values)", () => {
   const text = '{"messages":[{"role":"user","content":"\\u0041"}],"temperature":1.0,"top_p":1e-1}';
   const out = buildUpstreamBody(Buffer.from(text), JSON.parse(text), forced, ids).toString();
-  assert.ok(out.startsWith('{"messages":[{"role":"user","content":"\\u0041"}],"temperature":1.0,"top_p":1e-1,"logprobs":true,'), out);
+  assert.ok(
+    out.startsWith('{"messages":[{"role":"user","content":"\\u0041"}],"temperature":1.0,"top_p":1e-1,"logprobs":true,'),
+    out,
+  );
   assert.ok(out.endsWith(`"input_ids":[${ids.join(",")}]}`), out);
 });
 
@@ -71,8 +77,18 @@ test("ids text reuses the text of the checkpoint a prompt extends, and equals a 
   const nextCheckpoint = [...next, 9, 151645];
   rememberCheckpointText(nextCheckpoint, idsText(next, checkpoint), [9, 151645], checkpoint);
   assert.is(idsText([...nextCheckpoint, 5], nextCheckpoint), [...nextCheckpoint, 5].join(","));
-  assert.is(idsText([...checkpoint, 5], checkpoint), [...checkpoint, 5].join(","), "the dropped text is rebuilt by a join");
-  const out = buildUpstreamBody(Buffer.from('{"messages":[]}'), { messages: [] }, {}, next, idsText(next, nextCheckpoint));
+  assert.is(
+    idsText([...checkpoint, 5], checkpoint),
+    [...checkpoint, 5].join(","),
+    "the dropped text is rebuilt by a join",
+  );
+  const out = buildUpstreamBody(
+    Buffer.from('{"messages":[]}'),
+    { messages: [] },
+    {},
+    next,
+    idsText(next, nextCheckpoint),
+  );
   assert.equal(JSON.parse(out.toString()).input_ids, next);
 });
 

@@ -16,15 +16,18 @@ let url: string;
 let seen: { url: string; body: string }[] = [];
 
 test.before(async () => {
-  server = createServer({ key: readFileSync(fixture("tls-selfsigned.key")), cert: readFileSync(fixture("tls-selfsigned.crt")) }, (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c) => chunks.push(c));
-    req.on("end", () => {
-      seen.push({ url: req.url!, body: Buffer.concat(chunks).toString() });
-      res.writeHead(200, { "content-type": "application/json", connection: "keep-alive" });
-      res.end(JSON.stringify({ ok: true, got: Buffer.concat(chunks).toString() }));
-    });
-  });
+  server = createServer(
+    { key: readFileSync(fixture("tls-selfsigned.key")), cert: readFileSync(fixture("tls-selfsigned.crt")) },
+    (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on("data", (c) => chunks.push(c));
+      req.on("end", () => {
+        seen.push({ url: req.url!, body: Buffer.concat(chunks).toString() });
+        res.writeHead(200, { "content-type": "application/json", connection: "keep-alive" });
+        res.end(JSON.stringify({ ok: true, got: Buffer.concat(chunks).toString() }));
+      });
+    },
+  );
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   url = `https://127.0.0.1:${(server.address() as { port: number }).port}/root`;
 });
@@ -32,7 +35,14 @@ test.after(() => new Promise<void>((r) => server.close(() => r())));
 
 test("an untrusted certificate is a 502 that says so", async () => {
   const upstream = createUpstream(url, 5_000);
-  const err = await upstream.send({ method: "POST", path: "/v1/chat/completions", headers: { "content-type": "application/json" }, body: Buffer.from("{}") }).catch((e) => e);
+  const err = await upstream
+    .send({
+      method: "POST",
+      path: "/v1/chat/completions",
+      headers: { "content-type": "application/json" },
+      body: Buffer.from("{}"),
+    })
+    .catch((e) => e);
   await upstream.close();
   assert.is(err.status, 502);
   assert.match(err.message, /engine .*https:\/\/127\.0\.0\.1:\d+\/root.*(self-signed|certificate)/i);
@@ -47,8 +57,11 @@ test("a trusted https engine answers through undici", async () => {
     process.stdout.write(JSON.stringify({ status: r.status, type: r.headers["content-type"], connection: r.headers.connection ?? null, body: Buffer.concat(r.body).toString() }));
     await u.close();`;
   const out = await new Promise<string>((resolve, reject) =>
-    execFile(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: fixture("tls-selfsigned.crt") } }, (err, stdout, stderr) =>
-      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout),
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "--input-type=module", "-e", script],
+      { env: { ...process.env, NODE_EXTRA_CA_CERTS: fixture("tls-selfsigned.crt") } },
+      (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)),
     ),
   );
   const r = JSON.parse(out);

@@ -14,7 +14,10 @@ export interface CliRun {
 
 /** Start the CLI and wait for its ready line (or its exit, which rejects). */
 export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
-  const proc = spawn(process.execPath, [BIN, "serve", ...args], { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...options.env } });
+  const proc = spawn(process.execPath, [BIN, "serve", ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...options.env },
+  });
   let stdout = "";
   let stderr = "";
   proc.stderr!.on("data", (d) => (stderr += d));
@@ -30,7 +33,9 @@ export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = 
         resolve({ proc, url, readyLine: line, stderr: () => stderr, exit });
       }
     });
-    exit.then(({ code, signal }) => reject(new Error(`CLI exited before ready (code ${code}, signal ${signal}): ${stderr}`)));
+    void exit.then(({ code, signal }) =>
+      reject(new Error(`CLI exited before ready (code ${code}, signal ${signal}): ${stderr}`)),
+    );
   });
 }
 

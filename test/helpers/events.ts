@@ -18,7 +18,13 @@ export function waitForEvent(
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       source.off("event", onEvent);
-      reject(new Error(`no matching supervision event within ${timeoutMs} ms; seen: ${seen().map((e) => `${e.actor}:${e.kind}`).join(", ")}`));
+      reject(
+        new Error(
+          `no matching supervision event within ${timeoutMs} ms; seen: ${seen()
+            .map((e) => `${e.actor}:${e.kind}`)
+            .join(", ")}`,
+        ),
+      );
     }, timeoutMs);
     const onEvent = (event: SupervisionEvent) => {
       if (!match(event)) return;

@@ -9,7 +9,10 @@ export interface ReadTensor {
   values: number[];
 }
 
-export function readSafetensors(file: Buffer): { tensors: Record<string, ReadTensor>; metadata: Record<string, string> } {
+export function readSafetensors(file: Buffer): {
+  tensors: Record<string, ReadTensor>;
+  metadata: Record<string, string>;
+} {
   const headerLength = Number(file.readBigUInt64LE(0));
   assert.is((8 + headerLength) % 8, 0, "header padded to 8 bytes");
   const header = JSON.parse(file.subarray(8, 8 + headerLength).toString("utf8")) as Record<string, any>;

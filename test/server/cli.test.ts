@@ -42,7 +42,20 @@ test("--help and bad flags", async () => {
 
 test("ready line, a working session, SIGTERM exits 0 and leaves no child", async () => {
   const events = join(dir, "events.jsonl");
-  const run = await startCli(["--port", "0", "--workers", "2", "--engine", engine.url, "--events", events, "--log-level", "warn", "--auth-token", "s3cret"]);
+  const run = await startCli([
+    "--port",
+    "0",
+    "--workers",
+    "2",
+    "--engine",
+    engine.url,
+    "--events",
+    events,
+    "--log-level",
+    "warn",
+    "--auth-token",
+    "s3cret",
+  ]);
   assert.match(run.readyLine, /^tito-server ready url=http:\/\/127\.0\.0\.1:\d+ workers=2 instance=[0-9a-f]{32}$/);
   const auth = { authorization: "Bearer s3cret" };
   assert.is((await call(run.url, "GET", "/health")).status, 200, "/health needs no token");
@@ -52,7 +65,13 @@ test("ready line, a working session, SIGTERM exits 0 and leaves no child", async
   assert.is((await call(run.url, "POST", "/sessions", undefined, { authorization: "Bearer wrong" })).status, 401);
   const created = await call(run.url, "POST", "/sessions", undefined, auth);
   assert.is(created.status, 200);
-  const turn = await call(run.url, "POST", `/sessions/${created.json.session_id}/v1/chat/completions`, { model: "m", messages: [{ role: "user", content: "hi" }] }, auth);
+  const turn = await call(
+    run.url,
+    "POST",
+    `/sessions/${created.json.session_id}/v1/chat/completions`,
+    { model: "m", messages: [{ role: "user", content: "hi" }] },
+    auth,
+  );
   assert.is(turn.status, 200);
   const tree = (await call(run.url, "GET", "/supervision", undefined, auth)).json;
   const pids = [tree.router.pid, ...tree.shards.map((s: any) => s.pid)];
@@ -60,7 +79,10 @@ test("ready line, a working session, SIGTERM exits 0 and leaves no child", async
   const { code } = await run.exit;
   assert.is(code, 0);
   assert.equal(await waitGone(pids, 5_000), []);
-  const lines = readFileSync(events, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+  const lines = readFileSync(events, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l));
   assert.ok(lines.some((e) => e.actor === "shard-1" && e.kind === "ready"));
   assert.equal(lines.at(-1).actor, "supervisor");
   assert.equal(lines.at(-1).kind, "stopped");
@@ -68,7 +90,18 @@ test("ready line, a working session, SIGTERM exits 0 and leaves no child", async
 });
 
 test("with --max-restarts 1, two deaths escalate: the CLI prints why and exits non-zero, no child left", async () => {
-  const run = await startCli(["--port", "0", "--workers", "1", "--engine", engine.url, "--max-restarts", "1", "--log-level", "warn"]);
+  const run = await startCli([
+    "--port",
+    "0",
+    "--workers",
+    "1",
+    "--engine",
+    engine.url,
+    "--max-restarts",
+    "1",
+    "--log-level",
+    "warn",
+  ]);
   const first = await treePids(run.url);
   process.kill(first[1], "SIGKILL");
   let second: number[] = first;
@@ -93,7 +126,9 @@ test("kill -9 of the host: every child exits within 5 s", async () => {
   // A killed host cannot remove its socket and data directories: keep them in ours.
   const tmp = join(dir, "host-tmp");
   mkdirSync(tmp);
-  const run = await startCli(["--port", "0", "--workers", "2", "--engine", engine.url, "--log-level", "warn"], { env: { TMPDIR: tmp } });
+  const run = await startCli(["--port", "0", "--workers", "2", "--engine", engine.url, "--log-level", "warn"], {
+    env: { TMPDIR: tmp },
+  });
   const pids = await treePids(run.url);
   run.proc.kill("SIGKILL");
   await run.exit;

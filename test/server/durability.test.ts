@@ -54,7 +54,11 @@ async function killAndAwaitRestart(server: SessionServer, shard: number): Promis
   const onEvent = (e: SupervisionEvent) => events.push(e);
   server.on("event", onEvent);
   process.kill(server.tree().shards[shard]!.pid!, "SIGKILL");
-  await waitForEvent(server, () => events, (e) => e.actor === `shard-${shard}` && e.kind === "restarted");
+  await waitForEvent(
+    server,
+    () => events,
+    (e) => e.actor === `shard-${shard}` && e.kind === "restarted",
+  );
   server.off("event", onEvent);
 }
 
@@ -102,7 +106,10 @@ test("kill -9 of each worker: sessions identical after replay, deleted stay 404,
   assert.is(JSON.parse(before.get(ids[0]![0]!)!).records.length, 3, "the rollback left 3 records");
 
   for (let shard = 0; shard < WORKERS; shard++) await killAndAwaitRestart(server, shard);
-  assert.equal(server.tree().shards.map((s) => s.restarts), [1, 1]);
+  assert.equal(
+    server.tree().shards.map((s) => s.restarts),
+    [1, 1],
+  );
 
   for (const id of live) assert.is(await getBody(base, id), before.get(id), `session ${id} is byte for byte the same`);
   for (const list of ids) {
@@ -168,7 +175,9 @@ async function streamBody(url: string) {
 }
 
 function peakRssBytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmHWM:"));
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("VmHWM:"));
   return Number(/(\d+)/.exec(line ?? "")?.[1]) * 1024;
 }
 
@@ -176,7 +185,12 @@ test("a records GET over 700 MiB streams whole; the worker's peak RSS stays unde
   const TURNS = 12;
   const big = await startSimEngine({ routedExpertsBytes: 48 * 1024 * 1024, alwaysRoutedExperts: true });
   try {
-    const server = await start({ workers: 1, engineUrl: big.url, routingReplay: false, dataDir: join(dataRoot, "large") });
+    const server = await start({
+      workers: 1,
+      engineUrl: big.url,
+      routingReplay: false,
+      dataDir: join(dataRoot, "large"),
+    });
     const id = await newSession(server.url);
     await converse(server.url, id, TURNS, "large");
     const first = await streamBody(`${server.url}/sessions/${id}`);
@@ -189,7 +203,11 @@ test("a records GET over 700 MiB streams whole; the worker's peak RSS stays unde
 
     await killAndAwaitRestart(server, 0);
     const replayed = await streamBody(`${server.url}/sessions/${id}`);
-    assert.equal({ bytes: replayed.bytes, sha256: replayed.sha256 }, { bytes: first.bytes, sha256: first.sha256 }, "the same body after a replay");
+    assert.equal(
+      { bytes: replayed.bytes, sha256: replayed.sha256 },
+      { bytes: first.bytes, sha256: first.sha256 },
+      "the same body after a replay",
+    );
     const replayPeak = peakRssBytes(server.tree().shards[0]!.pid!);
     assert.ok(replayPeak < 1024 * 1024 * 1024, `replayed worker peak RSS ${(replayPeak / 2 ** 20).toFixed(0)} MiB`);
     assert.is((await call(server.url, "DELETE", `/sessions/${id}`)).status, 204);
@@ -205,7 +223,10 @@ test("durability memory keeps today's behaviour: a restarted shard's sessions ar
   await killAndAwaitRestart(server, 0);
   const lost = await call(server.url, "GET", `/sessions/${id}`);
   assert.is(lost.status, 404);
-  assert.is(lost.json.error, `session not found: session_id=${id} (shard 0 restarted; sessions created on it before the restart were lost)`);
+  assert.is(
+    lost.json.error,
+    `session not found: session_id=${id} (shard 0 restarted; sessions created on it before the restart were lost)`,
+  );
 });
 
 test.run();

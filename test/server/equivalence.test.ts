@@ -44,13 +44,28 @@ async function script(base: string): Promise<unknown[]> {
   for (const [s, id] of ids.entries()) {
     const messages: any[] = [{ role: "user", content: `Weather for city number ${s}?` }];
     for (let turn = 0; turn < 3; turn++) {
-      const res = await step(`chat ${s}.${turn}`, "POST", `/sessions/${id}/v1/chat/completions`, { model: "m", messages, tools: [WEATHER_TOOL] });
+      const res = await step(`chat ${s}.${turn}`, "POST", `/sessions/${id}/v1/chat/completions`, {
+        model: "m",
+        messages,
+        tools: [WEATHER_TOOL],
+      });
       const reply = res.json.choices[0].message;
-      messages.push(reply, { role: "tool", tool_call_id: reply.tool_calls?.[0]?.id ?? "none", content: `sunny ${turn}` });
+      messages.push(reply, {
+        role: "tool",
+        tool_call_id: reply.tool_calls?.[0]?.id ?? "none",
+        content: `sunny ${turn}`,
+      });
     }
     // Roll back one turn: resend the history without the last assistant turn's tail.
-    await step(`rollback ${s}`, "POST", `/sessions/${id}/v1/chat/completions`, { model: "m", messages: messages.slice(0, 4), tools: [WEATHER_TOOL] });
-    await step(`two-step rollback ${s}`, "POST", `/sessions/${id}/v1/chat/completions`, { model: "m", messages: messages.slice(0, 1) });
+    await step(`rollback ${s}`, "POST", `/sessions/${id}/v1/chat/completions`, {
+      model: "m",
+      messages: messages.slice(0, 4),
+      tools: [WEATHER_TOOL],
+    });
+    await step(`two-step rollback ${s}`, "POST", `/sessions/${id}/v1/chat/completions`, {
+      model: "m",
+      messages: messages.slice(0, 1),
+    });
     await step(`bad json ${s}`, "POST", `/sessions/${id}/v1/chat/completions`, "{oops");
     await step(`get ${s}`, "GET", `/sessions/${id}`);
   }

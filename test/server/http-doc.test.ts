@@ -32,7 +32,11 @@ function registeredRoutes(tree: string): RouteMap {
     stack.push(m[2]!);
     if (!m[3]) continue;
     // The tree prints a wildcard's "/" as an unprinted node of its own: put it back.
-    const path = stack.join("").replace(/([^/])\*$/, "$1/*").replace(/:id/g, "{id}").replace(/\*$/, "{path…}");
+    const path = stack
+      .join("")
+      .replace(/([^/])\*$/, "$1/*")
+      .replace(/:id/g, "{id}")
+      .replace(/\*$/, "{path…}");
     routes.set(path, new Set(m[3].split(",").map((s) => s.trim())));
   }
   return routes;
@@ -48,7 +52,8 @@ function documentedRoutes(doc: string): RouteMap {
   return routes;
 }
 
-const sorted = (routes: RouteMap) => [...routes].map(([path, methods]) => `${path} ${[...methods].sort().join(",")}`).sort();
+const sorted = (routes: RouteMap) =>
+  [...routes].map(([path, methods]) => `${path} ${[...methods].sort().join(",")}`).sort();
 
 test("every route the router registers is in docs/http.md's route index, and nothing else", async () => {
   const app = buildRouterApp({
@@ -69,16 +74,20 @@ test("every route the router registers is in docs/http.md's route index, and not
 });
 
 test("every error message the router itself writes is in docs/http.md", () => {
-  const sources = ["router-app.ts", "router-relay.ts", "router-sessions.ts", "router-status.ts", "errors.ts"].map((f) => read(`server/router/${f}`));
+  const sources = ["router-app.ts", "router-relay.ts", "router-sessions.ts", "router-status.ts", "errors.ts"].map((f) =>
+    read(`server/router/${f}`),
+  );
   const messages = new Set<string>();
   for (const src of sources) {
     // sendError(reply, 503, "literal") and sendError(reply, 404, `prefix ${…}`)
     for (const m of src.matchAll(/sendError\(reply, \d+, (?:"([^"]+)"|`([^`$]+))/g)) messages.add((m[1] ?? m[2])!);
     // super("TITO_ERR_…", status, "literal" | `prefix ${…}`)
-    for (const m of src.matchAll(/super\("TITO_ERR_[A-Z_]+", \d+, (?:"([^"]+)"|`([^`$]+))/g)) messages.add((m[1] ?? m[2])!);
+    for (const m of src.matchAll(/super\("TITO_ERR_[A-Z_]+", \d+, (?:"([^"]+)"|`([^`$]+))/g))
+      messages.add((m[1] ?? m[2])!);
   }
   assert.ok(messages.size >= 6, `found too few router messages: ${[...messages]}`);
-  for (const message of messages) assert.ok(httpDoc.includes(message), `docs/http.md lacks the router message ${JSON.stringify(message)}`);
+  for (const message of messages)
+    assert.ok(httpDoc.includes(message), `docs/http.md lacks the router message ${JSON.stringify(message)}`);
 });
 
 test("every CLI flag is in docs/operations.md, which quotes --help verbatim and names no other flag", () => {
@@ -91,7 +100,10 @@ test("every CLI flag is in docs/operations.md, which quotes --help verbatim and 
   // Flags the design mentions but the CLI does not have may be named only to say so.
   const absent = new Set(["data-dir", "durability"]);
   for (const m of opsDoc.matchAll(/--([a-z][a-z-]*[a-z])/g)) {
-    assert.ok(flags.includes(m[1]!) || absent.has(m[1]!), `docs/operations.md names --${m[1]}, which server/host/cli.ts does not define`);
+    assert.ok(
+      flags.includes(m[1]!) || absent.has(m[1]!),
+      `docs/operations.md names --${m[1]}, which server/host/cli.ts does not define`,
+    );
   }
 });
 
@@ -106,7 +118,10 @@ test("every startSessionServer option is in docs/embedding.md with its default",
     assert.ok(row, `docs/embedding.md has no options-table row for \`${key}\``);
     const value = defaults[key];
     if (value === undefined || typeof value === "function") continue;
-    assert.ok(row.includes(JSON.stringify(value)), `docs/embedding.md's row for ${key} lacks its default ${JSON.stringify(value)}: ${row}`);
+    assert.ok(
+      row.includes(JSON.stringify(value)),
+      `docs/embedding.md's row for ${key} lacks its default ${JSON.stringify(value)}: ${row}`,
+    );
   }
 });
 

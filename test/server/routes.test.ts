@@ -5,7 +5,15 @@ import * as assert from "uvu/assert";
 import OpenAI from "openai";
 import { startSessionServer, type SessionServer } from "../../index.ts";
 import { shardOf } from "../../server/router/shard-hash.ts";
-import { call, chat, newSession, startGatedEngine, toolLoop, WEATHER_TOOL, type GatedEngine } from "../helpers/server.ts";
+import {
+  call,
+  chat,
+  newSession,
+  startGatedEngine,
+  toolLoop,
+  WEATHER_TOOL,
+  type GatedEngine,
+} from "../helpers/server.ts";
 
 let engine: GatedEngine;
 let server: SessionServer;
@@ -15,7 +23,12 @@ const BODY_LIMIT = 1024 * 1024;
 
 test.before(async () => {
   engine = await startGatedEngine();
-  server = await startSessionServer({ engineUrl: engine.url, workers: WORKERS, bodyLimit: BODY_LIMIT, logLevel: "warn" });
+  server = await startSessionServer({
+    engineUrl: engine.url,
+    workers: WORKERS,
+    bodyLimit: BODY_LIMIT,
+    logLevel: "warn",
+  });
   base = server.url;
 });
 
@@ -71,10 +84,16 @@ test("a tool-calling multi-turn conversation is recorded with its exact tokens",
   const [r1, r2] = got.json.records;
   assert.is(r1.status_code, 200);
   assert.is(r1.path, "/v1/chat/completions");
-  const acc1 = [...r1.request.input_ids, ...r1.response.choices[0].meta_info.output_token_logprobs.map((p: number[]) => p[1])];
+  const acc1 = [
+    ...r1.request.input_ids,
+    ...r1.response.choices[0].meta_info.output_token_logprobs.map((p: number[]) => p[1]),
+  ];
   assert.equal(r2.request.input_ids.slice(0, acc1.length), acc1, "turn 2's prompt starts with turn 1's tokens");
   const meta = got.json.metadata;
-  const acc2 = [...r2.request.input_ids, ...r2.response.choices[0].meta_info.output_token_logprobs.map((p: number[]) => p[1])];
+  const acc2 = [
+    ...r2.request.input_ids,
+    ...r2.response.choices[0].meta_info.output_token_logprobs.map((p: number[]) => p[1]),
+  ];
   assert.equal(meta.accumulated_token_ids, acc2);
   assert.is(meta.max_trim_tokens, 1);
   const bad = meta.tito_session_mismatch.filter((m: any) => m.type !== "assistant_text");
@@ -88,7 +107,11 @@ test("chat errors: invalid JSON 400, disallowed role 400, unknown session 404", 
   assert.is(badJson.status, 400);
   assert.match(badJson.json.error, /^invalid JSON body: /);
   const { message } = await chat(base, id, [{ role: "user", content: "hi" }]);
-  const appendUser = await chat(base, id, [{ role: "user", content: "hi" }, message, { role: "user", content: "again" }]);
+  const appendUser = await chat(base, id, [
+    { role: "user", content: "hi" },
+    message,
+    { role: "user", content: "again" },
+  ]);
   assert.is(appendUser.res.status, 400);
   assert.match(appendUser.res.json.error, /index 2/);
   assert.match(appendUser.res.json.error, /tool/);
@@ -200,13 +223,20 @@ test("GET /metrics: Prometheus text whose counters move with traffic", async () 
   assert.is(turn.res.status, 200);
   const after = (await call(base, "GET", "/metrics")).text;
   const chatRoute = { route: "/sessions/:id/v1/chat/completions", method: "POST", status: "200" };
-  assert.is(sample(after, "tito_http_requests_total", chatRoute), sample(before.text, "tito_http_requests_total", chatRoute) + 1);
+  assert.is(
+    sample(after, "tito_http_requests_total", chatRoute),
+    sample(before.text, "tito_http_requests_total", chatRoute) + 1,
+  );
   assert.ok(sample(after, "tito_chat_latency_seconds_count", { status: "200" }) >= 1);
-  const engineCalls = (t: string) => sample(t, "tito_engine_request_duration_seconds_count", { shard, path: "/v1/chat/completions", status: "200" });
+  const engineCalls = (t: string) =>
+    sample(t, "tito_engine_request_duration_seconds_count", { shard, path: "/v1/chat/completions", status: "200" });
   assert.is(engineCalls(after), engineCalls(before.text) + 1, "the owning worker's engine histogram moved");
   assert.ok(sample(after, "tito_sessions", { shard }) >= 1);
   assert.ok(sample(after, "tito_worker_reply_bytes_total", { shard, op: "chat" }) > 0);
-  assert.ok(sample(after, "tito_relayed_reply_bytes_total", { shard }) > sample(before.text, "tito_relayed_reply_bytes_total", { shard }));
+  assert.ok(
+    sample(after, "tito_relayed_reply_bytes_total", { shard }) >
+      sample(before.text, "tito_relayed_reply_bytes_total", { shard }),
+  );
   assert.is(sample(after, "tito_tree_state", { state: "running" }), 1);
   assert.is(sample(after, "tito_child_restarts", { actor: "router" }), 0);
   assert.match(after, /tito_inflight_requests/);

@@ -15,7 +15,8 @@ test("FNV-1a 64 known values and agreement with BigInt arithmetic", () => {
   for (let i = 0; i < 2000; i++) {
     const id = i % 3 === 0 ? mintSessionId() : `sëssion-${i}-${"x".repeat(i % 50)}`;
     assert.is(hash64(id), reference(id), id);
-    for (const n of [1, 2, 3, 7, 8, 256]) assert.is(shardOf(id, n), Number(reference(id) % BigInt(n)), `${id} mod ${n}`);
+    for (const n of [1, 2, 3, 7, 8, 256])
+      assert.is(shardOf(id, n), Number(reference(id) % BigInt(n)), `${id} mod ${n}`);
   }
 });
 

@@ -18,7 +18,17 @@ const IM_END = qwen.tokenId("<|im_end|>")!;
 const NEWLINE = qwen.encode("\n")[0];
 const R3_BYTES = 3 * 1024 * 1024 + 2; // not a multiple of 3: exercises the base64 tail
 
-const weather = { type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } }, required: ["city"] } } };
+const weather = {
+  type: "function",
+  function: {
+    name: "get_weather",
+    parameters: {
+      type: "object",
+      properties: { city: { type: "string" }, days: { type: "integer" } },
+      required: ["city"],
+    },
+  },
+};
 const clock = { type: "function", function: { name: "get_time", parameters: { type: "object", properties: {} } } };
 const tools = [weather, clock];
 
@@ -38,7 +48,12 @@ test.before(async () => {
       await gate.release;
     },
   });
-  always = await startSimEngine({ tokenizerFolder: qwen, routedExpertsBytes: R3_BYTES, alwaysRoutedExperts: true, latencyMs: 1 });
+  always = await startSimEngine({
+    tokenizerFolder: qwen,
+    routedExpertsBytes: R3_BYTES,
+    alwaysRoutedExperts: true,
+    latencyMs: 1,
+  });
   prebuilt = await startSimEngine({
     tokenizerFolder: qwen,
     prebuilt: { completionTokens: 7, turns: 2, routedExpertsBytesByTurn: (k) => (k === 0 ? 0 : k * 1000 + 1) },
@@ -52,8 +67,16 @@ test.after(async () => {
 
 type Json = Record<string, any>;
 
-async function post(e: SimEngine, body: unknown, path = "/v1/chat/completions"): Promise<{ status: number; text: string; json: Json }> {
-  const res = await fetch(e.url + path, { method: "POST", headers: { "content-type": "application/json" }, body: typeof body === "string" ? body : JSON.stringify(body) });
+async function post(
+  e: SimEngine,
+  body: unknown,
+  path = "/v1/chat/completions",
+): Promise<{ status: number; text: string; json: Json }> {
+  const res = await fetch(e.url + path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
   const text = await res.text();
   return { status: res.status, text, json: JSON.parse(text) };
 }
@@ -80,7 +103,8 @@ function stable(json: Json): Json {
   return copy;
 }
 
-const promptIds = (messages: ChatMessage[], withTools = true) => qwen.encode(renderChat(qwen, messages, { tools: withTools ? tools : undefined, addGenerationPrompt: true }));
+const promptIds = (messages: ChatMessage[], withTools = true) =>
+  qwen.encode(renderChat(qwen, messages, { tools: withTools ? tools : undefined, addGenerationPrompt: true }));
 
 test("plain reply: text, ids that decode to it plus <|im_end|>, SGLang meta_info", async () => {
   const messages = [{ role: "user", content: "hello there" }];
@@ -97,7 +121,11 @@ test("plain reply: text, ids that decode to it plus <|im_end|>, SGLang meta_info
   const ids = completionIds(json);
   assert.is(ids[ids.length - 1], IM_END);
   assert.is(qwen.decode(ids), `${choice.message.content}<|im_end|>`);
-  assert.equal(json.usage, { prompt_tokens: choice.meta_info.prompt_tokens, completion_tokens: ids.length, total_tokens: choice.meta_info.prompt_tokens + ids.length });
+  assert.equal(json.usage, {
+    prompt_tokens: choice.meta_info.prompt_tokens,
+    completion_tokens: ids.length,
+    total_tokens: choice.meta_info.prompt_tokens + ids.length,
+  });
 });
 
 test("with tools and a user turn last: calls the first tool in the Qwen format", async () => {
@@ -111,7 +139,10 @@ test("with tools and a user turn last: calls the first tool in the Qwen format",
   assert.type(call.id, "string");
   assert.is(call.function.name, "get_weather");
   assert.equal(JSON.parse(call.function.arguments), { city: "value", days: 1 });
-  assert.is(qwen.decode(completionIds(json)), `<tool_call>\n{"name": "get_weather", "arguments": {"city": "value", "days": 1}}\n</tool_call><|im_end|>`);
+  assert.is(
+    qwen.decode(completionIds(json)),
+    `<tool_call>\n{"name": "get_weather", "arguments": {"city": "value", "days": 1}}\n</tool_call><|im_end|>`,
+  );
 });
 
 test("after a tool result: a plain text reply for the next turn", async () => {
@@ -130,8 +161,19 @@ test("after a tool result: a plain text reply for the next turn", async () => {
 test("input_ids gives the same reply as messages for the same conversation", async () => {
   const conversations: ChatMessage[][] = [
     [{ role: "user", content: "hello there" }],
-    [{ role: "system", content: "be brief" }, { role: "user", content: "weather?" }],
-    [{ role: "user", content: "weather?" }, { role: "assistant", content: "", tool_calls: [{ id: "c1", type: "function", function: { name: "get_weather", arguments: { city: "Oslo" } } }] }, { role: "tool", content: "rain" }],
+    [
+      { role: "system", content: "be brief" },
+      { role: "user", content: "weather?" },
+    ],
+    [
+      { role: "user", content: "weather?" },
+      {
+        role: "assistant",
+        content: "",
+        tool_calls: [{ id: "c1", type: "function", function: { name: "get_weather", arguments: { city: "Oslo" } } }],
+      },
+      { role: "tool", content: "rain" },
+    ],
   ];
   for (const messages of conversations) {
     for (const body of [{ messages }, { messages, tools }]) {
@@ -149,7 +191,9 @@ test("input_ids: the decision comes from the decoded prompt, turn by turn", asyn
   const turn1 = await chat(engine, { input_ids: ids1, tools });
   assert.is(turn1.choices[0].message.tool_calls[0].function.name, "get_weather");
   const acc = [...ids1, ...completionIds(turn1), NEWLINE];
-  const tool = qwen.encode("<|im_start|>user\n<tool_response>\nrain\n</tool_response><|im_end|>\n<|im_start|>assistant\n");
+  const tool = qwen.encode(
+    "<|im_start|>user\n<tool_response>\nrain\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
+  );
   const turn2 = await chat(engine, { input_ids: [...acc, ...tool], tools });
   assert.not.ok("tool_calls" in turn2.choices[0].message);
   assert.match(turn2.choices[0].message.content, /^Turn 2: /);
@@ -159,10 +203,29 @@ test("input_ids: the decision comes from the decoded prompt, turn by turn", asyn
 });
 
 test("factsFromText and sampleArguments", () => {
-  assert.equal(factsFromText("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"), { turn: 0, afterToolResult: false });
-  assert.equal(factsFromText("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nok<|im_end|>\n<|im_start|>user\n<tool_response>\nx\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"), { turn: 1, afterToolResult: true });
+  assert.equal(factsFromText("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"), {
+    turn: 0,
+    afterToolResult: false,
+  });
+  assert.equal(
+    factsFromText(
+      "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\nok<|im_end|>\n<|im_start|>user\n<tool_response>\nx\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+    ),
+    { turn: 1, afterToolResult: true },
+  );
   assert.equal(factsFromText("no chat markup"), { turn: 0, afterToolResult: false });
-  assert.equal(sampleArguments({ properties: { a: { type: "string", enum: ["x", "y"] }, b: { type: "boolean" }, c: { type: ["number", "null"] }, d: { type: "array" }, e: {} } }), { a: "x", b: true, c: 1, d: [], e: "value" });
+  assert.equal(
+    sampleArguments({
+      properties: {
+        a: { type: "string", enum: ["x", "y"] },
+        b: { type: "boolean" },
+        c: { type: ["number", "null"] },
+        d: { type: "array" },
+        e: {},
+      },
+    }),
+    { a: "x", b: true, c: 1, d: [], e: "value" },
+  );
   assert.equal(sampleArguments(undefined), {});
 });
 
@@ -205,14 +268,26 @@ test("deterministic: the same input gives the same bytes but for id and created"
   const a = await post(engine, body);
   const b = await post(engine, body);
   assert.is.not(a.json.id, b.json.id);
-  assert.is(a.text.replaceAll(a.json.id, "ID").replace(/"created":\d+/, ""), b.text.replaceAll(b.json.id, "ID").replace(/"created":\d+/, ""));
+  assert.is(
+    a.text.replaceAll(a.json.id, "ID").replace(/"created":\d+/, ""),
+    b.text.replaceAll(b.json.id, "ID").replace(/"created":\d+/, ""),
+  );
   const other = await chat(engine, { messages: [{ role: "user", content: "another question" }] });
-  const again = await chat(engine, { messages: [{ role: "user", content: "another question" }, { role: "assistant", content: "x" }, { role: "user", content: "more" }] });
+  const again = await chat(engine, {
+    messages: [
+      { role: "user", content: "another question" },
+      { role: "assistant", content: "x" },
+      { role: "user", content: "more" },
+    ],
+  });
   assert.match(other.choices[0].message.content, /^Turn 1: /);
   assert.match(again.choices[0].message.content, /^Turn 2: /);
   // The sentence depends on the prompt, not only on the turn.
   const sentences = new Set<string>();
-  for (let i = 0; i < 8; i++) sentences.add((await chat(engine, { messages: [{ role: "user", content: `question ${i}` }] })).choices[0].message.content);
+  for (let i = 0; i < 8; i++)
+    sentences.add(
+      (await chat(engine, { messages: [{ role: "user", content: `question ${i}` }] })).choices[0].message.content,
+    );
   assert.ok(sentences.size > 1, `different prompts, different replies: ${[...sentences]}`);
 });
 
@@ -263,7 +338,10 @@ test("beforeReply holds the reply until released and sees the body", async () =>
 
 test("countAssistantTurns scans raw JSON for assistant roles only", () => {
   assert.is(countAssistantTurns(Buffer.from('{"messages":[{"role":"user","content":"\\"assistant\\""}]}')), 0);
-  assert.is(countAssistantTurns(Buffer.from('{"messages":[{"role":"assistant"},{"role" :\n "assistant","x":"assistant"}]}')), 2);
+  assert.is(
+    countAssistantTurns(Buffer.from('{"messages":[{"role":"assistant"},{"role" :\n "assistant","x":"assistant"}]}')),
+    2,
+  );
   assert.is(countAssistantTurns(Buffer.from('"assistant"')), 0);
 });
 
@@ -274,7 +352,15 @@ test("pre-built mode: fixed replies per turn, N tokens ending in <|im_end|>, siz
   assert.is(ids[6], IM_END);
   assert.is(turn0.json.choices[0].message.content, qwen.decode(ids.slice(0, 6)));
   assert.not.ok("routed_experts" in turn0.json.choices[0].meta_info);
-  const history = (k: number) => ({ messages: [{ role: "user", content: "q" }, ...Array.from({ length: k }, () => [{ role: "assistant", content: "a" }, { role: "user", content: "q" }]).flat()] });
+  const history = (k: number) => ({
+    messages: [
+      { role: "user", content: "q" },
+      ...Array.from({ length: k }, () => [
+        { role: "assistant", content: "a" },
+        { role: "user", content: "q" },
+      ]).flat(),
+    ],
+  });
   const turn2 = await post(prebuilt, history(2));
   assert.is(Buffer.from(turn2.json.choices[0].meta_info.routed_experts, "base64").length, 2001);
   assert.is(Buffer.from((await chat(prebuilt, history(3))).choices[0].meta_info.routed_experts, "base64").length, 3001);
@@ -284,7 +370,9 @@ test("pre-built mode: fixed replies per turn, N tokens ending in <|im_end|>, siz
 
 test("engine-main: a real child process prints the ready line and serves /health", async () => {
   const main = fileURLToPath(new URL("../../server/sim-engine/engine-main.ts", import.meta.url));
-  const proc = spawn(process.execPath, ["--import", "tsx", main, "--port", "0", "--latency-ms", "1"], { stdio: ["ignore", "pipe", "inherit"] });
+  const proc = spawn(process.execPath, ["--import", "tsx", main, "--port", "0", "--latency-ms", "1"], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   child = proc;
   const exited = once(proc, "exit");
   const lines = createInterface({ input: proc.stdout! });

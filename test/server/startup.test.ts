@@ -18,7 +18,14 @@ test.after(async () => {
 test("a worker that cannot start fails the start with its exit code; nothing is left", async () => {
   const events: SupervisionEvent[] = [];
   try {
-    await startSessionServer({ engineUrl: engine.url, workers: 2, tokenizerDir: "/nonexistent-tokenizer", maxRestarts: 0, logLevel: "silent", onEvent: (e) => events.push(e) });
+    await startSessionServer({
+      engineUrl: engine.url,
+      workers: 2,
+      tokenizerDir: "/nonexistent-tokenizer",
+      maxRestarts: 0,
+      logLevel: "silent",
+      onEvent: (e) => events.push(e),
+    });
     assert.unreachable("the start must fail");
   } catch (err) {
     assert.instance(err, SessionServerFailedError);
@@ -55,7 +62,11 @@ test("events: the async iterable replays from the start, matches on('event'), an
   const [a, b] = [server.shutdown(), server.shutdown()];
   await Promise.all([a, b]);
   await reading; // ends by itself once the server has shut down
-  assert.equal(iterated.map((e) => e.seq), iterated.map((_, i) => i + 1), "every event, in order, from seq 1");
+  assert.equal(
+    iterated.map((e) => e.seq),
+    iterated.map((_, i) => i + 1),
+    "every event, in order, from seq 1",
+  );
   assert.ok(iterated.some((e) => e.actor === "router" && e.kind === "ready"));
   assert.equal(iterated.at(-1)!.kind, "stopped");
   assert.equal(live, iterated.slice(iterated.length - live.length), "the listener saw the same tail");

@@ -15,7 +15,14 @@ const WORKERS = 2;
 
 test.before(async () => {
   engine = await startGatedEngine();
-  server = await startSessionServer({ engineUrl: engine.url, workers: WORKERS, restartBackoffMs: 300, maxRestarts: 10, logLevel: "warn", durability: "memory" });
+  server = await startSessionServer({
+    engineUrl: engine.url,
+    workers: WORKERS,
+    restartBackoffMs: 300,
+    maxRestarts: 10,
+    logLevel: "warn",
+    durability: "memory",
+  });
   base = server.url;
 });
 test.after(async () => {
@@ -65,7 +72,10 @@ test("kill -9 of a worker with a chat in flight: 503 at once, then a clean resta
 
   await waitForEvent(server, seen, (e) => e.actor === actor && e.kind === "restarted");
   const mine = allEvents.filter((e) => e.actor === actor);
-  assert.equal(mine.map((e) => e.kind), ["exited", "restarting", "spawned", "ready", "restarted"]);
+  assert.equal(
+    mine.map((e) => e.kind),
+    ["exited", "restarting", "spawned", "ready", "restarted"],
+  );
   assert.equal(mine[0].detail, { code: null, signal: "SIGKILL" });
   assert.is(mine[0].pid, oldPid);
   const tree = server.tree();
@@ -100,7 +110,10 @@ test("requests arriving during a restart wait for the new worker and succeed", a
   await waitForEvent(server, seen, (e) => e.actor === actor && e.kind === "restarting");
   const during = await call(base, "GET", `/sessions/${idOnShard(shard)}/v1/models`);
   assert.is(during.status, 200, during.text);
-  assert.ok(allEvents.some((e) => e.actor === actor && e.kind === "ready"), "answered by the new worker");
+  assert.ok(
+    allEvents.some((e) => e.actor === actor && e.kind === "ready"),
+    "answered by the new worker",
+  );
   await waitForEvent(server, seen, (e) => e.actor === actor && e.kind === "restarted");
   stop();
 });

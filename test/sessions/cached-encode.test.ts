@@ -21,7 +21,7 @@ test("the same ids as the library on edge cases: added tokens, whitespace runs, 
     "a\r\n\r\nb",
     "   leading and trailing   ",
     "It's, I'LL, we'Ve",
-    "<|im_start|>user\n<tool_response>\n{\"ok\": true}\n</tool_response><|im_end|>\n",
+    '<|im_start|>user\n<tool_response>\n{"ok": true}\n</tool_response><|im_end|>\n',
     "<|im_start|><|im_end|><think>\n\n</think>\n\n",
     "x<tool_call>y</tool_call>z",
     "café cafe\u0301 ß İ ǅ",
@@ -33,14 +33,40 @@ test("the same ids as the library on edge cases: added tokens, whitespace runs, 
 });
 
 test("the same ids as the library on 5000 random strings, and again once every piece is cached", () => {
-  const parts = ["a", "Z", " ", "  ", "\n", "\r\n", "\t", "'s", "'S", "1", "23", "é", "e\u0301", "中", "🙂", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_response>", ".", "!!", "{\"x\": 1}", "\u00a0"];
+  const parts = [
+    "a",
+    "Z",
+    " ",
+    "  ",
+    "\n",
+    "\r\n",
+    "\t",
+    "'s",
+    "'S",
+    "1",
+    "23",
+    "é",
+    "e\u0301",
+    "中",
+    "🙂",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<tool_call>",
+    "</tool_response>",
+    ".",
+    "!!",
+    '{"x": 1}',
+    "\u00a0",
+  ];
   let seed = 7;
   const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
   const texts: string[] = [];
   for (let i = 0; i < 5000; i++) {
     let s = "";
     const n = Math.floor(next() * 24);
-    for (let j = 0; j < n; j++) s += next() < 0.3 ? String.fromCodePoint(1 + Math.floor(next() * 0x3000)) : parts[Math.floor(next() * parts.length)];
+    for (let j = 0; j < n; j++)
+      s +=
+        next() < 0.3 ? String.fromCodePoint(1 + Math.floor(next() * 0x3000)) : parts[Math.floor(next() * parts.length)];
     texts.push(s);
   }
   for (const round of [1, 2]) {

@@ -25,13 +25,26 @@ test("identical ids report nothing; trailing newlines are stripped from both tai
 
 test("different assistant text is assistant_text; different user text is non_assistant_text", () => {
   const expected = encode(convo);
-  const assistantDrift = compareTrajectories(folder, family, expected, encode([...convo.slice(0, 2), { role: "assistant", content: "Hi  there." }]));
+  const assistantDrift = compareTrajectories(
+    folder,
+    family,
+    expected,
+    encode([...convo.slice(0, 2), { role: "assistant", content: "Hi  there." }]),
+  );
   assert.is(assistantDrift.length, 1);
   assert.is(assistantDrift[0]!.type, "assistant_text");
   assert.match(assistantDrift[0]!.expected_text, "Hi there.");
   assert.match(assistantDrift[0]!.actual_text, "Hi  there.");
-  const userDrift = compareTrajectories(folder, family, expected, encode([convo[0]!, { role: "user", content: "hell o" }, convo[2]!]));
-  assert.equal(userDrift.map((m) => m.type), ["non_assistant_text"]);
+  const userDrift = compareTrajectories(
+    folder,
+    family,
+    expected,
+    encode([convo[0]!, { role: "user", content: "hell o" }, convo[2]!]),
+  );
+  assert.equal(
+    userDrift.map((m) => m.type),
+    ["non_assistant_text"],
+  );
   assert.ok(userDrift[0]!.segment_index > 0);
 });
 
@@ -41,10 +54,16 @@ test("a missing or different special token is reported as such", () => {
   const firstEnd = expected.indexOf(imEnd);
   const missing = [...expected.slice(0, firstEnd), ...expected.slice(firstEnd + 1)];
   const count = compareTrajectories(folder, family, expected, missing);
-  assert.equal(count.map((m) => [m.type, m.segment_index]), [["special_token_count", -1]]);
+  assert.equal(
+    count.map((m) => [m.type, m.segment_index]),
+    [["special_token_count", -1]],
+  );
   const swapped = [...expected];
   swapped[firstEnd] = folder.tokenId("<|endoftext|>")!;
-  assert.equal(compareTrajectories(folder, family, expected, swapped).map((m) => m.type), ["special_token_type"]);
+  assert.equal(
+    compareTrajectories(folder, family, expected, swapped).map((m) => m.type),
+    ["special_token_type"],
+  );
 });
 
 test.run();

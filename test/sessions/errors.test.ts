@@ -7,7 +7,10 @@ import * as errors from "../../sessions/errors.ts";
 const root = (p: string) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
 const source = readFileSync(root("sessions/errors.ts"), "utf8");
 const docs = readFileSync(root("docs/errors.md"), "utf8");
-const sessionsSection = docs.slice(docs.indexOf("## sessions"), docs.indexOf("\n## ", docs.indexOf("## sessions") + 1) >>> 0 || undefined);
+const sessionsSection = docs.slice(
+  docs.indexOf("## sessions"),
+  docs.indexOf("\n## ", docs.indexOf("## sessions") + 1) >>> 0 || undefined,
+);
 
 const codesInSource = [...new Set([...source.matchAll(/"(TITO_ERR_[A-Z_]+)"/g)].map((m) => m[1]!))];
 
@@ -19,7 +22,10 @@ test("every code in sessions/errors.ts is documented in docs/errors.md with its 
     const status = errors.sessionErrorCodes[code];
     assert.ok(status, `${code} is in sessionErrorCodes`);
     assert.match(row!, `| ${status} |`, `${code}'s documented status`);
-    const cls = Object.entries(errors).find(([, v]) => typeof v === "function" && source.includes(`class ${v.name} `) && new (v as any)("x", "y", ["z"]).code === code)?.[0];
+    const cls = Object.entries(errors).find(
+      ([, v]) =>
+        typeof v === "function" && source.includes(`class ${v.name} `) && new (v as any)("x", "y", ["z"]).code === code,
+    )?.[0];
     assert.ok(cls && row!.includes(`\`${cls}\``), `${code}'s row names its class ${cls}`);
   }
 });
@@ -27,7 +33,8 @@ test("every code in sessions/errors.ts is documented in docs/errors.md with its 
 test("the code table matches the classes and no code is reused", () => {
   const seen = new Map<string, string>();
   for (const [name, value] of Object.entries(errors)) {
-    if (typeof value !== "function" || value === errors.TitoError || !(value.prototype instanceof errors.TitoError)) continue;
+    if (typeof value !== "function" || value === errors.TitoError || !(value.prototype instanceof errors.TitoError))
+      continue;
     // Construct with placeholder arguments: only code and status matter here.
     const instance = new (value as new (...a: unknown[]) => errors.TitoError)("x", "y", ["z"]);
     assert.is(instance.name, name);

@@ -28,13 +28,24 @@ test("templates whose generation prompt may depend on the conversation are not p
   // Reads the messages, the tools, a variable the loop sets, or calls a function.
   assert.is(inputs(`${loop}{% if add_generation_prompt %}{{ messages[-1].role }}{% endif %}`), undefined);
   assert.is(inputs(`${loop}{% if add_generation_prompt %}{{ tools | length }}{% endif %}`), undefined);
-  assert.is(inputs(`{% set ns = namespace(n=0) %}${loop}{% if add_generation_prompt %}{{ ns.n }}{% endif %}`), undefined);
-  assert.is(inputs(`{% for m in messages %}{% set last = m.role %}{% endfor %}{% if add_generation_prompt %}{{ last }}{% endif %}`), undefined);
+  assert.is(
+    inputs(`{% set ns = namespace(n=0) %}${loop}{% if add_generation_prompt %}{{ ns.n }}{% endif %}`),
+    undefined,
+  );
+  assert.is(
+    inputs(
+      `{% for m in messages %}{% set last = m.role %}{% endfor %}{% if add_generation_prompt %}{{ last }}{% endif %}`,
+    ),
+    undefined,
+  );
   assert.is(inputs(`${loop}{% if add_generation_prompt %}{{ strftime_now('%Y') }}{% endif %}`), undefined);
   assert.is(inputs(`${loop}{% if add_generation_prompt %}{{ 'x' | replace('x', 'y') }}{% endif %}`), undefined);
   // An else branch, a use elsewhere, or a statement after the block.
   assert.is(inputs(`${loop}{% if add_generation_prompt %}a{% else %}b{% endif %}`), undefined);
-  assert.is(inputs(`{% if add_generation_prompt %}x{% endif %}${loop}{% if add_generation_prompt %}a{% endif %}`), undefined);
+  assert.is(
+    inputs(`{% if add_generation_prompt %}x{% endif %}${loop}{% if add_generation_prompt %}a{% endif %}`),
+    undefined,
+  );
   assert.is(inputs(`${loop}{% if add_generation_prompt %}a{% endif %}\nend`), undefined);
   assert.is(inputs(loop), undefined);
 });
@@ -52,14 +63,27 @@ function conversation(ctx: PromptContext, turns: number): { plans: number[][]; r
     plans.push(plan.promptIds);
     requests.push(request);
     const reply = { role: "assistant", content: `Step ${k}.` };
-    t.commit({ promptIds: plan.promptIds, completionIds: [...folder.encode(`Step ${k}.`), IM_END], messages: [...request, reply], tools: [WEATHER_TOOL] }, family.maxTrimTokens);
+    t.commit(
+      {
+        promptIds: plan.promptIds,
+        completionIds: [...folder.encode(`Step ${k}.`), IM_END],
+        messages: [...request, reply],
+        tools: [WEATHER_TOOL],
+      },
+      family.maxTrimTokens,
+    );
     messages.push(reply);
   }
   return { plans, requests };
 }
 
 test("every turn ends with the suffix two renders give, for each kwargs value, interleaved on one folder", () => {
-  const contexts = [{}, { enable_thinking: false }, { enable_thinking: true }].map((kwargs): PromptContext => ({ folder, family, kwargs, allowedAppendRoles: ["tool"] }));
+  const contexts = [{}, { enable_thinking: false }, { enable_thinking: true }].map((kwargs): PromptContext => ({
+    folder,
+    family,
+    kwargs,
+    allowedAppendRoles: ["tool"],
+  }));
   for (let round = 0; round < 2; round++) {
     for (const ctx of contexts) {
       const { plans, requests } = conversation(ctx, 4);
@@ -70,7 +94,11 @@ test("every turn ends with the suffix two renders give, for each kwargs value, i
         const suffix = folder.encode(withPrompt.slice(without.length));
         assert.equal(ids.slice(ids.length - suffix.length), suffix, `kwargs ${JSON.stringify(ctx.kwargs)}, turn ${k}`);
         // The rest is the previous checkpoint, the newline and the tool segment: unchanged by the suffix.
-        if (k > 0) assert.equal(ids.slice(0, plans[k - 1]!.length), plans[k - 1]!.concat(folder.encode(`Step ${k - 1}.`), [IM_END]).slice(0, plans[k - 1]!.length));
+        if (k > 0)
+          assert.equal(
+            ids.slice(0, plans[k - 1]!.length),
+            plans[k - 1]!.concat(folder.encode(`Step ${k - 1}.`), [IM_END]).slice(0, plans[k - 1]!.length),
+          );
       });
     }
   }
@@ -87,7 +115,10 @@ test("a conversation the template rejects is still a 400 once the suffix is know
   };
   assert.equal(generationPromptInputs(templateOf(strict)), []);
   const ctx: PromptContext = { folder: strict, family, kwargs: {}, allowedAppendRoles: ["tool"] };
-  assert.throws(() => conversation(ctx, 3), (e: unknown) => e instanceof TemplateRenderError && /too long/.test((e as Error).message));
+  assert.throws(
+    () => conversation(ctx, 3),
+    (e: unknown) => e instanceof TemplateRenderError && /too long/.test((e as Error).message),
+  );
 });
 
 test.run();

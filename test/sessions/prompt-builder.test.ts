@@ -20,7 +20,8 @@ const callMsg = (id: string, city: string): ChatMessage => ({
   content: "",
   tool_calls: [{ id, type: "function", function: { name: "get_weather", arguments: JSON.stringify({ city }) } }],
 });
-const callText = (city: string) => `<tool_call>\n{"name": "get_weather", "arguments": {"city": "${city}"}}\n</tool_call>`;
+const callText = (city: string) =>
+  `<tool_call>\n{"name": "get_weather", "arguments": {"city": "${city}"}}\n</tool_call>`;
 
 /** Plays one turn the way the engine would: completion = tokens of the reply text + <|im_end|>. */
 function play(t: Trajectory, c: PromptContext, request: ChatMessage[], reply: ChatMessage, replyText: string) {
@@ -77,7 +78,12 @@ test("a run of tool messages is one segment", () => {
     ],
   };
   play(t, ctx(), m0, two, `${callText("Paris")}\n${callText("Rome")}`);
-  const r2 = [...m0, two, { role: "tool", tool_call_id: "c1", content: "sunny" }, { role: "tool", tool_call_id: "c2", content: "rain" }];
+  const r2 = [
+    ...m0,
+    two,
+    { role: "tool", tool_call_id: "c1", content: "sunny" },
+    { role: "tool", tool_call_id: "c2", content: "rain" },
+  ];
   const plan = planPrompt(ctx(), t, r2, tools);
   assert.equal(plan.promptIds, folder.encode(renderChat(folder, r2, { tools, addGenerationPrompt: true })));
   const text = folder.decode(plan.promptIds.slice(t.currentIds.length));
@@ -119,9 +125,15 @@ test("one-step rollback is accepted, two-step refused", () => {
   assert.is(plan.rollbackToTurns, 2);
   // Diverging inside turn 2's appended messages would discard turns 2 and 3.
   const tooFar = [...r1, callMsg("c1", "Paris"), { role: "tool", tool_call_id: "c1", content: "cloudy" }];
-  assert.throws(() => planPrompt(ctx(), t, tooFar, tools), (e: unknown) => e instanceof RollbackError && /rollback failed: .*2 assistant turns/.test((e as Error).message));
+  assert.throws(
+    () => planPrompt(ctx(), t, tooFar, tools),
+    (e: unknown) => e instanceof RollbackError && /rollback failed: .*2 assistant turns/.test((e as Error).message),
+  );
   // Diverging before any assistant turn cannot roll back at all.
-  assert.throws(() => planPrompt(ctx(), t, [{ role: "user", content: "other" }], tools), (e: unknown) => e instanceof RollbackError && (e as RollbackError).status === 400);
+  assert.throws(
+    () => planPrompt(ctx(), t, [{ role: "user", content: "other" }], tools),
+    (e: unknown) => e instanceof RollbackError && (e as RollbackError).status === 400,
+  );
 
   t.rollbackTo(plan.rollbackToTurns!);
   assert.is(t.assistantCount, 2);
@@ -148,9 +160,13 @@ test("commit refuses a trajectory that does not extend the previous checkpoint (
   // ... but not an earlier one.
   assert.throws(
     () => t.commit({ promptIds: [1, 2, 7, 4, 9, 5], completionIds: [6], messages: [] }, 1),
-    (e: unknown) => e instanceof TokenizationError && (e as TokenizationError).status === 500 && /token 2/.test((e as Error).message),
+    (e: unknown) =>
+      e instanceof TokenizationError && (e as TokenizationError).status === 500 && /token 2/.test((e as Error).message),
   );
-  assert.throws(() => t.commit({ promptIds: [1, 2, 3, 4, 9, 8], completionIds: [], messages: [] }, 0), (e: unknown) => e instanceof TokenizationError);
+  assert.throws(
+    () => t.commit({ promptIds: [1, 2, 3, 4, 9, 8], completionIds: [], messages: [] }, 0),
+    (e: unknown) => e instanceof TokenizationError,
+  );
   assert.is(t.assistantCount, 2, "a refused commit leaves the state unchanged");
 });
 

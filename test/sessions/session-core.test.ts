@@ -47,7 +47,11 @@ test("health, create, get, delete and not-found", async () => {
   assert.match(id, /^[0-9a-f]{32}$/);
   const got = await core.get(id);
   assert.is(got.status, 200);
-  assert.equal(bodyJson(got), { session_id: id, records: [], metadata: { accumulated_token_ids: [], max_trim_tokens: 1 } });
+  assert.equal(bodyJson(got), {
+    session_id: id,
+    records: [],
+    metadata: { accumulated_token_ids: [], max_trim_tokens: 1 },
+  });
   const mine = await core.create("caller-id-1");
   assert.equal(bodyJson(mine), { session_id: "caller-id-1" });
   const dup = await core.create("caller-id-1");
@@ -57,7 +61,11 @@ test("health, create, get, delete and not-found", async () => {
   const del = await core.delete(id);
   assert.is(del.status, 204);
   assert.is(bodyText(del), "");
-  for (const r of [await core.get(id), await core.delete(id), await core.chat(id, chatReq({ messages: [{ role: "user", content: "x" }] }))]) {
+  for (const r of [
+    await core.get(id),
+    await core.delete(id),
+    await core.chat(id, chatReq({ messages: [{ role: "user", content: "x" }] })),
+  ]) {
     assert.is(r.status, 404);
     assert.equal(bodyJson(r), { error: `session not found: session_id=${id}` });
   }
@@ -95,7 +103,11 @@ test("a multi-turn tool loop: prompts extend the accumulated ids + newline; no n
     assert.equal(got.metadata.accumulated_token_ids, [...promptIds, ...completion]);
     const mismatch = got.metadata.tito_session_mismatch as Array<{ type: string }>;
     assert.ok(Array.isArray(mismatch));
-    assert.equal(mismatch.filter((m) => m.type !== "assistant_text"), [], JSON.stringify(mismatch));
+    assert.equal(
+      mismatch.filter((m) => m.type !== "assistant_text"),
+      [],
+      JSON.stringify(mismatch),
+    );
     previous = got.metadata.accumulated_token_ids;
     messages.push(reply);
     if (reply.tool_calls?.length) {
@@ -202,10 +214,22 @@ test("DELETE while a chat is at the engine: 204, the reply still returned, no up
 });
 
 test("proxy passes through, needs no session, refuses escaping paths", async () => {
-  const r = await core.proxy("no-such-session", { method: "GET", path: "/v1/models", query: "x=1", headers: {}, body: Buffer.alloc(0) });
+  const r = await core.proxy("no-such-session", {
+    method: "GET",
+    path: "/v1/models",
+    query: "x=1",
+    headers: {},
+    body: Buffer.alloc(0),
+  });
   assert.is(r.status, 200);
   assert.is(bodyJson(r).data[0].id, "tito-sim");
-  const missing = await core.proxy("s", { method: "GET", path: "/nope", query: "", headers: {}, body: Buffer.alloc(0) });
+  const missing = await core.proxy("s", {
+    method: "GET",
+    path: "/nope",
+    query: "",
+    headers: {},
+    body: Buffer.alloc(0),
+  });
   assert.is(missing.status, 404);
   for (const path of ["/../health", "/v1/%2e%2e/x", "/v1/%2E%2E", "/a/..%2fb", "/a/%252e%252e/b", "/a\\..\\b"]) {
     const bad = await core.proxy("s", { method: "GET", path, query: "", headers: {}, body: Buffer.alloc(0) });
@@ -228,7 +252,13 @@ test("an unreachable engine is a 502 naming the cause", async () => {
     assert.is(r.status, 502);
     assert.match(bodyJson(r).error, /engine unreachable .*ECONNREFUSED/);
     assert.is(bodyJson(await dead.get(id)).records.length, 0);
-    const p = await dead.proxy(id, { method: "GET", path: "/v1/models", query: "", headers: {}, body: Buffer.alloc(0) });
+    const p = await dead.proxy(id, {
+      method: "GET",
+      path: "/v1/models",
+      query: "",
+      headers: {},
+      body: Buffer.alloc(0),
+    });
     assert.is(p.status, 502);
   } finally {
     await dead.close();

@@ -19,7 +19,11 @@ test("bundled Qwen3 folder loads with its special tokens", () => {
 });
 
 test("vocabulary ids by text come from the model after its construction input is let go", () => {
-  const model = (qwen.tokenizer as unknown as { model: { config: Record<string, unknown>; merges: unknown[]; tokens_to_ids: Map<string, number> } }).model;
+  const model = (
+    qwen.tokenizer as unknown as {
+      model: { config: Record<string, unknown>; merges: unknown[]; tokens_to_ids: Map<string, number> };
+    }
+  ).model;
   assert.not.ok("vocab" in model.config, "the vocab object is not kept twice");
   assert.is(model.merges.length, 0, "the merge list is not kept besides the ranks");
   assert.is(qwen.tokenId("\u010a"), 198, "a plain vocabulary token (ByteLevel newline)");
@@ -37,7 +41,10 @@ test("vocabulary ids by text come from the model after its construction input is
 test("a missing file is named in the error", () => {
   const dir = mkdtempSync(join(tmpdir(), "tito-tok-"));
   try {
-    assert.throws(() => loadTokenizerFolder(dir), (e: unknown) => e instanceof TokenizerLoadError && /tokenizer\.json/.test((e as Error).message));
+    assert.throws(
+      () => loadTokenizerFolder(dir),
+      (e: unknown) => e instanceof TokenizerLoadError && /tokenizer\.json/.test((e as Error).message),
+    );
     copyFileSync(join(bundledQwen3Dir(), "tokenizer.json"), join(dir, "tokenizer.json"));
     assert.throws(() => loadTokenizerFolder(dir), /tokenizer_config\.json/);
     writeFileSync(join(dir, "tokenizer_config.json"), JSON.stringify({ eos_token: "<|im_end|>" }));
@@ -52,7 +59,10 @@ test("a missing file is named in the error", () => {
 
 test("rendering never mutates the caller's messages", () => {
   const call = { id: "c1", type: "function", function: { name: "f", arguments: '{"x": 1}' } };
-  const messages = [{ role: "user", content: "hi" }, { role: "assistant", content: null, tool_calls: [call] }];
+  const messages = [
+    { role: "user", content: "hi" },
+    { role: "assistant", content: null, tool_calls: [call] },
+  ];
   const snapshot = JSON.stringify(messages);
   const text = renderChat(qwen, messages, { addGenerationPrompt: false });
   assert.ok(text.includes('{"name": "f", "arguments": {"x": 1}}'), text);

@@ -4,13 +4,24 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { createHash } from "node:crypto";
-import { FrameTooLargeError, RemoteError, RequestAbortedError, WRITTEN, type Handler, type Releasable, type Reply } from "../../transport/index.ts";
+import {
+  FrameTooLargeError,
+  RemoteError,
+  RequestAbortedError,
+  WRITTEN,
+  type Handler,
+  type Releasable,
+  type Reply,
+} from "../../transport/index.ts";
 import { channelPair, deferred, tempDir, totalBytes, type Pair } from "./pair.ts";
 
 class QuotaError extends Error {
   readonly code = "TEST_ERR_QUOTA";
   readonly status = 429;
-  constructor(message: string, readonly data?: unknown) {
+  constructor(
+    message: string,
+    readonly data?: unknown,
+  ) {
     super(message);
   }
 }
@@ -21,7 +32,11 @@ let handler: Handler = async () => ({ meta: {} });
 
 test.before(async () => {
   // Small chunks and frames so multi-chunk paths run on small data.
-  pair = await channelPair(dir.path("ch.sock"), { chunkBytes: 16 * 1024, maxFrameBytes: 64 * 1024, errorCodes: { TEST_ERR_QUOTA: QuotaError } });
+  pair = await channelPair(dir.path("ch.sock"), {
+    chunkBytes: 16 * 1024,
+    maxFrameBytes: 64 * 1024,
+    errorCodes: { TEST_ERR_QUOTA: QuotaError },
+  });
   pair.server.serve((req) => handler(req));
 });
 test.after(async () => {
@@ -38,7 +53,10 @@ const sha = (parts: Buffer[]) => {
 test("round trip: meta and a one-frame body both ways", async () => {
   handler = async (req) => {
     const parts = await req.body.collect();
-    return { meta: { got: req.meta, streaming: req.body.streaming }, body: Buffer.concat([Buffer.from("re:"), ...parts]) };
+    return {
+      meta: { got: req.meta, streaming: req.body.streaming },
+      body: Buffer.concat([Buffer.from("re:"), ...parts]),
+    };
   };
   const res = await pair.client.request({ op: "echo", n: 1, nested: { a: [1, "x"] } }, Buffer.from("hello"));
   assert.equal(res.meta, { got: { op: "echo", n: 1, nested: { a: [1, "x"] } }, streaming: false });
@@ -98,7 +116,8 @@ test("1000 concurrent requests answered in reverse order match by id", async () 
 test("handler errors arrive as the same coded error; the channel stays usable", async () => {
   handler = async (req) => {
     if (req.meta.kind === "registered") throw new QuotaError("too many", { limit: 3 });
-    if (req.meta.kind === "unknown") throw Object.assign(new Error("teapot"), { code: "TEST_ERR_UNKNOWN", status: 418 });
+    if (req.meta.kind === "unknown")
+      throw Object.assign(new Error("teapot"), { code: "TEST_ERR_UNKNOWN", status: 418 });
     if (req.meta.kind === "plain") throw new Error("boom");
     if (req.meta.kind === "transport") throw new FrameTooLargeError("made up");
     return { meta: { fine: true } };
@@ -149,9 +168,19 @@ test("a body source that throws midway fails that body only", async () => {
   }
   assert.ok(received <= 40_000);
   // A source that cannot even start fails the same way, not the process.
-  handler = async () => ({ meta: {}, body: { [Symbol.asyncIterator]: () => { throw new Error("no iterator"); } } as AsyncIterable<Buffer> });
+  handler = async () => ({
+    meta: {},
+    body: {
+      [Symbol.asyncIterator]: () => {
+        throw new Error("no iterator");
+      },
+    } as AsyncIterable<Buffer>,
+  });
   const broken = await pair.client.request({ kind: "no-iterator" });
-  await broken.body.collect().then(() => assert.unreachable("body should fail"), (e) => assert.is((e as Error).message, "no iterator"));
+  await broken.body.collect().then(
+    () => assert.unreachable("body should fail"),
+    (e) => assert.is((e as Error).message, "no iterator"),
+  );
   handler = async (req) => ({ meta: {}, body: req.meta.kind === "ok" ? Buffer.from("fine") : undefined });
   const ok = await pair.client.request({ kind: "ok" });
   assert.is(Buffer.concat(await ok.body.collect()).toString(), "fine");
@@ -242,7 +271,10 @@ test("abort: the caller gets RequestAbortedError, the handler's signal fires and
   const pending = pair.client.request({ kind: "slow" }, undefined, { signal: ac.signal });
   await started.promise;
   ac.abort();
-  await pending.then(() => assert.unreachable("aborted request resolved"), (e) => assert.instance(e, RequestAbortedError));
+  await pending.then(
+    () => assert.unreachable("aborted request resolved"),
+    (e) => assert.instance(e, RequestAbortedError),
+  );
   assert.instance(await handlerSaw.promise, RequestAbortedError);
   assert.equal((await pair.client.request({ kind: "next" })).meta, { next: true });
 
@@ -263,12 +295,18 @@ test("abort: the caller gets RequestAbortedError, the handler's signal fires and
   const it = res.body[Symbol.asyncIterator]();
   await it.next();
   ac2.abort();
-  await it.next().then(() => assert.unreachable("body kept going"), (e) => assert.instance(e, RequestAbortedError));
+  await it.next().then(
+    () => assert.unreachable("body kept going"),
+    (e) => assert.instance(e, RequestAbortedError),
+  );
   await streamStopped.promise;
   assert.is(pair.client.stats().pending, 0);
   const already = new AbortController();
   already.abort();
-  await pair.client.request({}, undefined, { signal: already.signal }).then(() => assert.unreachable(), (e) => assert.instance(e, RequestAbortedError));
+  await pair.client.request({}, undefined, { signal: already.signal }).then(
+    () => assert.unreachable(),
+    (e) => assert.instance(e, RequestAbortedError),
+  );
 });
 
 test("a header too large to send fails that request only; chunked bodies are never too large", async () => {
@@ -278,9 +316,15 @@ test("a header too large to send fails that request only; chunked bodies are nev
   };
   const fat = pair.client.request({ blob: "x".repeat(100_000) });
   const others = [0, 1, 2].map((i) => pair.client.request({ i }, Buffer.alloc(300_000, i)));
-  await fat.then(() => assert.unreachable("oversize request sent"), (e) => assert.instance(e, FrameTooLargeError));
+  await fat.then(
+    () => assert.unreachable("oversize request sent"),
+    (e) => assert.instance(e, FrameTooLargeError),
+  );
   for (const [i, p] of others.entries()) assert.equal((await p).meta, { i, bytes: 300_000 });
-  await pair.client.request({ kind: "fat-reply" }).then(() => assert.unreachable("oversize reply sent"), (e) => assert.instance(e, FrameTooLargeError));
+  await pair.client.request({ kind: "fat-reply" }).then(
+    () => assert.unreachable("oversize reply sent"),
+    (e) => assert.instance(e, FrameTooLargeError),
+  );
   assert.equal((await pair.client.request({ i: 9 })).meta, { i: 9, bytes: 0 });
   assert.not.ok(pair.client.closed);
   assert.not.ok(pair.server.closed);

@@ -13,7 +13,8 @@ const section = doc.slice(doc.indexOf("## transport"));
 test("docs/errors.md has a transport section naming every transport code", () => {
   assert.ok(doc.includes("## transport"), "no ## transport section");
   const body = section.slice(0, section.indexOf("\n## ", 3) === -1 ? undefined : section.indexOf("\n## ", 3));
-  for (const code of Object.keys(transportErrorCodes)) assert.ok(body.includes(`\`${code}\``), `${code} is not documented`);
+  for (const code of Object.keys(transportErrorCodes))
+    assert.ok(body.includes(`\`${code}\``), `${code} is not documented`);
 });
 
 test("each class carries its own code, and a round trip over the wire keeps class, code and status", () => {

@@ -57,7 +57,11 @@ test("interleaving: 100 small requests sent after a 256 MiB reply started all fi
   await Promise.all(smalls!);
   assert.is(received, 256 * MiB);
   assert.is(events.length, 101);
-  assert.is(events.indexOf("big end"), 100, `the big reply ended before small ${events.length - 1 - events.indexOf("big end")} replies`);
+  assert.is(
+    events.indexOf("big end"),
+    100,
+    `the big reply ended before small ${events.length - 1 - events.indexOf("big end")} replies`,
+  );
   // The receiver never held more than its window plus the chunks in flight.
   assert.ok(maxInbound <= 6 * MiB, `receiver buffered ${maxInbound} bytes`);
 });
@@ -67,7 +71,10 @@ test("window credit: a consumer that stops reading stalls only its stream, and t
   const res = await pair.client.request({ op: "big", bytes: 64 * MiB });
   const it = res.body[Symbol.asyncIterator]();
   let received = (await it.next()).value!.length; // read one piece, then pause
-  await until(() => pair.server.stats().creditBlocked === 1 && !pair.server.stats().socketBlocked, "the server stream to run out of credit");
+  await until(
+    () => pair.server.stats().creditBlocked === 1 && !pair.server.stats().socketBlocked,
+    "the server stream to run out of credit",
+  );
   const server = pair.server.stats();
   // Window (4 MiB) + the first chunk sent before the first grant + one chunk prefetched.
   assert.ok(produced <= 6 * MiB, `the writer produced ${produced} bytes for a paused reader`);
@@ -106,7 +113,10 @@ test("socket backpressure: a peer that stops reading its socket stalls the write
       return stableTurns >= 500;
     }, "the server writer to stall on a paused socket");
     assert.ok(produced < 16 * MiB, `the writer produced ${produced} of 64 MiB for a paused peer`);
-    assert.ok(serverCh!.stats().bufferedBytes <= 2 * MiB + 64 * 1024, `the writer buffered ${serverCh!.stats().bufferedBytes} bytes`);
+    assert.ok(
+      serverCh!.stats().bufferedBytes <= 2 * MiB + 64 * 1024,
+      `the writer buffered ${serverCh!.stats().bufferedBytes} bytes`,
+    );
     sock.resume();
     let received = 0;
     for await (const b of res.body) received += b.length;

@@ -4,7 +4,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connectChannel, listenChannels, type Channel, type ChannelOptions, type ChannelServer } from "../../transport/index.ts";
+import {
+  connectChannel,
+  listenChannels,
+  type Channel,
+  type ChannelOptions,
+  type ChannelServer,
+} from "../../transport/index.ts";
 
 export function tempDir(prefix: string): { path(name: string): string; remove(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
@@ -18,7 +24,11 @@ export interface Pair {
   close(): Promise<void>;
 }
 
-export async function channelPair(socketPath: string, options: ChannelOptions = {}, clientOptions: ChannelOptions = options): Promise<Pair> {
+export async function channelPair(
+  socketPath: string,
+  options: ChannelOptions = {},
+  clientOptions: ChannelOptions = options,
+): Promise<Pair> {
   let accepted!: (ch: Channel) => void;
   const serverSide = new Promise<Channel>((resolve) => (accepted = resolve));
   const listener = await listenChannels(socketPath, (ch) => accepted(ch), options);

@@ -18,7 +18,7 @@ let pair: Pair;
 // later read (a slab reused too early) cannot go unnoticed.
 function patterned(seed: number, offset: number, n: number): Buffer {
   const b = Buffer.allocUnsafe(n);
-  for (let i = 0; i < n; i++) b[i] = (seed * 31 + ((offset + i) * 7) + ((offset + i) >> 9)) & 0xff;
+  for (let i = 0; i < n; i++) b[i] = (seed * 31 + (offset + i) * 7 + ((offset + i) >> 9)) & 0xff;
   return b;
 }
 
@@ -47,7 +47,10 @@ test("held pieces keep their bytes while later replies stream through the same s
   const held: Buffer[] = [];
   for await (const piece of first.body) held.push(piece); // not released
   assert.ok(held.length > 1);
-  assert.ok(held.every((p) => typeof (p as Releasable)[WRITTEN] === "function"), "every piece carries a release");
+  assert.ok(
+    held.every((p) => typeof (p as Releasable)[WRITTEN] === "function"),
+    "every piece carries a release",
+  );
   const expected = digest([patterned(1, 0, bytes)]);
   for (let seed = 2; seed < 6; seed++) {
     const next = await pair.client.request({ seed, bytes });

@@ -21,25 +21,37 @@ test("listening makes an owner-only socket; close removes it and closes accepted
   await listener.close();
   await closed;
   assert.not.ok(existsSync(path));
-  await ch.request({ x: 2 }).then(() => assert.unreachable(), (e) => assert.instance(e, ChannelClosedError));
+  await ch.request({ x: 2 }).then(
+    () => assert.unreachable(),
+    (e) => assert.instance(e, ChannelClosedError),
+  );
   await listener.close(); // idempotent
 });
 
 test("a stale socket file is replaced; a live one or a regular file is refused", async () => {
   const path = dir.path("b.sock");
   // A process that listens and is killed leaves its socket file behind, like a crashed worker.
-  spawnSync(process.execPath, ["-e", `require("net").createServer().listen(${JSON.stringify(path)}, () => process.kill(process.pid, "SIGKILL"))`]);
+  spawnSync(process.execPath, [
+    "-e",
+    `require("net").createServer().listen(${JSON.stringify(path)}, () => process.kill(process.pid, "SIGKILL"))`,
+  ]);
   assert.ok(statSync(path).isSocket(), "the fixture left a stale socket file");
   const listener = await listenChannels(path, () => {});
   try {
-    await listenChannels(path, () => {}).then(() => assert.unreachable("took over a live socket"), (e) => assert.instance(e, SocketInUseError));
+    await listenChannels(path, () => {}).then(
+      () => assert.unreachable("took over a live socket"),
+      (e) => assert.instance(e, SocketInUseError),
+    );
     assert.ok(existsSync(path), "the live socket file was removed");
   } finally {
     await listener.close();
   }
   const file = dir.path("plain");
   writeFileSync(file, "keep me");
-  await listenChannels(file, () => {}).then(() => assert.unreachable("removed a regular file"), (e) => assert.instance(e, SocketInUseError));
+  await listenChannels(file, () => {}).then(
+    () => assert.unreachable("removed a regular file"),
+    (e) => assert.instance(e, SocketInUseError),
+  );
   assert.ok(existsSync(file));
 });
 

@@ -8,7 +8,13 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
-import { ChannelClosedError, FrameTooLargeError, RequestAbortedError, connectChannel, listenChannels } from "../../transport/index.ts";
+import {
+  ChannelClosedError,
+  FrameTooLargeError,
+  RequestAbortedError,
+  connectChannel,
+  listenChannels,
+} from "../../transport/index.ts";
 import { encodeHead, FrameDecoder, Flag, HEAD_BYTES, Kind } from "../../transport/frame-codec.ts";
 import { deferred, tempDir } from "./pair.ts";
 
@@ -32,7 +38,12 @@ test("peer process killed: every pending request and body fails at once, on-clos
   const closes: Array<Error | undefined> = [];
   ch.onClose((err) => closes.push(err));
   const hangs = [1, 2, 3].map(() => ch.request({ op: "hang" }));
-  const settled = hangs.map((p) => p.then(() => "resolved", (e: unknown) => e));
+  const settled = hangs.map((p) =>
+    p.then(
+      () => "resolved",
+      (e: unknown) => e,
+    ),
+  );
   const stream = await ch.request({ op: "stream" });
   const it = stream.body[Symbol.asyncIterator]();
   await it.next(); // the reply body is flowing
@@ -76,7 +87,10 @@ test("a corrupt frame length tears the channel down and fails pending requests",
     const ch = await connectChannel(path, { maxFrameBytes: 1024 * 1024, chunkBytes: 64 * 1024 });
     const closed = deferred<Error | undefined>();
     ch.onClose((err) => closed.resolve(err));
-    const pending = ch.request({ op: "x" }).then(() => new Error("resolved"), (e: unknown) => e as Error);
+    const pending = ch.request({ op: "x" }).then(
+      () => new Error("resolved"),
+      (e: unknown) => e as Error,
+    );
     const err = await pending;
     closedError(err);
     assert.instance(err.cause, FrameTooLargeError);
@@ -119,7 +133,12 @@ test("a late reply after cancel is dropped, never handed to the next request", a
       {
         frame: (kind, _flags, id, meta) => {
           frames.push({ kind, id, meta });
-          const key = kind === Kind.REQUEST ? `request ${(meta as { n: number }).n}` : kind === Kind.CANCEL ? `cancel ${id}` : `kind ${kind}`;
+          const key =
+            kind === Kind.REQUEST
+              ? `request ${(meta as { n: number }).n}`
+              : kind === Kind.CANCEL
+                ? `cancel ${id}`
+                : `kind ${kind}`;
           if (!arrived.has(key)) arrived.set(key, deferred<number>());
           arrived.get(key)!.resolve(id);
         },
@@ -133,12 +152,16 @@ test("a late reply after cancel is dropped, never handed to the next request", a
   await new Promise<void>((r) => server.listen(path, r));
   const ch = await connectChannel(path);
   try {
-    const reply = (id: number, meta: object) => peer.write(encodeHead(Kind.REPLY, Flag.BODY_NONE, id, meta, 0, 1024 * 1024));
+    const reply = (id: number, meta: object) =>
+      peer.write(encodeHead(Kind.REPLY, Flag.BODY_NONE, id, meta, 0, 1024 * 1024));
     const ac = new AbortController();
     const first = ch.request({ n: 1 }, undefined, { signal: ac.signal });
     const firstId = await waitFor("request 1");
     ac.abort();
-    await first.then(() => assert.unreachable("cancelled request resolved"), (e) => assert.instance(e, RequestAbortedError));
+    await first.then(
+      () => assert.unreachable("cancelled request resolved"),
+      (e) => assert.instance(e, RequestAbortedError),
+    );
     assert.is(await waitFor(`cancel ${firstId}`), firstId);
     reply(firstId, { for: "first (late)" });
     const second = ch.request({ n: 2 });

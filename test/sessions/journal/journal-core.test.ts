@@ -7,7 +7,13 @@ import * as assert from "uvu/assert";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createSessionCore, JournalRecordStore, type CoreRequest, type CoreResponse, type SessionCore } from "../../../sessions/index.ts";
+import {
+  createSessionCore,
+  JournalRecordStore,
+  type CoreRequest,
+  type CoreResponse,
+  type SessionCore,
+} from "../../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../../server/sim-engine/sim-engine.ts";
 import { qwen3, WEATHER_TOOL } from "../fixtures.ts";
 
@@ -26,7 +32,13 @@ test.after(async () => {
 
 async function core(dir: string, segmentBytes?: number): Promise<SessionCore> {
   const recordStore = await JournalRecordStore.open({ dir, fsync: "every", segmentBytes });
-  const c = createSessionCore({ engineUrl: engine.url, tokenizerFolder: qwen3(), routingReplay: true, allowedAppendRoles: ["tool", "user"], recordStore });
+  const c = createSessionCore({
+    engineUrl: engine.url,
+    tokenizerFolder: qwen3(),
+    routingReplay: true,
+    allowedAppendRoles: ["tool", "user"],
+    recordStore,
+  });
   await c.recover();
   cores.push(c);
   return c;
@@ -64,7 +76,11 @@ test("a failed journal write fails that turn with 500 and the cause; nothing els
   const messages: unknown[] = [{ role: "user", content: "Weather in Paris?" }];
   const first = await turn(c, a, messages);
   assert.is(first.res.status, 200);
-  messages.push(first.message, { role: "tool", tool_call_id: first.message.tool_calls?.[0]?.id, content: '{"temp_c": 21}' });
+  messages.push(first.message, {
+    role: "tool",
+    tool_call_id: first.message.tool_calls?.[0]?.id,
+    content: '{"temp_c": 21}',
+  });
   const before = await text(await c.get(a));
 
   symlinkSync("/dev/full", join(dir, "00000003.tj")); // the next segment
@@ -86,9 +102,16 @@ test("a new core on the same journal replays every session to the same bodies an
   const [kept, rolled, deleted] = [await newSession(c), await newSession(c), await newSession(c)];
   const histories = new Map<string, unknown[]>();
   for (const id of [kept, rolled, deleted]) {
-    const messages: unknown[] = [{ role: "system", content: "Be brief." }, { role: "user", content: `Weather for ${id.slice(0, 4)}?` }];
+    const messages: unknown[] = [
+      { role: "system", content: "Be brief." },
+      { role: "user", content: `Weather for ${id.slice(0, 4)}?` },
+    ];
     const first = await turn(c, id, messages);
-    messages.push(first.message, { role: "tool", tool_call_id: first.message.tool_calls?.[0]?.id, content: '{"temp_c": 18}' });
+    messages.push(first.message, {
+      role: "tool",
+      tool_call_id: first.message.tool_calls?.[0]?.id,
+      content: '{"temp_c": 18}',
+    });
     const second = await turn(c, id, messages);
     messages.push(second.message);
     histories.set(id, messages);
@@ -121,10 +144,18 @@ test("large replies (pooled receive buffers) from concurrent sessions: each reco
   const big = await startSimEngine({ tokenizerFolder: qwen3(), routedExpertsBytes: 600_000 });
   try {
     const recordStore = await JournalRecordStore.open({ dir: join(root, "pooled"), fsync: "never" });
-    const c = createSessionCore({ engineUrl: big.url, tokenizerFolder: qwen3(), routingReplay: true, allowedAppendRoles: ["tool", "user"], recordStore });
+    const c = createSessionCore({
+      engineUrl: big.url,
+      tokenizerFolder: qwen3(),
+      routingReplay: true,
+      allowedAppendRoles: ["tool", "user"],
+      recordStore,
+    });
     cores.push(c);
     const ids = [await newSession(c), await newSession(c), await newSession(c)];
-    const histories = ids.map((id, i) => [{ role: "user", content: `Session ${i}: what is the weather in city ${i}?` }] as unknown[]);
+    const histories = ids.map(
+      (id, i) => [{ role: "user", content: `Session ${i}: what is the weather in city ${i}?` }] as unknown[],
+    );
     const replies: unknown[][] = ids.map(() => []);
     for (let k = 0; k < 4; k++) {
       await Promise.all(
@@ -146,14 +177,23 @@ test("large replies (pooled receive buffers) from concurrent sessions: each reco
         const meta = response.choices[0].meta_info;
         assert.is(meta.routed_experts.length, 800_000, "the whole routing-replay payload is in the record");
         delete meta.routed_experts;
-        assert.equal(response, replies[i]![k], `session ${i} turn ${k}: the record is the reply the client got, minus routed_experts`);
+        assert.equal(
+          response,
+          replies[i]![k],
+          `session ${i} turn ${k}: the record is the reply the client got, minus routed_experts`,
+        );
       }
     }
     // The entries' checksums used the CRC the engine client computed as each reply arrived:
     // a replay verifies every entry, and would refuse a wrong one.
     await c.close();
     cores.splice(cores.indexOf(c), 1);
-    const again = createSessionCore({ engineUrl: big.url, tokenizerFolder: qwen3(), routingReplay: true, recordStore: await JournalRecordStore.open({ dir: join(root, "pooled"), fsync: "never" }) });
+    const again = createSessionCore({
+      engineUrl: big.url,
+      tokenizerFolder: qwen3(),
+      routingReplay: true,
+      recordStore: await JournalRecordStore.open({ dir: join(root, "pooled"), fsync: "never" }),
+    });
     cores.push(again);
     assert.equal(await again.recover(), { sessions: 3, turns: 12 }, "every entry verified on replay");
   } finally {

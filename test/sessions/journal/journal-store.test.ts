@@ -5,13 +5,28 @@
 // outlives the removal of its segment.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { appendFileSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JournalCorruptError, JournalWriteError } from "../../../sessions/errors.ts";
 import { JournalRecordStore } from "../../../sessions/journal/journal-store.ts";
 import { pooledReadBuffers } from "../../../sessions/journal/record-stream.ts";
-import { MemoryRecordStore, type RecordStore, type ReplayVisitor, type TurnRecord } from "../../../sessions/journal/records.ts";
+import {
+  MemoryRecordStore,
+  type RecordStore,
+  type ReplayVisitor,
+  type TurnRecord,
+} from "../../../sessions/journal/records.ts";
 
 const roots: string[] = [];
 const stores: RecordStore[] = [];
@@ -46,7 +61,8 @@ function recorder(): ReplayVisitor & { history: string[] } {
   return {
     history,
     created: (id) => history.push(`create ${id}`),
-    committed: (id, t) => history.push(`turn ${id} ${t.index} ${t.request.toString()} ${t.completionIds.join(",")} ${t.assistant.content}`),
+    committed: (id, t) =>
+      history.push(`turn ${id} ${t.index} ${t.request.toString()} ${t.completionIds.join(",")} ${t.assistant.content}`),
     truncated: (id, n) => history.push(`truncate ${id} ${n}`),
     deleted: (id) => history.push(`delete ${id}`),
   };
@@ -57,9 +73,20 @@ function record(seed: number, replyBytes = 3000): TurnRecord {
   const reply = Buffer.alloc(replyBytes, 0);
   for (let i = 0; i < replyBytes; i++) reply[i] = 32 + ((i * 7 + seed) % 90);
   const chunks = [reply.subarray(0, 1000), reply.subarray(1000, 1001), reply.subarray(1001)];
-  return { timestamp: 1_700_000_000.123 + seed, method: "POST", path: "/v1/chat/completions", statusCode: 200, request: Buffer.from(`{"input_ids":[${seed}]}`), response: chunks };
+  return {
+    timestamp: 1_700_000_000.123 + seed,
+    method: "POST",
+    path: "/v1/chat/completions",
+    statusCode: 200,
+    request: Buffer.from(`{"input_ids":[${seed}]}`),
+    response: chunks,
+  };
 }
-const state = (index: number) => ({ index, completionIds: [index, index + 1], assistant: { role: "assistant", content: `a${index}` } });
+const state = (index: number) => ({
+  index,
+  completionIds: [index, index + 1],
+  assistant: { role: "assistant", content: `a${index}` },
+});
 
 async function bodyText(store: RecordStore, id: string): Promise<string> {
   const body = store.body(id, Buffer.from("["), Buffer.from("]"));
@@ -106,7 +133,8 @@ test("records and history come back byte for byte after replay", async () => {
     "delete s2",
   ]);
   assert.is(await bodyText(store, "s1"), expected);
-  const whole = (records: TurnRecord[]) => records.map((r) => ({ ...r, response: Buffer.concat(r.response).toString() }));
+  const whole = (records: TurnRecord[]) =>
+    records.map((r) => ({ ...r, response: Buffer.concat(r.response).toString() }));
   assert.equal(whole(await store.list("s1")), whole(await memory.list("s1")), "list() reads the records back whole");
   // Appending goes on after a replay, into a new segment.
   await store.append("s1", record(6), state(2));
@@ -176,13 +204,21 @@ test("compaction removes segments whose sessions are all deleted; the journal st
   await store.idle();
   const names = (paths: string[]) => paths.map((p) => p.slice(dir.length + 1));
   const kept = readdirSync(dir);
-  assert.equal(kept.sort(), [...names(store.segmentPaths()), ...names(store.sparePaths())].sort(), "removed segments are gone from disk or kept as spares");
+  assert.equal(
+    kept.sort(),
+    [...names(store.segmentPaths()), ...names(store.sparePaths())].sort(),
+    "removed segments are gone from disk or kept as spares",
+  );
   assert.ok(store.segmentPaths().length <= 3, `segments kept: ${store.segmentPaths().length} (peak ${peak})`);
   assert.ok(store.sparePaths().length <= 8, `spares kept: ${store.sparePaths().length}`);
   const { store: again, history } = await reopen(store, dir, segmentBytes);
   store = again;
   assert.ok(history.includes("create keeper"));
-  for (let n = 0; n < 40; n++) assert.not.ok(history.some((h) => h === `create s${n}` && !history.includes(`delete s${n}`)), `s${n} stays deleted`);
+  for (let n = 0; n < 40; n++)
+    assert.not.ok(
+      history.some((h) => h === `create s${n}` && !history.includes(`delete s${n}`)),
+      `s${n} stays deleted`,
+    );
   assert.is(store.count("keeper"), 1);
 });
 
@@ -211,7 +247,10 @@ test("removed segments become spares that later rotations reuse; replay never re
   await peek.recover(visitor);
   assert.equal(peek.sparePaths().sort(), [...spares].sort(), "a reopened journal adopts its spares");
   await peek.close();
-  assert.not.ok(visitor.history.some((h) => h.startsWith("turn a ")), visitor.history.join("\n"));
+  assert.not.ok(
+    visitor.history.some((h) => h.startsWith("turn a ")),
+    visitor.history.join("\n"),
+  );
   // New appends rotate into the spares: emptied first, then renamed to the next segment names.
   const before = readdirSync(dir).length;
   for (let k = 0; k < 6; k++) await store.append("b", record(10 + k, 4000), state(k));
@@ -220,7 +259,10 @@ test("removed segments become spares that later rotations reuse; replay never re
   for (const path of spares) assert.not.ok(readdirSync(dir).includes(path.slice(dir.length + 1)));
   const { store: again, history } = await reopen(store, dir, segmentBytes);
   assert.is(again.count("b"), 6);
-  assert.not.ok(history.some((h) => h.startsWith("turn a ") || h === "create a"), "no entry of a came back through a reused file");
+  assert.not.ok(
+    history.some((h) => h.startsWith("turn a ") || h === "create a"),
+    "no entry of a came back through a reused file",
+  );
   assert.match(await bodyText(again, "b"), `"request":{"input_ids":[15]}`);
 });
 
@@ -256,7 +298,12 @@ test("a failed write fails that change with the cause, and nothing else is touch
     const store = await openStore(dir, 4096);
     await store.open("s");
     await store.append("s", record(1, replyBytes), state(0)); // fills the active segment
-    const seq = Number(store.segmentPaths().at(-1)!.match(/(\d{8})\.tj$/)![1]);
+    const seq = Number(
+      store
+        .segmentPaths()
+        .at(-1)!
+        .match(/(\d{8})\.tj$/)![1],
+    );
     const next = join(dir, `${String(seq + 1).padStart(8, "0")}.tj`);
     symlinkSync("/dev/full", next); // the next segment's writes fail with ENOSPC
     try {
@@ -286,7 +333,9 @@ test("records streams read into pooled buffers, reused once the consumer release
   const release = Symbol.for("tito.transport.written");
   const read = async () => {
     const copies: Buffer[] = [];
-    for await (const chunk of store.body("s", Buffer.from("["), Buffer.from("]")) as AsyncIterable<Buffer & { [k: symbol]: () => void }>) {
+    for await (const chunk of store.body("s", Buffer.from("["), Buffer.from("]")) as AsyncIterable<
+      Buffer & { [k: symbol]: () => void }
+    >) {
       copies.push(Buffer.from(chunk)); // as a socket takes the bytes
       chunk[release]?.();
       chunk[release]?.(); // a second release is ignored

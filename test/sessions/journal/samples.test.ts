@@ -56,9 +56,20 @@ function expectedFromRecords(records: any[]) {
     const input: number[] = rec.request.input_ids;
     const entries: [number, number][] = rec.response.choices[0].meta_info.output_token_logprobs;
     assert.equal(input.slice(0, end), tokens, "each prompt extends the previous turn");
-    for (let p = Math.max(end, first); p < input.length; p++) mask.push(0), logprobs.push(0);
-    for (const [lp] of entries) mask.push(1), logprobs.push(lp);
-    turns.push({ prompt_start: end, completion_start: input.length, completion_end: input.length + entries.length, finish_reason: rec.response.choices[0].finish_reason });
+    for (let p = Math.max(end, first); p < input.length; p++) {
+      mask.push(0);
+      logprobs.push(0);
+    }
+    for (const [lp] of entries) {
+      mask.push(1);
+      logprobs.push(lp);
+    }
+    turns.push({
+      prompt_start: end,
+      completion_start: input.length,
+      completion_end: input.length + entries.length,
+      finish_reason: rec.response.choices[0].finish_reason,
+    });
     tokens = [...input, ...entries.map((e) => e[1])];
     end = tokens.length;
   }
@@ -116,7 +127,10 @@ test("a tool loop with a rollback: tokens, loss mask, logprobs and turns agree w
   assert.equal(s.loss_mask, want.mask);
   assert.equal(s.rollout_log_probs, want.logprobs);
   assert.equal(s.turns, want.turns);
-  assert.equal(s.turns.map((t: any) => t.finish_reason), ["tool_calls", "stop", "tool_calls", "stop"]);
+  assert.equal(
+    s.turns.map((t: any) => t.finish_reason),
+    ["tool_calls", "stop", "tool_calls", "stop"],
+  );
   assert.not.ok("rollout_routed_experts" in s, "no routing replay, no routed experts");
   for (const t of s.turns.slice(1)) {
     // The newline the server put after the model's <|im_end|> is not the model's: mask 0.
@@ -125,7 +139,8 @@ test("a tool loop with a rollback: tokens, loss mask, logprobs and turns agree w
     assert.is(s.loss_mask[t.prompt_start - want.first], 0);
     assert.is(s.loss_mask[t.completion_start - want.first], 1);
   }
-  for (let i = 0; i < s.response_length; i++) assert.is(s.rollout_log_probs[i] !== 0, s.loss_mask[i] === 1, `logprob at ${i} iff generated`);
+  for (let i = 0; i < s.response_length; i++)
+    assert.is(s.rollout_log_probs[i] !== 0, s.loss_mask[i] === 1, `logprob at ${i} iff generated`);
   // An empty body and {} are the same request.
   assert.equal(await sample(core, id, "{}"), s);
   assert.equal(await sample(core, id, { max_seq_len: s.tokens.length }), s);
@@ -157,22 +172,37 @@ test("max_seq_len truncates at turn boundaries: the overflowing turn is cut, lat
 
   // Shorter than the first prompt: no response at all.
   const c = await sample(core, id, { max_seq_len: 5 });
-  assert.equal([c.status, c.tokens, c.response_length, c.loss_mask, c.rollout_log_probs, c.turns], ["truncated", full.tokens.slice(0, 5), 0, [], [], []]);
+  assert.equal(
+    [c.status, c.tokens, c.response_length, c.loss_mask, c.rollout_log_probs, c.turns],
+    ["truncated", full.tokens.slice(0, 5), 0, [], [], []],
+  );
   await core.delete(id);
 });
 
 test("safetensors (by ?format= or Accept) reads back as the JSON sample's arrays", async () => {
   const id = await toolLoopWithRollback(core);
   const s = await sample(core, id, { max_seq_len: 200 });
-  for (const r of [await core.samples(id, req({ max_seq_len: 200 }, "format=safetensors")), await core.samples(id, req({ max_seq_len: 200 }, "", { accept: "application/octet-stream" }))]) {
+  for (const r of [
+    await core.samples(id, req({ max_seq_len: 200 }, "format=safetensors")),
+    await core.samples(id, req({ max_seq_len: 200 }, "", { accept: "application/octet-stream" })),
+  ]) {
     assert.is(r.status, 200);
     assert.is(r.headers["content-type"], "application/octet-stream");
     const { tensors, metadata } = readSafetensors(bytes(r));
     assert.equal(Object.keys(tensors).sort(), ["loss_mask", "rollout_log_probs", "tokens"]);
     assert.equal(tensors.tokens, { dtype: "I64", shape: [s.tokens.length], values: s.tokens });
     assert.equal(tensors.loss_mask, { dtype: "U8", shape: [s.response_length], values: s.loss_mask });
-    assert.equal(tensors.rollout_log_probs, { dtype: "F32", shape: [s.response_length], values: s.rollout_log_probs.map(Math.fround) });
-    assert.equal(metadata, { session_id: id, status: s.status, response_length: String(s.response_length), turns: JSON.stringify(s.turns) });
+    assert.equal(tensors.rollout_log_probs, {
+      dtype: "F32",
+      shape: [s.response_length],
+      values: s.rollout_log_probs.map(Math.fround),
+    });
+    assert.equal(metadata, {
+      session_id: id,
+      status: s.status,
+      response_length: String(s.response_length),
+      turns: JSON.stringify(s.turns),
+    });
   }
   await core.delete(id);
 });
@@ -194,7 +224,15 @@ test("bad requests are 400, unknown sessions 404", async () => {
     assert.ok(json(r).error.startsWith(message), json(r).error);
   }
   // A session without turns is an empty, complete sample.
-  assert.equal(await sample(core, id), { session_id: id, status: "completed", response_length: 0, tokens: [], loss_mask: [], rollout_log_probs: [], turns: [] });
+  assert.equal(await sample(core, id), {
+    session_id: id,
+    status: "completed",
+    response_length: 0,
+    tokens: [],
+    loss_mask: [],
+    rollout_log_probs: [],
+    turns: [],
+  });
   await core.delete(id);
   const gone = await core.samples(id, req(""));
   assert.is(gone.status, 404);
@@ -204,7 +242,12 @@ test("bad requests are 400, unknown sessions 404", async () => {
 test("journal store: records read back from disk give the same sample, also after a restart (replay)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "tito-samples-journal-"));
   const open = async () => {
-    const c = createSessionCore({ engineUrl: engine.url, tokenizerFolder: folder, allowedAppendRoles: ["tool", "user"], recordStore: await JournalRecordStore.open({ dir }) });
+    const c = createSessionCore({
+      engineUrl: engine.url,
+      tokenizerFolder: folder,
+      allowedAppendRoles: ["tool", "user"],
+      recordStore: await JournalRecordStore.open({ dir }),
+    });
     await c.recover();
     return c;
   };
@@ -213,7 +256,11 @@ test("journal store: records read back from disk give the same sample, also afte
     const memId = await toolLoopWithRollback(core);
     const id = await toolLoopWithRollback(journaled);
     const want = { ...(await sample(core, memId, { max_seq_len: 300 })), session_id: id };
-    assert.equal(await sample(journaled, id, { max_seq_len: 300 }), want, "the same deterministic loop, memory vs journal");
+    assert.equal(
+      await sample(journaled, id, { max_seq_len: 300 }),
+      want,
+      "the same deterministic loop, memory vs journal",
+    );
     await journaled.close();
     journaled = await open();
     assert.equal(await sample(journaled, id, { max_seq_len: 300 }), want, "after replay");
@@ -246,10 +293,17 @@ test("routed experts: the last turn's payload, decoded to rows of int32 per toke
   const n = s.turns[0].completion_start + 3;
   const cut = await sample(r3Core, id, { max_seq_len: n });
   assert.is(cut.rollout_routed_experts.length, n - 1);
-  assert.equal(cut.rollout_routed_experts[n - 2], Array.from({ length: WIDTH }, (_, c) => r3.value(0, n - 2, c)));
+  assert.equal(
+    cut.rollout_routed_experts[n - 2],
+    Array.from({ length: WIDTH }, (_, c) => r3.value(0, n - 2, c)),
+  );
 
   const st = readSafetensors(bytes(await r3Core.samples(id, req({ max_seq_len: n }, "format=safetensors"))));
-  assert.equal(st.tensors.rollout_routed_experts, { dtype: "I32", shape: [n - 1, WIDTH], values: cut.rollout_routed_experts.flat() });
+  assert.equal(st.tensors.rollout_routed_experts, {
+    dtype: "I32",
+    shape: [n - 1, WIDTH],
+    values: cut.rollout_routed_experts.flat(),
+  });
   await r3Core.delete(id);
 });
 
@@ -263,7 +317,10 @@ test("routed experts written with escaped slashes decode the same; a misaligned 
   }
   const got = json(await r3Core.get(id));
   const raw = Buffer.from(got.records[0].response.choices[0].meta_info.routed_experts, "base64");
-  assert.equal((await sample(r3Core, id)).rollout_routed_experts.flat(), Array.from({ length: raw.length / 4 }, (_, i) => raw.readInt32LE(i * 4)));
+  assert.equal(
+    (await sample(r3Core, id)).rollout_routed_experts.flat(),
+    Array.from({ length: raw.length / 4 }, (_, i) => raw.readInt32LE(i * 4)),
+  );
 
   r3.mode.misaligned = true;
   const bad = json(await r3Core.create()).session_id;
@@ -274,7 +331,10 @@ test("routed experts written with escaped slashes decode the same; a misaligned 
   }
   const r = await r3Core.samples(bad, req(""));
   assert.is(r.status, 502);
-  assert.match(json(r).error, /^routed_experts of turn 0 holds \d+ int32 values, not a whole number of rows for the \d+ tokens it covers/);
+  assert.match(
+    json(r).error,
+    /^routed_experts of turn 0 holds \d+ int32 values, not a whole number of rows for the \d+ tokens it covers/,
+  );
   await r3Core.delete(id);
   await r3Core.delete(bad);
 });
