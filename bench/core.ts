@@ -11,6 +11,7 @@ import { writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { Pool } from "undici";
 import { createSessionCore } from "../sessions/index.ts";
+import { createEngine } from "../engine/index.ts";
 import { MemoryRecordStore } from "../sessions/journal/records.ts";
 import { scanReply } from "../engine/reply-scan.ts";
 import { bundledQwen3Dir, loadTokenizerFolder } from "../sessions/tokenizer-folder.ts";
@@ -110,7 +111,17 @@ async function main() {
   server.keepAliveTimeout = 120_000;
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  const core = createSessionCore({ engineUrl: url, tokenizerFolder: folder });
+  const engine = createEngine({
+    api: "sglang-chat",
+    engineUrl: url,
+    timeoutMs: 600_000,
+    connectTimeoutMs: 10_000,
+    routingReplay: false,
+    indexerReplay: false,
+    dropAuthorization: false,
+    pooledReplies: false,
+  });
+  const core = createSessionCore({ engine, tokenizerFolder: folder });
   const pool = new Pool(url);
   const chatBody = Buffer.from(JSON.stringify({ model: "m", messages }));
   const rows: Record<string, number>[] = [];

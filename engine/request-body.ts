@@ -6,39 +6,6 @@
 // parses to the same object as the re-serialized one (same keys, same order, same values;
 // the client's own number and string spellings are kept as sent).
 
-/**
- * The decimal text of a checkpoint's ids ("1,2,3"), kept for the latest checkpoint of each
- * session: the next turn's prompt extends it, so only the new ids are converted. (Number to
- * text for ~10k ids per turn was the largest item left once the request stopped being
- * re-serialized.)
- */
-const checkpointText = new WeakMap<readonly number[], string>();
-
-/** `ids` as decimal text; `base` is a list `ids` starts with whose text may be known. */
-export function idsText(ids: readonly number[], base?: readonly number[]): string {
-  const known = base === undefined ? undefined : checkpointText.get(base);
-  if (known === undefined || base!.length > ids.length) return ids.join(",");
-  for (let i = 0; i < base!.length; i++) if (ids[i] !== base![i]) return ids.join(","); // never taken: plans extend their base
-  if (ids.length === base!.length) return known;
-  const rest = ids.slice(base!.length).join(",");
-  return known === "" ? rest : `${known},${rest}`;
-}
-
-/** Remembers `checkpoint`'s text (`promptText` + its completion ids) in place of `previous`'s. */
-export function rememberCheckpointText(
-  checkpoint: readonly number[],
-  promptText: string,
-  completionIds: readonly number[],
-  previous?: readonly number[],
-): void {
-  if (previous !== undefined) checkpointText.delete(previous);
-  const completion = completionIds.join(",");
-  checkpointText.set(
-    checkpoint,
-    promptText === "" ? completion : completion === "" ? promptText : `${promptText},${completion}`,
-  );
-}
-
 /** ASCII whitespace JSON allows around values. */
 const isJsonSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 const CLOSE_BRACE = 0x7d;

@@ -1,12 +1,11 @@
-// The upstream client to the inference engine: keep-alive connections per engine origin
-// (engine-http.ts for http, an undici Pool for https), the header forwarding rules of
-// CONTRACT.md ("Forwarding to the engine"), a per-request timeout, and failures mapped to
-// coded 502s naming the cause. Wrapping
-// behaviour (timeout, error mapping) is composed once around the raw send (STYLE.md 7).
-// It reads reply bodies whole (as their chunk list) and never interprets them.
-import type { Pool } from "undici";
-import type { ReplyBuffers, ReplyCollector } from "./reply-buffers.ts";
-import { EngineHttpAgent, POOLED_REPLY_MIN_BYTES } from "./http-client.ts";
+// The upstream client to the inference engine: the one HTTP client (http-client.ts, http
+// and https alike) with the header forwarding rules of docs/http.md ("Forwarding to the
+// engine"), a per-request timeout, and failures mapped to coded 502/504s naming the cause.
+// Wrapping behaviour (timeout, error mapping, metrics) is composed once around the raw
+// send. It reads reply bodies whole (as their chunk list) and never interprets them.
+import type { ConnectionOptions } from "node:tls";
+import type { ReplyBuffers } from "./reply-buffers.ts";
+import { EngineHttpAgent } from "./http-client.ts";
 import {
   EngineRequestError,
   EngineTimeoutError,
@@ -86,75 +85,6 @@ export function replyHeaders(headers: Record<string, string | string[] | undefin
   return out;
 }
 
-/**
- * One request through the pool's dispatch API: the reply's chunks are collected as they
- * arrive, with no body stream or async iterator per call (request() builds both, and a
- * turn reads the whole reply anyway). 1xx informational heads are skipped.
- */
-function poolSend(pool: Pool, basePath: string): Send {
-  return (req) =>
-    new Promise<UpstreamResponse>((resolve, reject) => {
-      const signal = req.signal;
-      let controller: { abort(reason: Error): void } | undefined;
-      let settled = false;
-      let status = 0;
-      let headers: Record<string, string> = {};
-      const chunks: Buffer[] = [];
-      let collector: ReplyCollector | undefined;
-      const onAbort = () => {
-        const reason = signal!.reason instanceof Error ? signal!.reason : new Error("request aborted");
-        controller?.abort(reason);
-        finish(reason);
-      };
-      const finish = (err?: Error) => {
-        if (settled) return;
-        settled = true;
-        signal?.removeEventListener("abort", onAbort);
-        if (err) {
-          collector?.release();
-          reject(err);
-        } else if (collector) {
-          resolve({ status, headers, body: collector.parts(), release: () => collector!.release() });
-        } else {
-          resolve({ status, headers, body: chunks });
-        }
-      };
-      if (signal?.aborted) return onAbort();
-      signal?.addEventListener("abort", onAbort, { once: true });
-      pool.dispatch(
-        {
-          method: req.method as never,
-          path: basePath + req.path,
-          headers: req.headers,
-          body: req.body && req.body.length > 0 ? req.body : undefined,
-        },
-        {
-          onRequestStart(c) {
-            controller = c;
-            if (settled) c.abort(signal?.reason instanceof Error ? signal.reason : new Error("request aborted"));
-          },
-          onResponseStart(_c, statusCode, responseHeaders) {
-            if (statusCode < 200) return;
-            status = statusCode;
-            headers = replyHeaders(responseHeaders);
-            if (req.pooled && Number(responseHeaders["content-length"]) >= POOLED_REPLY_MIN_BYTES)
-              collector = req.pooled.collector();
-          },
-          onResponseData(_c, chunk) {
-            if (collector) collector.push(chunk);
-            else chunks.push(chunk);
-          },
-          onResponseEnd() {
-            finish();
-          },
-          onResponseError(_c, err) {
-            finish(err);
-          },
-        },
-      );
-    });
-}
-
 /** Aborts the request after `timeoutMs`, and when the caller's signal aborts. */
 function withTimeout(send: Send, timeoutMs: number, engineUrl: string): Send {
   return async (req) => {
@@ -191,9 +121,8 @@ const UNREACHABLE_CODES = new Set([
   "ENETUNREACH",
   "EAI_AGAIN",
   "EPIPE",
-  "UND_ERR_SOCKET",
-  "UND_ERR_CLOSED",
-  "UND_ERR_CONNECT_TIMEOUT",
+  "ETIMEDOUT",
+  "TITO_ENGINE_CONNECT_TIMEOUT",
 ]);
 
 /** Every failure becomes a coded 502 naming the engine, the request and the cause. */
@@ -210,11 +139,6 @@ function withErrorMapping(send: Send, engineUrl: string): Send {
         throw new EngineUnreachableError(`engine unreachable at ${engineUrl} (${req.method} ${req.path}): ${cause}`, {
           cause: err,
         });
-      if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT") {
-        throw new EngineTimeoutError(`engine timeout at ${engineUrl} (${req.method} ${req.path}): ${cause}`, {
-          cause: err,
-        });
-      }
       throw new EngineRequestError(`engine request failed at ${engineUrl} (${req.method} ${req.path}): ${cause}`, {
         cause: err,
       });
@@ -263,37 +187,23 @@ function agentSend(agent: EngineHttpAgent, basePath: string): Send {
   };
 }
 
-/**
- * The engine client: engine-http.ts for a plain-http engine (it reads large replies
- * straight into their pooled buffers), an undici Pool for https.
- */
-export function createUpstream(
-  engineUrl: string,
-  timeoutMs: number,
-  observe?: (o: UpstreamObservation) => void,
-): Upstream {
+export interface UpstreamOptions {
+  /** No complete reply within this is a 504 (the request is aborted). */
+  timeoutMs: number;
+  /** No connection within this is a 502 "engine unreachable" (default 10 s). */
+  connectTimeoutMs?: number;
+  /** Reports every call (metrics); must not throw. */
+  observe?: (o: UpstreamObservation) => void;
+  /** TLS options for an https engine beyond the system's CAs (e.g. `ca`). */
+  tls?: ConnectionOptions;
+}
+
+/** The engine client for `engineUrl` (http or https), with timeouts, error mapping and metrics composed on. */
+export function createUpstream(engineUrl: string, options: UpstreamOptions): Upstream {
   const url = new URL(engineUrl);
   const basePath = url.pathname.replace(/\/+$/, "");
-  let raw: Send;
-  let close: () => Promise<void>;
-  if (url.protocol === "http:") {
-    const agent = new EngineHttpAgent(url);
-    raw = agentSend(agent, basePath);
-    close = () => agent.close();
-  } else {
-    // undici is loaded only for an https engine: importing it costs a process ~20 MiB.
-    // Its own inactivity timers back up the overall one (they would default to 300 s).
-    let pool: Promise<Pool> | undefined;
-    const getPool = () =>
-      (pool ??= import("undici").then(
-        ({ Pool }) => new Pool(url.origin, { headersTimeout: timeoutMs, bodyTimeout: timeoutMs }),
-      ));
-    raw = async (req) => poolSend(await getPool(), basePath)(req);
-    close = async () => {
-      if (pool !== undefined) await (await pool).close();
-    };
-  }
-  const mapped = withErrorMapping(withTimeout(raw, timeoutMs, engineUrl), engineUrl);
-  const send = observe ? withObserver(mapped, observe) : mapped;
-  return { send, close };
+  const agent = new EngineHttpAgent(url, { connectTimeoutMs: options.connectTimeoutMs, tls: options.tls });
+  const mapped = withErrorMapping(withTimeout(agentSend(agent, basePath), options.timeoutMs, engineUrl), engineUrl);
+  const send = options.observe ? withObserver(mapped, options.observe) : mapped;
+  return { send, close: () => agent.close() };
 }

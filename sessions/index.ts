@@ -8,5 +8,5 @@ export { MemoryRecordStore, sessionBodyEnds, type RecordStore, type TurnRecord }
 export { JournalRecordStore, type JournalStoreOptions } from "./journal/journal-store.ts";
 export type { FsyncPolicy } from "./journal/journal-segments.ts";
 export type { Mismatch } from "./drift.ts";
-export type { UpstreamObservation } from "../engine/upstream.ts";
+export type { Engine, EngineTurn, EngineTurnRequest, EngineCompletion, EngineRefusal } from "./engine-port.ts";
 export type { TrainingSample } from "./journal/sample-encode.ts";

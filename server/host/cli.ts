@@ -36,6 +36,8 @@ Options:
   --fsync POLICY               every | interval | never: when journal writes reach
                                the disk (default interval, every 100 ms)
   --engine-timeout-ms N        per upstream request (default 600000)
+  --engine-connect-timeout-ms N  a connection to the engine not up within N ms is a
+                               502 "engine unreachable" (default 10000)
   --auth-token TOKEN           require "Authorization: Bearer TOKEN" on every route
                                but /health (or env TITO_AUTH_TOKEN)
   --body-limit BYTES           largest request body, 413 above (default 67108864)
@@ -65,6 +67,7 @@ const FLAGS = {
   "data-dir": { type: "string" },
   fsync: { type: "string" },
   "engine-timeout-ms": { type: "string" },
+  "engine-connect-timeout-ms": { type: "string" },
   "auth-token": { type: "string" },
   "body-limit": { type: "string" },
   "shard-wait-ms": { type: "string" },
@@ -120,6 +123,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     dataDir: values["data-dir"],
     fsync: values.fsync as SessionServerOptions["fsync"],
     engineTimeoutMs: num("engine-timeout-ms", values["engine-timeout-ms"]),
+    engineConnectTimeoutMs: num("engine-connect-timeout-ms", values["engine-connect-timeout-ms"]),
     authToken: values["auth-token"] ?? (env.TITO_AUTH_TOKEN || undefined),
     bodyLimit: num("body-limit", values["body-limit"]),
     shardWaitMs: num("shard-wait-ms", values["shard-wait-ms"]),

@@ -29,6 +29,8 @@ export interface SessionServerOptions {
   eventsFile?: string;
   /** Per upstream request. Default 600000. */
   engineTimeoutMs?: number;
+  /** A connection to the engine not up within this is a 502 "engine unreachable". Default 10000. */
+  engineConnectTimeoutMs?: number;
   /** Require `Authorization: Bearer <token>` on every route but /health. */
   authToken?: string;
   /** pino level of the children's logs (stderr). Default "info". */
@@ -90,6 +92,7 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
     restartBackoffMs: int("restartBackoffMs", options.restartBackoffMs ?? 250, 0),
     eventsFile: options.eventsFile,
     engineTimeoutMs: int("engineTimeoutMs", options.engineTimeoutMs ?? 600_000, 1),
+    engineConnectTimeoutMs: int("engineConnectTimeoutMs", options.engineConnectTimeoutMs ?? 10_000, 1),
     authToken: options.authToken,
     logLevel: options.logLevel ?? "info",
     bodyLimit: int("bodyLimit", options.bodyLimit ?? 64 * 1024 * 1024, 1),

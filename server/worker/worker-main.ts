@@ -5,6 +5,7 @@
 import { join } from "node:path";
 import pino from "pino";
 import { startChildRuntime } from "../../actors/index.ts";
+import { createEngine, type EngineApi } from "../../engine/index.ts";
 import {
   createSessionCore,
   JournalRecordStore,
@@ -17,11 +18,19 @@ import { listenChannels } from "../../transport/index.ts";
 import { workerHandler } from "./worker-handler.ts";
 import { WorkerMetrics } from "./worker-metrics.ts";
 
-/** What the host passes a worker: the session core's plain options plus its shard. */
+/** What the host passes a worker: the session core's plain options, its engine, and its shard. */
 export type WorkerConfig = Omit<
   SessionCoreOptions,
-  "tokenizerFolder" | "notFoundHint" | "logger" | "recordStore" | "onUpstream"
+  "engine" | "tokenizerFolder" | "notFoundHint" | "logger" | "recordStore"
 > & {
+  engineUrl: string;
+  engineApi: EngineApi;
+  engineTimeoutMs: number;
+  engineConnectTimeoutMs: number;
+  routingReplay: boolean;
+  indexerReplay: boolean;
+  /** Set when the server owns authentication: the client's `authorization` never goes upstream. */
+  authToken?: string;
   index: number;
   socketDir: string;
   logLevel: string;
@@ -55,9 +64,25 @@ async function openStore(): Promise<RecordStore> {
 }
 
 const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
-  const { index, socketDir, logLevel, name, epoch, durability, dataDir, fsync, ...options } = config;
+  const { tokenizerDir, titoFamily, chatTemplateKwargs, allowedAppendRoles, index, epoch, durability } = config;
+  const engine = createEngine({
+    api: config.engineApi,
+    engineUrl: config.engineUrl,
+    timeoutMs: config.engineTimeoutMs,
+    connectTimeoutMs: config.engineConnectTimeoutMs,
+    routingReplay: config.routingReplay,
+    indexerReplay: config.indexerReplay,
+    dropAuthorization: config.authToken !== undefined,
+    // A store that keeps replies as they are (memory) cannot take them in reused buffers.
+    pooledReplies: !recordStore.retainsReplyBuffers,
+    observe: metrics.observeUpstream,
+  });
   return {
-    ...options,
+    engine,
+    tokenizerDir,
+    titoFamily,
+    chatTemplateKwargs,
+    allowedAppendRoles,
     // Only in-memory sessions die with their process; a journal brings them back.
     notFoundHint:
       durability === "memory" && epoch > 1
@@ -65,7 +90,6 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
         : undefined,
     logger,
     recordStore,
-    onUpstream: metrics.observeUpstream,
   };
 };
 const metrics = new WorkerMetrics(config.index, () => core.sessionCount());

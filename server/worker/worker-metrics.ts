@@ -2,7 +2,7 @@
 // for them over the transport (op "metrics") and merges every shard's into GET /metrics,
 // so the router never parses a session body to count anything.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { UpstreamObservation } from "../../sessions/index.ts";
+import type { UpstreamObservation } from "../../engine/index.ts";
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 

@@ -1,9 +1,10 @@
 // Engine misbehaviour and header forwarding. A tiny local HTTP server stands in for the
 // GPU engine with canned replies (it replaces the engine, never our code).
+import { coreFor } from "../helpers/core.ts";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import { createSessionCore, type CoreResponse, type SessionCore } from "../../sessions/index.ts";
+import { type CoreResponse, type SessionCore } from "../../sessions/index.ts";
 import { qwen3 } from "../sessions/fixtures.ts";
 
 const folder = qwen3();
@@ -53,9 +54,9 @@ test.before(async () => {
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  core = createSessionCore({ engineUrl: url, tokenizerFolder: folder });
-  authCore = createSessionCore({ engineUrl: `${url}/prefix/`, tokenizerFolder: folder, authToken: "secret" });
-  slowCore = createSessionCore({ engineUrl: url, tokenizerFolder: folder, engineTimeoutMs: 150 });
+  core = coreFor({ engineUrl: url, tokenizerFolder: folder });
+  authCore = coreFor({ engineUrl: `${url}/prefix/`, tokenizerFolder: folder, authToken: "secret" });
+  slowCore = coreFor({ engineUrl: url, tokenizerFolder: folder, engineTimeoutMs: 150 });
 });
 
 test.after(async () => {

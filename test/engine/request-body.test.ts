@@ -3,7 +3,8 @@
 // `{...body, ...forced, input_ids}`.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { buildUpstreamBody, idsText, rememberCheckpointText } from "../../engine/request-body.ts";
+import { buildUpstreamBody } from "../../engine/request-body.ts";
+import { idsText, rememberCheckpointText } from "../../sessions/ids-text.ts";
 
 const forced = { logprobs: true, return_meta_info: true, no_stop_trim: false, return_routed_experts: true };
 const ids = [151644, 872, 198, 9707, 0, 151645];

@@ -1,4 +1,4 @@
-// An https engine goes through undici (loaded only then). Against a local https server
+// An https engine goes through the same engine client as http. Against a local https server
 // with a self-signed certificate (test/fixtures/tls-selfsigned.*): untrusted, the call is
 // a 502 naming the certificate problem; trusted through NODE_EXTRA_CA_CERTS (in a child
 // process, since Node reads that variable at startup), the reply comes back whole.
@@ -34,7 +34,7 @@ test.before(async () => {
 test.after(() => new Promise<void>((r) => server.close(() => r())));
 
 test("an untrusted certificate is a 502 that says so", async () => {
-  const upstream = createUpstream(url, 5_000);
+  const upstream = createUpstream(url, { timeoutMs: 5_000 });
   const err = await upstream
     .send({
       method: "POST",
@@ -48,11 +48,11 @@ test("an untrusted certificate is a 502 that says so", async () => {
   assert.match(err.message, /engine .*https:\/\/127\.0\.0\.1:\d+\/root.*(self-signed|certificate)/i);
 });
 
-test("a trusted https engine answers through undici", async () => {
+test("an https engine trusted through NODE_EXTRA_CA_CERTS answers", async () => {
   seen = [];
   const script = `
     import { createUpstream } from ${JSON.stringify(fileURLToPath(new URL("../../engine/upstream.ts", import.meta.url)))};
-    const u = createUpstream(${JSON.stringify(url)}, 5000);
+    const u = createUpstream(${JSON.stringify(url)}, { timeoutMs: 5000 });
     const r = await u.send({ method: "POST", path: "/v1/x", headers: { "content-type": "application/json" }, body: Buffer.from('{"q":1}') });
     process.stdout.write(JSON.stringify({ status: r.status, type: r.headers["content-type"], connection: r.headers.connection ?? null, body: Buffer.concat(r.body).toString() }));
     await u.close();`;

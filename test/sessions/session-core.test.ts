@@ -1,8 +1,9 @@
 // The session core against the simulated engine: real tokenizer, real sockets.
+import { coreFor } from "../helpers/core.ts";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { createServer } from "node:net";
-import { createSessionCore, type CoreResponse, type SessionCore } from "../../sessions/index.ts";
+import { type CoreResponse, type SessionCore } from "../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { qwen3, WEATHER_TOOL } from "./fixtures.ts";
 
@@ -31,8 +32,8 @@ async function newSession(c = core): Promise<string> {
 
 test.before(async () => {
   engine = await startSimEngine({ tokenizerFolder: folder, routedExpertsBytes: 3000, beforeReply: (b) => gate?.(b) });
-  core = createSessionCore({ engineUrl: engine.url, tokenizerFolder: folder, allowedAppendRoles: ["tool", "user"] });
-  replayCore = createSessionCore({ engineUrl: engine.url, tokenizerFolder: folder, routingReplay: true });
+  core = coreFor({ engineUrl: engine.url, tokenizerFolder: folder, allowedAppendRoles: ["tool", "user"] });
+  replayCore = coreFor({ engineUrl: engine.url, tokenizerFolder: folder, routingReplay: true });
 });
 
 test.after(async () => {
@@ -245,7 +246,7 @@ test("an unreachable engine is a 502 naming the cause", async () => {
       s.close(() => resolve(p));
     });
   });
-  const dead = createSessionCore({ engineUrl: `http://127.0.0.1:${port}`, tokenizerFolder: folder });
+  const dead = coreFor({ engineUrl: `http://127.0.0.1:${port}`, tokenizerFolder: folder });
   try {
     const id = await newSession(dead);
     const r = await dead.chat(id, chatReq({ messages: [{ role: "user", content: "hi" }] }));

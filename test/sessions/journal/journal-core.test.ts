@@ -2,18 +2,13 @@
 // write fails (ENOSPC from /dev/full) is a 500 naming the cause and changes nothing, the
 // session and its neighbour carry on; a new core on the same directory replays the
 // sessions (tool loop, rollback, delete) to the same GET bodies and the same next prompt.
+import { coreFor } from "../../helpers/core.ts";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  createSessionCore,
-  JournalRecordStore,
-  type CoreRequest,
-  type CoreResponse,
-  type SessionCore,
-} from "../../../sessions/index.ts";
+import { JournalRecordStore, type CoreRequest, type CoreResponse, type SessionCore } from "../../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../../server/sim-engine/sim-engine.ts";
 import { qwen3, WEATHER_TOOL } from "../fixtures.ts";
 
@@ -32,7 +27,7 @@ test.after(async () => {
 
 async function core(dir: string, segmentBytes?: number): Promise<SessionCore> {
   const recordStore = await JournalRecordStore.open({ dir, fsync: "every", segmentBytes });
-  const c = createSessionCore({
+  const c = coreFor({
     engineUrl: engine.url,
     tokenizerFolder: qwen3(),
     routingReplay: true,
@@ -144,7 +139,7 @@ test("large replies (pooled receive buffers) from concurrent sessions: each reco
   const big = await startSimEngine({ tokenizerFolder: qwen3(), routedExpertsBytes: 600_000 });
   try {
     const recordStore = await JournalRecordStore.open({ dir: join(root, "pooled"), fsync: "never" });
-    const c = createSessionCore({
+    const c = coreFor({
       engineUrl: big.url,
       tokenizerFolder: qwen3(),
       routingReplay: true,
@@ -188,7 +183,7 @@ test("large replies (pooled receive buffers) from concurrent sessions: each reco
     // a replay verifies every entry, and would refuse a wrong one.
     await c.close();
     cores.splice(cores.indexOf(c), 1);
-    const again = createSessionCore({
+    const again = coreFor({
       engineUrl: big.url,
       tokenizerFolder: qwen3(),
       routingReplay: true,

@@ -1,12 +1,13 @@
 // Training samples from the session core against real engines (the simulated one, and
 // an SGLang-shaped routed-experts engine): every array is checked against the session's
 // own records (GET), which the sample must agree with token for token.
+import { coreFor } from "../../helpers/core.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { createSessionCore, JournalRecordStore, type CoreResponse, type SessionCore } from "../../../sessions/index.ts";
+import { JournalRecordStore, type CoreResponse, type SessionCore } from "../../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../../server/sim-engine/sim-engine.ts";
 import { startR3Engine, type R3Engine } from "../../fixtures/r3-engine.ts";
 import { readSafetensors } from "../../helpers/safetensors.ts";
@@ -101,8 +102,8 @@ async function toolLoopWithRollback(c: SessionCore): Promise<string> {
 test.before(async () => {
   engine = await startSimEngine({ tokenizerFolder: folder });
   r3 = await startR3Engine(folder, WIDTH);
-  core = createSessionCore({ engineUrl: engine.url, tokenizerFolder: folder, allowedAppendRoles: ["tool", "user"] });
-  r3Core = createSessionCore({ engineUrl: r3.url, tokenizerFolder: folder, routingReplay: true });
+  core = coreFor({ engineUrl: engine.url, tokenizerFolder: folder, allowedAppendRoles: ["tool", "user"] });
+  r3Core = coreFor({ engineUrl: r3.url, tokenizerFolder: folder, routingReplay: true });
 });
 
 test.after(async () => {
@@ -242,7 +243,7 @@ test("bad requests are 400, unknown sessions 404", async () => {
 test("journal store: records read back from disk give the same sample, also after a restart (replay)", async () => {
   const dir = mkdtempSync(join(tmpdir(), "tito-samples-journal-"));
   const open = async () => {
-    const c = createSessionCore({
+    const c = coreFor({
       engineUrl: engine.url,
       tokenizerFolder: folder,
       allowedAppendRoles: ["tool", "user"],

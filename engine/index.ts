@@ -1,0 +1,52 @@
+// The engine layer's public surface: `createEngine()` builds the adapter for one engine
+// API over the one HTTP client, which the worker hands to the session core as its Engine.
+import type { ConnectionOptions } from "node:tls";
+import type { Engine } from "../sessions/engine-port.ts";
+import { ReplyBuffers } from "./reply-buffers.ts";
+import { sglangChatEngine } from "./sglang-chat.ts";
+import { createUpstream, type UpstreamObservation } from "./upstream.ts";
+
+export type { UpstreamObservation } from "./upstream.ts";
+
+/** The engine APIs `--engine-api` names. */
+export const ENGINE_APIS = ["sglang-chat"] as const;
+export type EngineApi = (typeof ENGINE_APIS)[number];
+
+export interface EngineOptions {
+  api: EngineApi;
+  engineUrl: string;
+  /** No complete reply within this is a 504. */
+  timeoutMs: number;
+  /** No connection within this is a 502 "engine unreachable". */
+  connectTimeoutMs: number;
+  routingReplay: boolean;
+  indexerReplay: boolean;
+  /** The server owns authentication: the client's `authorization` never goes upstream. */
+  dropAuthorization: boolean;
+  /** Receive large replies into pooled buffers (only when the record store copies what it keeps). */
+  pooledReplies: boolean;
+  /** Called after every engine call (metrics); must not throw. */
+  observe?: (observation: UpstreamObservation) => void;
+  /** TLS options for an https engine beyond the system's CAs. */
+  tls?: ConnectionOptions;
+}
+
+export function createEngine(options: EngineOptions): Engine {
+  const upstream = createUpstream(options.engineUrl, {
+    timeoutMs: options.timeoutMs,
+    connectTimeoutMs: options.connectTimeoutMs,
+    observe: options.observe,
+    tls: options.tls,
+  });
+  const adapter = {
+    upstream,
+    routingReplay: options.routingReplay,
+    indexerReplay: options.indexerReplay,
+    dropAuthorization: options.dropAuthorization,
+    replyBuffers: options.pooledReplies ? new ReplyBuffers() : undefined,
+  };
+  switch (options.api) {
+    case "sglang-chat":
+      return sglangChatEngine(adapter);
+  }
+}

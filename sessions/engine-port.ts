@@ -1,0 +1,83 @@
+// The one thing the session core asks of an inference engine, as an interface the core
+// owns: "generate from these prompt ids, for this chat request". The adapters that speak
+// each engine API live in engine/ and implement it; the worker wires one in. The core never
+// builds an engine request or reads an engine reply itself, so it never imports engine/.
+import type { ChatMessage } from "./chat-template.ts";
+
+/** One chat turn to generate: the prompt as token ids, and the client's request. */
+export interface EngineTurnRequest {
+  /** The client's request body as received (its bytes may be spliced into the engine's). */
+  clientBytes: Buffer;
+  /** `clientBytes` parsed: a JSON object with a non-empty `messages` list. */
+  body: Record<string, unknown>;
+  /** The prompt: every id the model sees, exactly as the trajectory holds them. */
+  promptIds: readonly number[];
+  /** `promptIds` as decimal JSON text ("1,2,3"), kept incrementally per session (ids-text.ts). */
+  promptText: string;
+  /** The client's request headers, lower-case names; the adapter decides what goes upstream. */
+  headers: Record<string, string | string[] | undefined>;
+  signal?: AbortSignal;
+}
+
+/** A reply the engine refused or failed (its status is not 200): passed to the client as it is. */
+export interface EngineRefusal {
+  ok: false;
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer[];
+}
+
+/** A generated turn: what the trajectory appends, what the record keeps, what the client gets. */
+export interface EngineCompletion {
+  ok: true;
+  /** The engine route that generated it (kept in the record). */
+  path: string;
+  /** The body sent to the engine (kept in the record). */
+  request: Buffer;
+  /** The engine's reply as received, routing payloads included (kept in the record). */
+  response: Buffer[];
+  /** CRC-32 of `response`, when the client computed it as the bytes arrived. */
+  responseCrc?: number;
+  /** The generated ids, exactly as the engine produced them (stop token included). */
+  completionIds: number[];
+  /** The assistant message as the client sees it (content, reasoning, tool calls). */
+  message: ChatMessage;
+  /** The client's reply body (an OpenAI chat.completion, without routing payloads). */
+  clientBody: Buffer[];
+  /** Reply headers for the client. */
+  headers: Record<string, string>;
+  /**
+   * Set when `response` lives in pooled buffers: hands them back. Nothing may keep a view of
+   * `response` or `clientBody` after it (the core copies what it sends on first).
+   */
+  release?: () => void;
+}
+
+export type EngineTurn = EngineRefusal | EngineCompletion;
+
+/** A request passed through to the engine unchanged (the session's proxy route). */
+export interface EngineProxyRequest {
+  method: string;
+  /** The path below the session, e.g. "/v1/models"; the adapter checks it. */
+  path: string;
+  /** Raw query string without "?", "" if none. */
+  query: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+  signal?: AbortSignal;
+}
+
+export interface EngineProxyReply {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer[];
+}
+
+/** Sends a chat turn's prompt ids to the engine; failures throw coded errors (502/504, 400). */
+export interface Engine {
+  /** Which engine API this adapter speaks (`--engine-api`). */
+  readonly api: string;
+  generate(turn: EngineTurnRequest): Promise<EngineTurn>;
+  proxy(req: EngineProxyRequest): Promise<EngineProxyReply>;
+  close(): Promise<void>;
+}
