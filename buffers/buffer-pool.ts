@@ -1,12 +1,14 @@
-// Fixed-size buffers kept for reuse. Fresh buffers count as V8 external memory, and every
-// 64 MiB of it starts a full GC of the worker's heap (tokenizer tables included, ~65 ms of
-// CPU each on the benchmark machine); a buffer taken from here was allocated once.
-// Whoever takes a buffer gives it back only when nothing can read or write it any more.
+// Fixed-size buffers kept for reuse: the one pool of the project, behind the engine's reply
+// buffers, the journal's record-stream reads and the transport's read slabs. Fresh buffers
+// count as V8 external memory, and every 64 MiB of it starts a full GC of the process's
+// heap (tokenizer tables included; docs/benchmark.md has what that costs); a buffer taken
+// from here was allocated once. Whoever takes a buffer gives it back only when nothing can
+// read or write it any more (buffers handed to others carry a release: release.ts).
 //
 // A burst (eight sessions each holding a 16 MiB routing-replay reply) needs far more
-// buffers than a quiet worker should keep, so the pool keeps up to `keepBytes` while
+// buffers than a quiet process should keep, so the pool keeps up to `keepBytes` while
 // busy, and buffers beyond `idleBytes` that stayed free for a whole `trimMs` interval are
-// dropped (to the GC), so the worker shrinks back once the burst is over.
+// dropped (to the GC), so the process shrinks back once the burst is over.
 
 export interface BufferPoolOptions {
   /** Free buffers kept at most, in bytes (rounded up to whole buffers). */

@@ -2,7 +2,7 @@
 // consumer drains as an async iterable. It reports consumed bytes so the channel can
 // grant the sender more window, and tells the channel when it is settled (ended,
 // failed, or abandoned by a consumer that stopped iterating). It never concatenates.
-// Pieces may be views of pooled read slabs (release.ts): a piece handed to the consumer
+// Pieces may be views of pooled read slabs (buffers/release.ts): a piece handed to the consumer
 // is the consumer's to release; a piece this queue drops unread is released here.
 
 import { release } from "../buffers/release.ts";

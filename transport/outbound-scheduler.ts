@@ -4,9 +4,9 @@
 // socket is not backed up (then we wait for 'drain'). So a small message waits behind
 // at most one chunk, a slow consumer stalls only its own stream, and memory held here
 // stays near one chunk per stream. A streamed Buffer may carry a release function under
-// WRITTEN (a global symbol, so producers need not import the transport): it is called
-// once the socket has taken every byte of that buffer (or the stream was dropped), so a
-// producer can reuse the memory for its next chunk instead of allocating a fresh one.
+// WRITTEN (buffers/release.ts, which producers import too): it is called once the socket
+// has taken every byte of that buffer (or the stream was dropped), so a producer can
+// reuse the memory for its next chunk instead of allocating a fresh one.
 // Knows frames, not requests or errors.
 
 import type { Socket } from "node:net";

@@ -2,118 +2,57 @@
 // fresh 64 KiB buffer for every read, then copies the bytes read into a second, zeroed
 // one of the right size: on a channel that relays hundreds of MiB (a records GET), that
 // is two extra passes over every byte, first-touch page faults, and external memory that
-// keeps the GC busy. With `onread`, the kernel reads straight into a slab taken from
-// here; consecutive reads fill the same slab, and body bytes are handed on as views of it.
+// keeps the GC busy. With `onread`, the kernel reads straight into a slab taken from a
+// pool; consecutive reads fill the same slab, and body bytes are handed on as views of it.
 //
-// A slab goes back to the free list only when every view handed out of it has been
-// released (each view carries a release function under WRITTEN, called at most once). A
-// consumer that never releases is still safe: its slab is simply never reused and the GC
-// frees it once the last view is gone.
+// The pool is buffers/buffer-pool.ts; this file owns only the transport's bookkeeping on
+// top of it: which slab reads go into, and how many views of each slab are still held. A
+// slab goes back to the pool only when every view handed out of it has been released
+// (each view carries a release under WRITTEN, buffers/release.ts). A consumer that never
+// releases is still safe: its slab is simply never reused and the GC frees it once the
+// last view is gone.
 
-import { WRITTEN, type Releasable } from "../buffers/release.ts";
+import { BufferPool } from "../buffers/buffer-pool.ts";
+import { releasable, type Releasable } from "../buffers/release.ts";
 
 const SLAB_BYTES = 256 * 1024;
 const MIN_READ_BYTES = 64 * 1024; // a slab with less room left takes no more reads
 
+/** One pooled buffer while reads go into it and views of it are out. */
 class Slab {
-  readonly buffer: Buffer;
   used = 0;
   held = 0; // views handed out and not yet released
   current = true; // still the slab reads go into
 
-  constructor(bytes: number) {
-    this.buffer = Buffer.allocUnsafeSlow(bytes);
-  }
+  constructor(readonly buffer: Buffer) {}
 }
 
 /**
- * Free slabs, shared by every channel of a process: what one stream's unread window
- * held is what the next stream reads into. During a burst (many records GETs at once)
- * it keeps up to `keepBytes`, so the burst's slabs are reused rather than freed and
- * faulted in again; free slabs beyond `idleBytes` that went unused for `trimMs` are left
- * to the GC, so a quiet process shrinks back.
+ * The process's slabs, shared by every channel: what one stream's unread window held is
+ * what the next stream reads into. During a burst (many records GETs at once) it keeps
+ * up to 64 MiB, so the burst's slabs are reused rather than freed and faulted in again;
+ * a quiet process shrinks back to 8 MiB. A recycled slab's bytes stay as they are until
+ * a later read overwrites them.
  */
-export class SlabPool {
-  readonly slabBytes: number;
-  readonly #keep: number;
-  readonly #idleKeep: number;
-  readonly #trimMs: number;
-  readonly #free: Slab[] = [];
-  #allocated = 0;
-  #low = 0; // the fewest free slabs since the last trim: that many went unused
-  #trimTimer: NodeJS.Timeout | undefined;
-
-  constructor(options: { slabBytes?: number; keepBytes?: number; idleBytes?: number; trimMs?: number } = {}) {
-    this.slabBytes = options.slabBytes ?? SLAB_BYTES;
-    this.#keep = Math.ceil((options.keepBytes ?? 64 * 2 ** 20) / this.slabBytes);
-    this.#idleKeep = Math.min(this.#keep, Math.ceil((options.idleBytes ?? 8 * 2 ** 20) / this.slabBytes));
-    this.#trimMs = options.trimMs ?? 2000;
-  }
-
-  /** Slabs allocated so far (reuse keeps this flat). */
-  get allocated(): number {
-    return this.#allocated;
-  }
-
-  /** Slabs waiting for reuse. */
-  get pooled(): number {
-    return this.#free.length;
-  }
-
-  take(): Slab {
-    const slab = this.#free.pop();
-    this.#low = Math.min(this.#low, this.#free.length);
-    if (slab !== undefined) {
-      slab.used = 0;
-      slab.current = true;
-      return slab;
-    }
-    this.#allocated++;
-    return new Slab(this.slabBytes);
-  }
-
-  give(slab: Slab): void {
-    // A recycled slab's bytes stay as they are until a later read overwrites them.
-    if (this.#free.length < this.#keep) this.#free.push(slab);
-    if (this.#free.length > this.#idleKeep && this.#trimTimer === undefined) {
-      this.#low = this.#free.length;
-      this.#trimTimer = setTimeout(() => this.#trim(), this.#trimMs);
-      this.#trimTimer.unref();
-    }
-  }
-
-  #trim(): void {
-    this.#trimTimer = undefined;
-    const unused = Math.min(this.#low, this.#free.length - this.#idleKeep);
-    if (unused > 0) this.#free.splice(0, unused); // the oldest first
-    if (this.#free.length > this.#idleKeep) {
-      this.#low = this.#free.length;
-      this.#trimTimer = setTimeout(() => this.#trim(), this.#trimMs);
-      this.#trimTimer.unref();
-    }
-  }
-}
-
-/** The process's pool: 256 KiB slabs; up to 64 MiB kept in a burst, 8 MiB when quiet. */
-export const readSlabPool = new SlabPool();
+export const readSlabPool = new BufferPool(SLAB_BYTES, { keepBytes: 64 * 2 ** 20, idleBytes: 8 * 2 ** 20 });
 
 /** One socket's reads: the slab being filled, and the views handed out of it. */
 export class ReadSlabs {
-  readonly #pool: SlabPool;
+  readonly #pool: BufferPool;
   readonly #minRead: number;
   #current: Slab | undefined;
   #last: Slab | undefined; // the slab of the read being decoded
   #sink: ((bytes: Buffer) => void) | undefined;
   #early: Buffer[] = []; // copies of reads that came before a sink was attached
 
-  constructor(pool: SlabPool = readSlabPool) {
+  constructor(pool: BufferPool = readSlabPool) {
     this.#pool = pool;
-    this.#minRead = Math.min(MIN_READ_BYTES, pool.slabBytes);
+    this.#minRead = Math.min(MIN_READ_BYTES, pool.bufferBytes);
   }
 
   /** The `onread.buffer` function: the free tail of the current slab. */
   readonly #next = (): Buffer => {
-    const slab = (this.#current ??= this.#pool.take());
+    const slab = (this.#current ??= new Slab(this.#pool.take()));
     return slab.buffer.subarray(slab.used);
   };
 
@@ -162,7 +101,7 @@ export class ReadSlabs {
     if (slab === undefined || slab !== this.#current || slab.buffer.length - slab.used >= this.#minRead) return;
     slab.current = false;
     this.#current = undefined;
-    if (slab.held === 0) this.#pool.give(slab);
+    if (slab.held === 0) this.#pool.give(slab.buffer);
   }
 
   /**
@@ -174,12 +113,8 @@ export class ReadSlabs {
     const slab = this.#last;
     if (slab === undefined) return view;
     slab.held++;
-    let released = false;
-    (view as Releasable)[WRITTEN] = () => {
-      if (released) return;
-      released = true;
-      if (--slab.held === 0 && !slab.current) this.#pool.give(slab);
-    };
-    return view as Releasable;
+    return releasable(view, () => {
+      if (--slab.held === 0 && !slab.current) this.#pool.give(slab.buffer);
+    });
   }
 }

@@ -52,8 +52,8 @@ export async function listenChannels(
 
 /**
  * Connects to a listener. The socket reads into pooled slabs (read-slabs.ts): the pieces
- * of the bodies it receives carry a release (release.ts) that a consumer done with them
- * may call, so their memory is reused; one that does not call it loses nothing.
+ * of the bodies it receives carry a release (buffers/release.ts) that a consumer done
+ * with them may call, so their memory is reused; one that does not call it loses nothing.
  */
 export async function connectChannel(socketPath: string, options: ChannelOptions = {}): Promise<Channel> {
   const reads = new ReadSlabs();

@@ -5,17 +5,16 @@
 // consumer stops early (return()). It never writes and never parses.
 //
 // Read buffers come from a small pool and go back to it when the consumer says it is done
-// with them: each yielded chunk carries a release function under the global symbol
-// "tito.transport.written", which the transport calls once the chunk's bytes are on the
-// socket. A records GET of many MiB then reuses a few buffers instead of allocating one
-// per MiB (why that matters: buffer-pool.ts). A consumer that never releases only costs
-// allocations.
+// with them: each yielded chunk carries a release (buffers/release.ts), which the
+// transport calls once the chunk's bytes are on the socket. A records GET of many MiB
+// then reuses a few buffers instead of allocating one per MiB (why that matters:
+// buffers/buffer-pool.ts). A consumer that never releases only costs allocations.
 import { BufferPool } from "../../buffers/buffer-pool.ts";
+import { releasable } from "../../buffers/release.ts";
 import type { Segment } from "./journal-segments.ts";
 
 export const READ_CHUNK_BYTES = 1024 * 1024;
 
-const WRITTEN = Symbol.for("tito.transport.written");
 // Eight concurrent GETs each keep up to a transport window (8 MiB) of chunks unsent.
 const readBuffers = new BufferPool(READ_CHUNK_BYTES, { keepBytes: 64 * 2 ** 20, idleBytes: 4 * 2 ** 20 });
 
@@ -25,18 +24,9 @@ export function pooledReadBuffers(): number {
 }
 
 /** `buffer`'s first `length` bytes as a chunk whose release (once) returns the buffer to the pool. */
-function releasable(buffer: Buffer, length: number): Buffer {
+function readChunk(buffer: Buffer, length: number): Buffer {
   // A fresh view per chunk: the pooled buffer itself is never handed out, so each chunk has its own release.
-  const chunk = buffer.subarray(0, length);
-  let released = false;
-  Object.defineProperty(chunk, WRITTEN, {
-    value: () => {
-      if (released) return;
-      released = true;
-      readBuffers.give(buffer);
-    },
-  });
-  return chunk;
+  return releasable(buffer.subarray(0, length), () => readBuffers.give(buffer));
 }
 
 export interface FileRange {
@@ -103,7 +93,7 @@ export class RecordStream implements AsyncIterableIterator<Buffer> {
           throw err;
         }
         this.#offset += length;
-        return { done: false, value: releasable(buffer, length) };
+        return { done: false, value: readChunk(buffer, length) };
       }
     } catch (err) {
       this.#finish();

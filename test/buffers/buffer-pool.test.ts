@@ -1,5 +1,6 @@
-// The worker's reusable buffers: a burst is kept (so its buffers are reused instead of
-// piling up as external memory that forces full GCs), and a quiet pool shrinks back.
+// The one buffer pool (reply buffers, record-stream reads, transport read slabs): a burst
+// is kept (so its buffers are reused instead of piling up as external memory that forces
+// full GCs), and a quiet pool shrinks back.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { mock } from "node:test";
@@ -40,6 +41,30 @@ test("buffers taken during an interval stay; ones free throughout it go, down to
     assert.is(pool.pooled, 2, "a quiet pool shrinks to idleBytes");
     mock.timers.tick(500);
     assert.is(pool.pooled, 2, "and stays there");
+    const allocated = pool.allocated;
+    pool.take();
+    assert.is(pool.allocated, allocated, "what is kept is reused");
+  } finally {
+    mock.timers.reset();
+  }
+});
+
+// (Written first for the transport's read slabs, which take their slabs from this pool.)
+test("after a burst, free slabs that went unused are let go, down to the idle size", () => {
+  mock.timers.enable({ apis: ["setTimeout"] });
+  try {
+    const pool = new BufferPool(1024, { keepBytes: 16 * 1024, idleBytes: 4 * 1024, trimMs: 40 });
+    const slabs = Array.from({ length: 20 }, () => pool.take());
+    for (const slab of slabs) pool.give(slab);
+    assert.is(pool.pooled, 16, "a burst keeps up to keepBytes");
+    // The interval began when the 5th slab came back (more than idleBytes free); 10 taken
+    // and given back since, so 5 slabs stayed free throughout it.
+    const again = Array.from({ length: 10 }, () => pool.take());
+    for (const slab of again) pool.give(slab);
+    mock.timers.tick(60);
+    assert.is(pool.pooled, 11, "the 5 slabs that stayed free were let go");
+    mock.timers.tick(60);
+    assert.is(pool.pooled, 4, "a quiet pool shrinks to idleBytes");
     const allocated = pool.allocated;
     pool.take();
     assert.is(pool.allocated, allocated, "what is kept is reused");

@@ -6,7 +6,8 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { createHash } from "node:crypto";
-import { ReadSlabs, SlabPool, readSlabPool } from "../../transport/read-slabs.ts";
+import { BufferPool } from "../../buffers/buffer-pool.ts";
+import { ReadSlabs, readSlabPool } from "../../transport/read-slabs.ts";
 import { release, WRITTEN, type Releasable } from "../../transport/index.ts";
 import { channelPair, tempDir, type Pair } from "./pair.ts";
 
@@ -79,7 +80,7 @@ test("released pieces let slabs be reused: many MiB through a bounded set of sla
 });
 
 test("a piece released while its read is still being decoded does not free that slab", () => {
-  const pool = new SlabPool({ slabBytes: 128 * 1024 });
+  const pool = new BufferPool(128 * 1024, { keepBytes: 64 * MiB, idleBytes: 8 * MiB });
   const reads = new ReadSlabs(pool);
   const { buffer, callback } = reads.onread();
   const seen: Buffer[] = [];
@@ -97,24 +98,6 @@ test("a piece released while its read is still being decoded does not free that 
   assert.not.ok(again.buffer === seen[0]!.buffer && again.byteOffset === 0);
   release(seen[0]!);
   assert.is(pool.pooled, 1, "released once nothing holds it");
-});
-
-test("after a burst, free slabs that went unused are let go, down to the idle size", async () => {
-  const pool = new SlabPool({ slabBytes: 1024, keepBytes: 16 * 1024, idleBytes: 4 * 1024, trimMs: 40 });
-  const slabs = Array.from({ length: 20 }, () => pool.take());
-  for (const slab of slabs) pool.give(slab);
-  assert.is(pool.pooled, 16, "a burst keeps up to keepBytes");
-  // The interval began when the 5th slab came back (more than idleBytes free); 10 taken
-  // and given back since, so 5 slabs stayed free throughout it.
-  const again = Array.from({ length: 10 }, () => pool.take());
-  for (const slab of again) pool.give(slab);
-  await new Promise((r) => setTimeout(r, 60));
-  assert.is(pool.pooled, 11, "the 5 slabs that stayed free were let go");
-  await new Promise((r) => setTimeout(r, 60));
-  assert.is(pool.pooled, 4, "a quiet pool shrinks to idleBytes");
-  const allocated = pool.allocated;
-  pool.take();
-  assert.is(pool.allocated, allocated, "what is kept is reused");
 });
 
 test.run();

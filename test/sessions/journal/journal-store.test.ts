@@ -18,6 +18,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { WRITTEN, type Releasable } from "../../../buffers/release.ts";
 import { JournalCorruptError, JournalWriteError } from "../../../sessions/errors.ts";
 import { JournalRecordStore } from "../../../sessions/journal/journal-store.ts";
 import { pooledReadBuffers } from "../../../sessions/journal/record-stream.ts";
@@ -330,15 +331,12 @@ test("records streams read into pooled buffers, reused once the consumer release
   await store.open("s");
   await store.append("s", record(1, 3 * 1024 * 1024 + 5), state(0)); // four reads of up to 1 MiB
   const expected = await bodyText(store, "s"); // never releases: fresh buffers, nothing pooled from it
-  const release = Symbol.for("tito.transport.written");
   const read = async () => {
     const copies: Buffer[] = [];
-    for await (const chunk of store.body("s", Buffer.from("["), Buffer.from("]")) as AsyncIterable<
-      Buffer & { [k: symbol]: () => void }
-    >) {
+    for await (const chunk of store.body("s", Buffer.from("["), Buffer.from("]")) as AsyncIterable<Releasable>) {
       copies.push(Buffer.from(chunk)); // as a socket takes the bytes
-      chunk[release]?.();
-      chunk[release]?.(); // a second release is ignored
+      chunk[WRITTEN]?.();
+      chunk[WRITTEN]?.(); // a second release is ignored
     }
     return Buffer.concat(copies).toString();
   };
