@@ -4,9 +4,10 @@
 // with Buffer#indexOf (native memchr speed), so a 64 MiB base64 string costs one call.
 // It checks structure (brackets, commas, colons, literals, number characters) but not
 // string contents (escapes, control characters): slices a caller needs as values are
-// given to JSON.parse, which checks them fully.
+// given to JSON.parse, which checks them fully. Whose bytes these are, and so which error
+// bad ones are, is the caller's to say: the scanner reports what is wrong and where, and
+// throws what the caller's `invalid` makes of that (an engine reply's is a 502).
 import { ByteChunks } from "./byte-chunks.ts";
-import { EngineReplyError } from "../sessions/errors.ts";
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -20,18 +21,29 @@ export interface MemberSpan {
   valueEnd: number; // just past the value
 }
 
+/** Makes the error for bytes that are not valid JSON; `detail` says what and at which byte. */
+export type InvalidJson = (detail: string, options?: { cause?: unknown }) => Error;
+
+export interface JsonScannerOptions {
+  /** The error to throw for bytes that are not valid JSON. */
+  invalid: InvalidJson;
+  /**
+   * The offsets of every '"' in the body, ascending, if the receiver already found them
+   * (the engine client does, while the bytes were in cache); strings are then skipped
+   * without reading them again. Without it, Buffer#indexOf finds them.
+   */
+  quotes?: readonly number[];
+}
+
 export class JsonScanner {
   readonly buf: ByteChunks;
   readonly #quotes: readonly number[] | undefined;
+  readonly #invalid: InvalidJson;
 
-  /**
-   * `quotes`: the offsets of every '"' in the body, ascending, if the receiver already
-   * found them (engine-http.ts does, while the bytes were in cache); strings are then
-   * skipped without reading them again. Without it, Buffer#indexOf finds them.
-   */
-  constructor(body: Buffer | readonly Buffer[], quotes?: readonly number[]) {
+  constructor(body: Buffer | readonly Buffer[], options: JsonScannerOptions) {
     this.buf = new ByteChunks(Buffer.isBuffer(body) ? [body] : body);
-    this.#quotes = quotes;
+    this.#quotes = options.quotes;
+    this.#invalid = options.invalid;
   }
 
   /** The offset of the first '"' at or after `from`, or -1. */
@@ -49,7 +61,7 @@ export class JsonScanner {
   }
 
   fail(what: string, at: number): never {
-    throw new EngineReplyError(`engine reply is not valid JSON: ${what} at byte ${at}`);
+    throw this.#invalid(`${what} at byte ${at}`);
   }
 
   ws(p: number): number {
@@ -169,10 +181,7 @@ export class JsonScanner {
     try {
       return JSON.parse(this.buf.toString(start, end));
     } catch (err) {
-      throw new EngineReplyError(
-        `engine reply is not valid JSON: ${(err as Error).message} in bytes ${start}..${end}`,
-        { cause: err },
-      );
+      throw this.#invalid(`${(err as Error).message} in bytes ${start}..${end}`, { cause: err });
     }
   }
 }

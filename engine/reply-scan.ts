@@ -90,7 +90,7 @@ function scanChoice(scan: JsonScanner, start: number, first: FirstChoice | undef
  * `quotes`: the offsets of every '"' in the body, if the engine client indexed them.
  */
 export function scanReply(body: Buffer | readonly Buffer[], quotes?: readonly number[]): ScannedReply {
-  const scan = new JsonScanner(body, quotes);
+  const scan = new JsonScanner(body, { invalid: EngineReplyError.notJson, quotes });
   const bytes = scan.buf;
   const start = scan.ws(0);
   if (bytes.at(start) !== 0x7b) scan.fail("expected a JSON object", start);

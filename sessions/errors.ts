@@ -95,6 +95,11 @@ export class EngineReplyError extends TitoError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("TITO_ERR_ENGINE_REPLY", 502, message, options);
   }
+
+  /** An engine reply (or a stored record of one) that is not valid JSON: the `invalid` of buffers/json-scan.ts. */
+  static notJson(this: void, detail: string, options?: { cause?: unknown }): EngineReplyError {
+    return new EngineReplyError(`engine reply is not valid JSON: ${detail}`, options);
+  }
 }
 
 /** The engine could not be reached (connection refused, reset, DNS, ...). */

@@ -5,7 +5,7 @@
 // It works on the chunks the record holds and never copies a reply into one buffer.
 // It never validates a reply as a whole: the chat turn did that before recording it.
 import type { ByteChunks } from "../../buffers/byte-chunks.ts";
-import { SampleDataError } from "../errors.ts";
+import { EngineReplyError, SampleDataError } from "../errors.ts";
 import { JsonScanner } from "../../buffers/json-scan.ts";
 
 export interface ReplyFacts {
@@ -21,7 +21,7 @@ type Span = [number, number];
 
 /** How many elements the request's top-level `input_ids` list has (walked, not parsed). */
 export function countInputIds(request: Buffer, turn: number): number {
-  const scan = new JsonScanner(request);
+  const scan = new JsonScanner(request, { invalid: EngineReplyError.notJson });
   let count = -1;
   scan.members(scan.ws(0), (m) => {
     if (!scan.keyIs(m, "input_ids")) return;
@@ -35,7 +35,7 @@ export function countInputIds(request: Buffer, turn: number): number {
 }
 
 export function scanReplyFacts(response: readonly Buffer[], turn: number): ReplyFacts {
-  const scan = new JsonScanner(response);
+  const scan = new JsonScanner(response, { invalid: EngineReplyError.notJson });
   const spans: { logprobs?: Span; finish?: Span; metaFinish?: Span; routed?: Span } = {};
   const take = (key: keyof typeof spans, start: number) => {
     const end = scan.skipValue(start);
