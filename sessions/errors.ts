@@ -166,28 +166,3 @@ export class JournalCorruptError extends TitoError {
     super("TITO_ERR_JOURNAL_CORRUPT", 500, `journal corrupt: ${path} at byte offset ${offset}: ${reason}`, options);
   }
 }
-
-/** Every class above, by code: the table transports use to rebuild errors (STYLE.md 3). */
-export const sessionErrorCodes: Readonly<Record<string, number>> = Object.freeze({
-  TITO_ERR_TOKENIZER_LOAD: 500,
-  TITO_ERR_CONFIG: 500,
-  TITO_ERR_SESSION_NOT_FOUND: 404,
-  TITO_ERR_SESSION_EXISTS: 409,
-  TITO_ERR_INVALID_SESSION_ID: 400,
-  TITO_ERR_INVALID_JSON: 400,
-  TITO_ERR_INVALID_CHAT_REQUEST: 400,
-  TITO_ERR_TEMPLATE_RENDER: 400,
-  TITO_ERR_ROLLBACK: 400,
-  TITO_ERR_APPEND_ROLE: 400,
-  TITO_ERR_TOKENIZATION: 500,
-  TITO_ERR_ENGINE_REPLY: 502,
-  TITO_ERR_ENGINE_UNREACHABLE: 502,
-  TITO_ERR_ENGINE_TIMEOUT: 502,
-  TITO_ERR_ENGINE_REQUEST: 502,
-  TITO_ERR_PROXY_PATH: 400,
-  TITO_ERR_UPSTREAM_ABORTED: 499,
-  TITO_ERR_INVALID_SAMPLE_REQUEST: 400,
-  TITO_ERR_SAMPLE_DATA: 502,
-  TITO_ERR_JOURNAL_WRITE: 500,
-  TITO_ERR_JOURNAL_CORRUPT: 500,
-});

@@ -21,11 +21,6 @@ function fnv1a64(text: string): [number, number] {
   return [hi, lo];
 }
 
-export function hash64(text: string): bigint {
-  const [hi, lo] = fnv1a64(text);
-  return (BigInt(hi) << 32n) | BigInt(lo);
-}
-
 export function shardOf(sessionId: string, workers: number): number {
   const [hi, lo] = fnv1a64(sessionId);
   return ((hi % workers) * (TWO_32 % workers) + (lo % workers)) % workers;

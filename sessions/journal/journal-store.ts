@@ -148,10 +148,6 @@ export class JournalRecordStore implements RecordStore {
     await this.compact([...entry.segments, segment]);
   }
 
-  count(sessionId: string): number {
-    return this.#live(sessionId).records.length;
-  }
-
   async list(sessionId: string): Promise<TurnRecord[]> {
     const locations = [...this.#live(sessionId).records];
     const pinned = this.#pin(locations);

@@ -59,7 +59,6 @@ export interface RecordStore {
   /** Keeps the first `count` records (a rollback). */
   truncate(sessionId: string, count: number): Promise<void>;
   drop(sessionId: string): Promise<void>;
-  count(sessionId: string): number;
   /** Every record read back whole (training samples); a journal reads them from disk. */
   list(sessionId: string): Promise<TurnRecord[]>;
   /** `head`, the records as JSON array members, then `tail`: as of now, later changes unseen. */
@@ -85,9 +84,6 @@ export class MemoryRecordStore implements RecordStore {
   }
   async drop(sessionId: string): Promise<void> {
     this.#bySession.delete(sessionId);
-  }
-  count(sessionId: string): number {
-    return this.#records(sessionId).length;
   }
   async list(sessionId: string): Promise<TurnRecord[]> {
     return [...this.#records(sessionId)];
