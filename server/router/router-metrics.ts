@@ -4,6 +4,7 @@
 // the transport. A shard that cannot answer in time is left out, never waited on long.
 import type { FastifyInstance } from "fastify";
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { requestShard } from "../shard-protocol.ts";
 import type { RouterStatus } from "./router-status.ts";
 import type { ShardLinks } from "./shard-links.ts";
 
@@ -85,7 +86,7 @@ export async function metricsRoutes(
     const fromWorkers = await Promise.allSettled(
       Array.from({ length: links.size }, async (_, shard) => {
         const channel = await links.acquire(shard, signal);
-        const res = await channel.request({ op: "metrics" }, undefined, { signal });
+        const res = await requestShard(channel, { op: "metrics" }, undefined, signal);
         const chunks = await res.body.collect();
         return JSON.parse(Buffer.concat(chunks).toString("utf8"));
       }),

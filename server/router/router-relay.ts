@@ -3,7 +3,8 @@
 // the worker streams is written to the socket piece by piece (pipeBody). Failure mapping (CONTRACT.md): no live
 // worker, or the worker died mid-request -> 503; the worker failed the request -> 502.
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { ChannelClosedError, RequestAbortedError, release, type Meta } from "../../transport/index.ts";
+import { ChannelClosedError, RequestAbortedError, release } from "../../transport/index.ts";
+import { requestShard, type ShardRequest } from "../shard-protocol.ts";
 import { WorkerFailedError, WorkerUnavailableError } from "./errors.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import type { RouterMetrics } from "./router-metrics.ts";
@@ -22,7 +23,7 @@ export async function relay(
   shard: number,
   request: FastifyRequest,
   reply: FastifyReply,
-  meta: Meta,
+  shardRequest: ShardRequest,
   body?: Buffer,
   metrics?: RouterMetrics,
 ): Promise<FastifyReply> {
@@ -45,7 +46,7 @@ export async function relay(
   let res;
   let whole: Buffer[] | undefined;
   try {
-    res = await channel.request(meta, body, { signal: controller.signal });
+    res = await requestShard(channel, shardRequest, body, controller.signal);
     if (!res.body.streaming) whole = await res.body.collect();
   } catch (err) {
     if (err instanceof RequestAbortedError) return reply; // nobody is listening any more
@@ -55,8 +56,7 @@ export async function relay(
     }
     return sendError(reply, 502, new WorkerFailedError((err as Error).message).message);
   }
-  const status = Number(res.meta.status) || 502;
-  const headers = (res.meta.headers ?? {}) as Record<string, string>;
+  const { status, headers } = res;
   if (whole) {
     let bytes: Buffer;
     if (whole.length === 1) {

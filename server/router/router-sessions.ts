@@ -1,7 +1,10 @@
 // The session routes of the router (CONTRACT.md), as one Fastify plugin. Each route
 // only picks the owning shard from the session id and relays; the router never parses
 // a request or reply body. POST /sessions mints the id first so it can route by it.
+// Each route is one shard op (server/shard-protocol.ts); only the ops that hand the client's
+// request to the session core (chat, samples, proxy) carry its method, path and headers.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { ShardOp } from "../shard-protocol.ts";
 import { relay } from "./router-relay.ts";
 import { mintSessionId, shardOf } from "./shard-hash.ts";
 import type { ShardLinks } from "./shard-links.ts";
@@ -28,21 +31,26 @@ function rawPathAndQuery(request: FastifyRequest, sessionId: string): { path: st
 export async function sessionRoutes(app: FastifyInstance, { links, metrics }: SessionRoutesOptions): Promise<void> {
   const n = links.size;
   type IdRequest = FastifyRequest<{ Params: { id: string } }>;
-  const route = (op: string) => (request: IdRequest, reply: FastifyReply) => {
+  const bySessionId = (op: Extract<ShardOp, "get" | "delete">) => (request: IdRequest, reply: FastifyReply) => {
+    const sessionId = request.params.id;
+    const body = request.body as Buffer | undefined;
+    return relay(links, shardOf(sessionId, n), request, reply, { op, sessionId }, body, metrics);
+  };
+  const forward = (op: Extract<ShardOp, "chat" | "samples" | "proxy">) => (request: IdRequest, reply: FastifyReply) => {
     const sessionId = request.params.id;
     const { path, query } = rawPathAndQuery(request, sessionId);
-    const meta = { op, sessionId, method: request.method, path, query, headers: request.headers };
-    return relay(links, shardOf(sessionId, n), request, reply, meta, request.body as Buffer | undefined, metrics);
+    const shardRequest = { op, sessionId, method: request.method, path, query, headers: request.headers };
+    const body = request.body as Buffer | undefined;
+    return relay(links, shardOf(sessionId, n), request, reply, shardRequest, body, metrics);
   };
 
   app.post("/sessions", (request, reply) => {
     const sessionId = mintSessionId();
-    const meta = { op: "create", sessionId, method: "POST", path: "/sessions", query: "", headers: request.headers };
-    return relay(links, shardOf(sessionId, n), request, reply, meta, undefined, metrics);
+    return relay(links, shardOf(sessionId, n), request, reply, { op: "create", sessionId }, undefined, metrics);
   });
-  app.get("/sessions/:id", route("get"));
-  app.delete("/sessions/:id", route("delete"));
-  app.post("/sessions/:id/v1/chat/completions", route("chat"));
-  app.post("/sessions/:id/samples", route("samples"));
-  app.route({ method: [...PROXY_METHODS], url: "/sessions/:id/*", handler: route("proxy") });
+  app.get("/sessions/:id", bySessionId("get"));
+  app.delete("/sessions/:id", bySessionId("delete"));
+  app.post("/sessions/:id/v1/chat/completions", forward("chat"));
+  app.post("/sessions/:id/samples", forward("samples"));
+  app.route({ method: [...PROXY_METHODS], url: "/sessions/:id/*", handler: forward("proxy") });
 }

@@ -3,6 +3,7 @@
 // on the host. /health also asks every worker, each within a few seconds.
 import type { FastifyInstance } from "fastify";
 import type { SupervisionEvent, TreeSnapshot } from "../../actors/index.ts";
+import { requestShard } from "../shard-protocol.ts";
 import { sendError } from "./router-relay.ts";
 import type { ShardLinks } from "./shard-links.ts";
 
@@ -33,9 +34,9 @@ export async function statusRoutes(
     const signal = AbortSignal.timeout(HEALTH_TIMEOUT_MS);
     const checks = Array.from({ length: links.size }, async (_, shard) => {
       const channel = await links.acquire(shard, signal);
-      const res = await channel.request({ op: "health" }, undefined, { signal });
+      const res = await requestShard(channel, { op: "health" }, undefined, signal);
       await res.body.collect();
-      return res.meta.status === 200;
+      return res.status === 200;
     });
     const results = await Promise.allSettled(checks);
     if (!results.every((r) => r.status === "fulfilled" && r.value)) return unhealthy();

@@ -3,6 +3,7 @@
 // so the router never parses a session body to count anything.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { UpstreamObservation } from "../../engine/index.ts";
+import type { ShardOp } from "../shard-protocol.ts";
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
@@ -55,8 +56,8 @@ export class WorkerMetrics {
     this.#engine.observe({ path: o.path, status: String(o.status) }, o.seconds);
   };
 
-  /** Wraps one operation: in-flight count, duration and reply bytes. */
-  async track<T extends { status: number; body?: unknown }>(op: string, run: () => Promise<T>): Promise<T> {
+  /** Wraps one operation: in-flight count, duration and reply bytes. Only known ops are labels. */
+  async track<T extends { status: number; body?: unknown }>(op: ShardOp, run: () => Promise<T>): Promise<T> {
     const end = this.#ops.startTimer({ op });
     this.#inflight.inc();
     let status = 500;

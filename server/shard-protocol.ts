@@ -1,0 +1,105 @@
+// The router↔worker protocol: every op the router sends a worker, with the metadata its
+// request frame carries, and the metadata of the worker's reply. Both sides import this
+// file, so an op is named and shaped in one place. Body bytes travel as the frame body and
+// are never described here: the router imports this file and never parses a body. It must
+// import nothing but transport types (no sessions/, no engine/, no tokenizer).
+import type { Channel, IncomingBody, Meta, OutBody } from "../transport/index.ts";
+
+/** The client's request headers as Node parsed them (lower-case names). */
+export type ShardHeaders = Record<string, string | string[] | undefined>;
+
+/** An op on one session that needs nothing but its id (create: the id the router minted). */
+type SessionOp<O extends string> = { op: O; sessionId: string };
+
+/** An op that hands the client's HTTP request to the session core; the body is the frame body. */
+type ForwardOp<O extends string> = SessionOp<O> & {
+  method: string;
+  /** The rest of the URL path after /sessions/{id}, in the client's own encoding. */
+  path: string;
+  /** The raw query string without "?", "" if none. */
+  query: string;
+  headers: ShardHeaders;
+};
+
+/** One request frame's metadata, discriminated by `op`. */
+export type ShardRequest =
+  | SessionOp<"create">
+  | SessionOp<"get">
+  | SessionOp<"delete">
+  | ForwardOp<"chat">
+  | ForwardOp<"samples">
+  | ForwardOp<"proxy">
+  | { op: "health" }
+  | { op: "metrics" };
+
+export type ShardOp = ShardRequest["op"];
+
+/**
+ * Every op's reply metadata: the HTTP status and headers the router relays to the client
+ * unchanged (never framing headers). A failed op is a transport error frame instead.
+ */
+export type ShardReply = { status: number; headers: Record<string, string> };
+
+/** A reply as the router reads it: typed metadata, and the body still streaming in. */
+export interface ShardResponse extends ShardReply {
+  body: IncomingBody;
+}
+
+// Which fields each op carries, derived from the union so that this table (what the worker
+// checks at run time) cannot disagree with it: a missing, extra or misfiled op fails the typecheck.
+type ShapeOf<R> = R extends { method: string } ? "forward" : R extends { sessionId: string } ? "session" : "bare";
+const SHAPES: { [O in ShardOp]: ShapeOf<Extract<ShardRequest, { op: O }>> } = {
+  create: "session",
+  get: "session",
+  delete: "session",
+  chat: "forward",
+  samples: "forward",
+  proxy: "forward",
+  health: "bare",
+  metrics: "bare",
+};
+
+/** Sends one op to a shard; resolves when the reply's header arrives. */
+export async function requestShard(
+  channel: Channel,
+  request: ShardRequest,
+  body?: OutBody,
+  signal?: AbortSignal,
+): Promise<ShardResponse> {
+  const res = await channel.request(request, body, { signal });
+  // The worker always sends both; a reply without a status is relayed as a bad gateway.
+  const headers = res.meta.headers;
+  return {
+    status: Number(res.meta.status) || 502,
+    headers: isObject(headers) ? (headers as Record<string, string>) : {},
+    body: res.body,
+  };
+}
+
+/**
+ * Reads a request frame's metadata back as a ShardRequest, or says why it cannot: an op
+ * this side does not know, or a field missing or of the wrong type (a bug, or a router and
+ * a worker from different versions). The reason is for a coded error, never a crash.
+ */
+export function readShardRequest(meta: Meta): { ok: true; request: ShardRequest } | { ok: false; problem: string } {
+  const op = meta.op;
+  if (typeof op !== "string") return { ok: false, problem: "no op" };
+  if (!Object.hasOwn(SHAPES, op)) return { ok: false, problem: `unknown op "${op}"` };
+  const shape = SHAPES[op as ShardOp];
+  const wrong =
+    shape === "bare"
+      ? undefined
+      : shape === "session"
+        ? notString(meta, "sessionId")
+        : (notString(meta, "sessionId", "method", "path", "query") ?? (isObject(meta.headers) ? undefined : "headers"));
+  if (wrong !== undefined) return { ok: false, problem: `op "${op}" without a valid ${wrong}` };
+  return { ok: true, request: meta as ShardRequest };
+}
+
+function notString(meta: Meta, ...fields: string[]): string | undefined {
+  return fields.find((field) => typeof meta[field] !== "string");
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

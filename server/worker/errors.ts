@@ -1,0 +1,14 @@
+// Coded errors a worker answers the router with (over the transport, by code). Codes are
+// stable and never reused; docs/errors.md lists each one (test/actors/errors.test.ts).
+
+import { CodedError } from "../../buffers/coded-error.ts";
+
+/** The worker glue's errors: one base, so a caller can tell the layer. */
+export class WorkerError extends CodedError {}
+
+/** A request frame that is not a shard request this worker knows (server/shard-protocol.ts). */
+export class ShardRequestError extends WorkerError {
+  constructor(problem: string) {
+    super("TITO_ERR_SHARD_REQUEST", 500, `shard request not understood: ${problem}`);
+  }
+}
