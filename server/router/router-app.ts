@@ -1,7 +1,7 @@
 // The router's Fastify app: the only HTTP listener of the tree. Bodies are taken as raw
 // bytes (every content type, JSON included) and never parsed here; route groups are
 // plugins (STYLE.md 8). Errors are JSON `{"error": …}` with the right status.
-import Fastify, { LogController, type FastifyInstance } from "fastify";
+import Fastify, { LogController, type FastifyError, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import fp from "fastify-plugin";
 import { metricsRoutes, RouterMetrics } from "./router-metrics.ts";
@@ -46,7 +46,7 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   app.setNotFoundHandler((request, reply) =>
     sendError(reply, 404, `route not found: ${request.method} ${request.url}`),
   );
-  app.setErrorHandler((err: any, request, reply) => {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
     if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
       return sendError(reply, 413, `request body too large: the limit is ${bodyLimit} bytes`);
     }
