@@ -3,7 +3,8 @@
 // is answered with a coded error and the channel keeps serving.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { createSessionCore, MemoryRecordStore, type SessionCore } from "../../sessions/index.ts";
+import { MemoryRecordStore, type SessionCore } from "../../sessions/index.ts";
+import { coreFor } from "../helpers/core.ts";
 import type { Meta } from "../../transport/index.ts";
 import { requestShard } from "../../server/shard-protocol.ts";
 import { workerHandler } from "../../server/worker/worker-handler.ts";
@@ -17,7 +18,7 @@ let core: SessionCore;
 
 test.before(async () => {
   // The engine is never called: no op here reaches it.
-  core = createSessionCore({
+  core = coreFor({
     engineUrl: "http://127.0.0.1:9",
     tokenizerFolder: qwen3(),
     recordStore: new MemoryRecordStore(),
