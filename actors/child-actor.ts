@@ -5,7 +5,7 @@
 // asks the restart policy and answers `reset` (respawn after backoff) or `escalate`.
 // initialStateFunc never throws: it only arms the timer that sends `spawn`.
 import type { ChildProcess } from "node:child_process";
-import { dispatch, spawn, type Ref } from "nact";
+import { dispatch, spawn, type MessageContext, type Ref } from "./nact.ts";
 import type { ChildToHost } from "./control-messages.ts";
 import { ChildExitedError } from "./errors.ts";
 import type { EventDraft } from "./events.ts";
@@ -48,7 +48,11 @@ export interface ChildActorOptions {
   live: Set<ChildProcess>;
 }
 
-export function spawnChildActor(parent: Ref<any>, options: ChildActorOptions): Ref<ChildActorMessage> {
+/** What a child actor tells its parent (the supervisor). */
+type ToParent = ChildStatus | ChildEscalation;
+type Context = MessageContext<ChildActorMessage, ToParent>;
+
+export function spawnChildActor(parent: Ref<ToParent>, options: ChildActorOptions): Ref<ChildActorMessage> {
   const { spec, policy, eventLog, graceMs, live } = options;
   const name = spec.name;
   // Incarnation memory: survives nact's reset, which re-runs initialStateFunc.
@@ -58,7 +62,12 @@ export function spawnChildActor(parent: Ref<any>, options: ChildActorOptions): R
 
   const publish = (kind: EventDraft["kind"], pid: number | null, detail: Record<string, unknown> = {}) =>
     dispatch(eventLog, { type: "publish", draft: { actor: name, kind, pid, detail } });
-  const tell = (parentRef: Ref<any>, state: ChildStatus["state"], pid: number | null, info?: Record<string, unknown>) =>
+  const tell = (
+    parentRef: Ref<ToParent>,
+    state: ChildStatus["state"],
+    pid: number | null,
+    info?: Record<string, unknown>,
+  ) =>
     dispatch(parentRef, {
       type: "child",
       name,
@@ -69,7 +78,7 @@ export function spawnChildActor(parent: Ref<any>, options: ChildActorOptions): R
       info,
     } satisfies ChildStatus);
 
-  const onSpawn = (state: ChildState, ctx: any): ChildState => {
+  const onSpawn = (state: ChildState, ctx: Context): ChildState => {
     if (state.status !== "waiting") return state;
     epoch += 1;
     const proc = spawnChild(spec, epoch);
@@ -92,7 +101,11 @@ export function spawnChildActor(parent: Ref<any>, options: ChildActorOptions): R
     return { status: "starting", proc };
   };
 
-  const onMessage = (state: ChildState, msg: Extract<ChildActorMessage, { type: "message" }>, ctx: any): ChildState => {
+  const onMessage = (
+    state: ChildState,
+    msg: Extract<ChildActorMessage, { type: "message" }>,
+    ctx: Context,
+  ): ChildState => {
     if (msg.pid !== (state.proc?.pid ?? null) || state.status !== "starting" || msg.message?.type !== "ready")
       return state;
     policy.noteReady(Date.now());
@@ -113,7 +126,7 @@ export function spawnChildActor(parent: Ref<any>, options: ChildActorOptions): R
     throw new ChildExitedError(name, msg.pid, msg.code, msg.signal);
   };
 
-  const onStop = async (state: ChildState, ctx: any): Promise<ChildState> => {
+  const onStop = async (state: ChildState, ctx: Context): Promise<ChildState> => {
     clearTimeout(state.timer);
     if (state.status === "stopped") {
       dispatch(ctx.sender, { stopped: true });
@@ -130,7 +143,7 @@ export function spawnChildActor(parent: Ref<any>, options: ChildActorOptions): R
 
   return spawn(
     parent,
-    (state: ChildState, msg: ChildActorMessage, ctx: any) => {
+    (state: ChildState, msg: ChildActorMessage, ctx) => {
       switch (msg.type) {
         case "spawn":
           return onSpawn(state, ctx);
@@ -147,12 +160,12 @@ export function spawnChildActor(parent: Ref<any>, options: ChildActorOptions): R
     },
     name,
     {
-      initialStateFunc: (ctx: any): ChildState => {
+      initialStateFunc: (ctx): ChildState => {
         const delay = policy.takeSpawnDelay();
         const timer = setTimeout(() => dispatch(ctx.self, { type: "spawn" }), delay);
         return { status: "waiting", timer };
       },
-      onCrash: (_msg: unknown, err: unknown, ctx: any) => {
+      onCrash: (_msg, err, ctx) => {
         try {
           killNow(current);
           if (!(err instanceof ChildExitedError)) {

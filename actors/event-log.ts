@@ -3,7 +3,7 @@
 // stderr) sees them in the same order. Listeners must not throw; one that does is
 // logged to stderr and kept out of the actor's way.
 import { appendFileSync } from "node:fs";
-import { dispatch, spawn, type Ref } from "nact";
+import { dispatch, spawn, type ActorSystemRef, type Ref } from "./nact.ts";
 import { EventRing, type EventDraft, type EventListener } from "./events.ts";
 
 /** `flush` answers once every event published before it has reached the listeners. */
@@ -14,10 +14,10 @@ export interface EventLogHandle {
   listeners: Set<EventListener>;
 }
 
-export function spawnEventLog(parent: Ref<any>, handle: EventLogHandle): Ref<EventLogMessage> {
+export function spawnEventLog(system: ActorSystemRef, handle: EventLogHandle): Ref<EventLogMessage> {
   return spawn(
-    parent,
-    (state: null, msg: EventLogMessage, ctx: any) => {
+    system,
+    (state: null, msg: EventLogMessage, ctx) => {
       if (msg.type === "flush") {
         dispatch(ctx.sender, { flushed: true });
         return state;
@@ -33,7 +33,7 @@ export function spawnEventLog(parent: Ref<any>, handle: EventLogHandle): Ref<Eve
       return state;
     },
     "event-log",
-    { initialState: null, onCrash: (_m: unknown, _e: unknown, ctx: any) => ctx.resume },
+    { initialState: null, onCrash: (_m, _e, ctx) => ctx.resume },
   );
 }
 

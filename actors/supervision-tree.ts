@@ -4,7 +4,14 @@
 // alive if the host exits without shutdown(); they are removed after shutdown.
 import { EventEmitter } from "node:events";
 import type { ChildProcess } from "node:child_process";
-import { dispatch, start as startActorSystem, query, stop as stopActor, type Ref } from "nact";
+import {
+  dispatch,
+  query,
+  start as startActorSystem,
+  stop as stopActor,
+  type ActorSystemRef,
+  type Ref,
+} from "./nact.ts";
 import { killNow, type ChildSpec } from "./child-process.ts";
 import type { TreeSnapshot } from "./control-messages.ts";
 import { ActorQueryTimeoutError, SessionServerFailedError } from "./errors.ts";
@@ -28,7 +35,7 @@ export interface SupervisionTreeOptions {
 
 export class SupervisionTree extends EventEmitter {
   readonly ring = new EventRing(10_000);
-  #system: any;
+  #system: ActorSystemRef;
   #supervisor: Ref<SupervisorMessage>;
   #eventLog: Ref<EventLogMessage>;
   #tree: TreeSnapshot;
@@ -97,7 +104,7 @@ export class SupervisionTree extends EventEmitter {
         if (tree.state === "running") {
           this.off("tree", onTree);
           // Resolve once the startup events (published just after) are readable too.
-          query(this.#eventLog, { type: "flush" } as any, 5_000).then(
+          query(this.#eventLog, { type: "flush" }, 5_000).then(
             () => resolve(tree),
             () => resolve(tree),
           );
@@ -138,19 +145,19 @@ export class SupervisionTree extends EventEmitter {
   async #teardown(): Promise<void> {
     const timeoutMs = this.#graceMs * 2 + 10_000;
     try {
-      await query(this.#supervisor, { type: "shutdown" } as any, timeoutMs);
+      await query(this.#supervisor, { type: "shutdown" }, timeoutMs);
     } catch (err) {
       process.stderr.write(`${new ActorQueryTimeoutError("supervisor shutdown", timeoutMs, { cause: err }).message}\n`);
     }
     // Every event published so far (the final `stopped` included) reaches the listeners.
-    await query(this.#eventLog, { type: "flush" } as any, 5_000).catch(() => undefined);
+    await query(this.#eventLog, { type: "flush" }, 5_000).catch(() => undefined);
     this.#exitHook(); // nothing should be left; this is the backstop
     stopActor(this.#system);
     process.off("exit", this.#exitHook);
     this.emit("shutdown");
   }
 }
-function dispatchSafe(ref: Ref<any>, message: unknown) {
+function dispatchSafe<Msg>(ref: Ref<Msg>, message: Msg) {
   try {
     dispatch(ref, message);
   } catch {

@@ -4,7 +4,7 @@
 // Its onCrash only handles escalations (a child over its restart intensity): it stops
 // that child and leaves the rest to its own `escalate` message, handled in the mailbox.
 import type { ChildProcess } from "node:child_process";
-import { dispatch, query, spawn, type Ref } from "nact";
+import { dispatch, query, spawn, type ActorSystemRef, type MessageContext, type Ref } from "./nact.ts";
 import { spawnChildActor, type ChildActorMessage, type ChildEscalation, type ChildStatus } from "./child-actor.ts";
 import type { ChildSpec } from "./child-process.ts";
 import type { HostToRouter, ShardRoute, TreeSnapshot } from "./control-messages.ts";
@@ -38,7 +38,10 @@ interface SupervisorState {
 
 const SHARD_PREFIX = "shard-";
 
-export function spawnSupervisor(system: Ref<any>, config: SupervisorConfig): Ref<SupervisorMessage> {
+/** The supervisor's parent is the actor system, which takes no messages. */
+type Context = MessageContext<SupervisorMessage, never>;
+
+export function spawnSupervisor(system: ActorSystemRef, config: SupervisorConfig): Ref<SupervisorMessage> {
   const publish = (draft: EventDraft) => dispatch(config.eventLog, { type: "publish", draft });
 
   const toRouter = (state: SupervisorState, message: HostToRouter) => {
@@ -92,7 +95,7 @@ export function spawnSupervisor(system: Ref<any>, config: SupervisorConfig): Ref
 
   const stopAll = async (state: SupervisorState, _ctx: unknown) => {
     const stopOne = (ref: Ref<ChildActorMessage>) =>
-      query(ref, { type: "stop" } as any, config.graceMs + 5_000).catch(() => undefined);
+      query(ref, { type: "stop" }, config.graceMs + 5_000).catch(() => undefined);
     const shards = [...state.children.entries()].filter(([name]) => name !== config.router.name).map(([, ref]) => ref);
     await Promise.all(shards.map(stopOne));
     // The router goes last so /health can answer 503 while the shards stop.
@@ -100,7 +103,7 @@ export function spawnSupervisor(system: Ref<any>, config: SupervisorConfig): Ref
     if (router) await stopOne(router);
   };
 
-  const onEscalate = async (state: SupervisorState, msg: ChildEscalation, ctx: any): Promise<SupervisorState> => {
+  const onEscalate = async (state: SupervisorState, msg: ChildEscalation, ctx: Context): Promise<SupervisorState> => {
     if (state.tree.state === "stopping" || state.tree.state === "stopped" || state.tree.state === "failed")
       return state;
     const reason = `${msg.name} escalated: ${msg.reason}`;
@@ -122,7 +125,7 @@ export function spawnSupervisor(system: Ref<any>, config: SupervisorConfig): Ref
     return state;
   };
 
-  const onShutdown = async (state: SupervisorState, ctx: any): Promise<SupervisorState> => {
+  const onShutdown = async (state: SupervisorState, ctx: Context): Promise<SupervisorState> => {
     if (state.tree.state !== "stopped" && state.tree.state !== "failed" && state.tree.state !== "stopping") {
       state.tree.state = "stopping";
       publish({ actor: "supervisor", kind: "stopping", pid: process.pid, detail: { reason: "shutdown" } });
@@ -138,7 +141,7 @@ export function spawnSupervisor(system: Ref<any>, config: SupervisorConfig): Ref
 
   return spawn(
     system,
-    async (state: SupervisorState, msg: SupervisorMessage, ctx: any) => {
+    async (state: SupervisorState, msg: SupervisorMessage, ctx) => {
       try {
         switch (msg.type) {
           case "child":
@@ -158,7 +161,7 @@ export function spawnSupervisor(system: Ref<any>, config: SupervisorConfig): Ref
     },
     "supervisor",
     {
-      initialStateFunc: (ctx: any): SupervisorState => {
+      initialStateFunc: (ctx): SupervisorState => {
         const tree: TreeSnapshot = {
           state: "starting",
           instance_id: config.instanceId,
@@ -185,7 +188,7 @@ export function spawnSupervisor(system: Ref<any>, config: SupervisorConfig): Ref
         }));
         return { tree, routes, children, everRunning: new Set() };
       },
-      onCrash: (_msg: unknown, _err: unknown, ctx: any, child?: Ref<any>) => {
+      onCrash: (_msg, _err, ctx, child) => {
         try {
           // An escalating child: stop it here; its `escalate` message fails the tree.
           return child ? ctx.stopChild : ctx.resume;
