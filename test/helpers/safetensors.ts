@@ -9,25 +9,33 @@ export interface ReadTensor {
   values: number[];
 }
 
+/** A tensor's entry in the JSON header. */
+interface HeaderEntry {
+  dtype: string;
+  shape: number[];
+  data_offsets: [number, number];
+}
+
 export function readSafetensors(file: Buffer): {
   tensors: Record<string, ReadTensor>;
   metadata: Record<string, string>;
 } {
   const headerLength = Number(file.readBigUInt64LE(0));
   assert.is((8 + headerLength) % 8, 0, "header padded to 8 bytes");
-  const header = JSON.parse(file.subarray(8, 8 + headerLength).toString("utf8")) as Record<string, any>;
+  const header = JSON.parse(file.subarray(8, 8 + headerLength).toString("utf8")) as Record<string, unknown>;
   const data = file.subarray(8 + headerLength);
   const metadata = (header.__metadata__ ?? {}) as Record<string, string>;
   for (const v of Object.values(metadata)) assert.type(v, "string", "metadata values are strings");
   const tensors: Record<string, ReadTensor> = {};
   const ranges: Array<[number, number]> = [];
-  for (const [name, t] of Object.entries(header)) {
+  for (const [name, entry] of Object.entries(header)) {
     if (name === "__metadata__") continue;
-    const [start, end] = t.data_offsets as [number, number];
+    const t = entry as HeaderEntry;
+    const [start, end] = t.data_offsets;
     ranges.push([start, end]);
-    const size = { I64: 8, F32: 4, I32: 4, U8: 1 }[t.dtype as string];
+    const size = { I64: 8, F32: 4, I32: 4, U8: 1 }[t.dtype];
     assert.ok(size, `known dtype ${t.dtype}`);
-    const count = (t.shape as number[]).reduce((a: number, b: number) => a * b, 1);
+    const count = t.shape.reduce((a: number, b: number) => a * b, 1);
     assert.is(end - start, count * size!, `${name}: byte range matches shape`);
     const values: number[] = [];
     for (let i = 0; i < count; i++) {

@@ -1,6 +1,7 @@
 // Shared bits of the server integration tests: a gated simulated engine in the test
 // process (the stand-in for the GPU engine), small HTTP helpers, and a Qwen tool.
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import type { ChatCompletion, SessionCreatedBody, WireMessage } from "./bodies.ts";
 
 export const WEATHER_TOOL = {
   type: "function",
@@ -44,20 +45,21 @@ export async function startGatedEngine(): Promise<GatedEngine> {
   });
 }
 
-export interface JsonResponse {
+export interface JsonResponse<Body = unknown> {
   status: number;
   headers: Headers;
   text: string;
-  json: any;
+  /** The parsed body (undefined when empty or not JSON), typed as the caller expects it. */
+  json: Body;
 }
 
-export async function call(
+export async function call<Body = unknown>(
   base: string,
   method: string,
   path: string,
   body?: unknown,
   headers: Record<string, string> = {},
-): Promise<JsonResponse> {
+): Promise<JsonResponse<Body>> {
   const init: RequestInit = { method, headers: { ...headers } };
   if (body !== undefined) {
     init.body = typeof body === "string" || body instanceof Uint8Array ? (body as string) : JSON.stringify(body);
@@ -71,32 +73,41 @@ export async function call(
   } catch {
     json = undefined;
   }
-  return { status: res.status, headers: res.headers, text, json };
+  return { status: res.status, headers: res.headers, text, json: json as Body };
 }
 
 export async function newSession(base: string): Promise<string> {
-  const res = await call(base, "POST", "/sessions");
+  const res = await call<SessionCreatedBody>(base, "POST", "/sessions");
   if (res.status !== 200) throw new Error(`POST /sessions: ${res.status} ${res.text}`);
   return res.json.session_id;
 }
 
-/** One chat turn; returns the response and the assistant message to append to the history. */
-export async function chat(base: string, id: string, messages: unknown[], extra: Record<string, unknown> = {}) {
-  const res = await call(base, "POST", `/sessions/${id}/v1/chat/completions`, { model: "m", messages, ...extra });
-  return { res, message: res.json?.choices?.[0]?.message };
+/**
+ * One chat turn; returns the response (a ChatCompletion unless the caller expects an error
+ * body) and the assistant message to append to the history (undefined when there is none).
+ */
+export async function chat<Body = ChatCompletion>(
+  base: string,
+  id: string,
+  messages: unknown[],
+  extra: Record<string, unknown> = {},
+) {
+  const res = await call<Body>(base, "POST", `/sessions/${id}/v1/chat/completions`, { model: "m", messages, ...extra });
+  const reply = res.json as Partial<ChatCompletion> | undefined;
+  return { res, message: reply?.choices?.[0]?.message };
 }
 
 /** A tool loop: user asks, the model calls the tool, the tool answers, the model replies. */
 export async function toolLoop(base: string, id: string) {
-  const messages: any[] = [
+  const messages: WireMessage[] = [
     { role: "system", content: "You are helpful." },
     { role: "user", content: "What is the weather in Paris?" },
   ];
   const first = await chat(base, id, messages, { tools: [WEATHER_TOOL] });
-  messages.push(first.message);
+  messages.push(first.message!);
   const call0 = first.message?.tool_calls?.[0];
   messages.push({ role: "tool", tool_call_id: call0?.id, content: '{"temp_c": 21}' });
   const second = await chat(base, id, messages, { tools: [WEATHER_TOOL] });
-  messages.push(second.message);
+  messages.push(second.message!);
   return { first, second, messages };
 }

@@ -8,6 +8,7 @@ import * as assert from "uvu/assert";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitGone } from "../helpers/events.ts";
 import { runCli, startCli } from "../helpers/cli.ts";
+import type { SessionCreatedBody, SupervisionBody } from "../helpers/bodies.ts";
 import { call } from "../helpers/server.ts";
 
 let engine: SimEngine;
@@ -22,8 +23,8 @@ test.after(async () => {
 });
 
 async function treePids(url: string): Promise<number[]> {
-  const tree = (await call(url, "GET", "/supervision")).json;
-  return [tree.router.pid, ...tree.shards.map((s: any) => s.pid)];
+  const tree = (await call<SupervisionBody>(url, "GET", "/supervision")).json;
+  return [tree.router.pid!, ...tree.shards.map((s) => s.pid!)];
 }
 
 test("--help and bad flags", async () => {
@@ -63,7 +64,7 @@ test("ready line, a working session, SIGTERM exits 0 and leaves no child", async
   assert.is(refused.status, 401);
   assert.equal(refused.json, { error: "missing or invalid bearer token" });
   assert.is((await call(run.url, "POST", "/sessions", undefined, { authorization: "Bearer wrong" })).status, 401);
-  const created = await call(run.url, "POST", "/sessions", undefined, auth);
+  const created = await call<SessionCreatedBody>(run.url, "POST", "/sessions", undefined, auth);
   assert.is(created.status, 200);
   const turn = await call(
     run.url,
@@ -73,8 +74,8 @@ test("ready line, a working session, SIGTERM exits 0 and leaves no child", async
     auth,
   );
   assert.is(turn.status, 200);
-  const tree = (await call(run.url, "GET", "/supervision", undefined, auth)).json;
-  const pids = [tree.router.pid, ...tree.shards.map((s: any) => s.pid)];
+  const tree = (await call<SupervisionBody>(run.url, "GET", "/supervision", undefined, auth)).json;
+  const pids = [tree.router.pid!, ...tree.shards.map((s) => s.pid!)];
   run.proc.kill("SIGTERM");
   const { code } = await run.exit;
   assert.is(code, 0);
@@ -106,9 +107,9 @@ test("with --max-restarts 1, two deaths escalate: the CLI prints why and exits n
   process.kill(first[1], "SIGKILL");
   let second: number[] = first;
   for (let i = 0; i < 400; i++) {
-    const tree = (await call(run.url, "GET", "/supervision")).json;
+    const tree = (await call<SupervisionBody>(run.url, "GET", "/supervision")).json;
     if (tree.shards[0].state === "running" && tree.shards[0].pid !== first[1]) {
-      second = [tree.router.pid, tree.shards[0].pid];
+      second = [tree.router.pid!, tree.shards[0].pid!];
       break;
     }
     await new Promise((r) => setTimeout(r, 50));

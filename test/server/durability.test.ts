@@ -18,6 +18,7 @@ import type { SupervisionEvent } from "../../actors/index.ts";
 import { shardOf } from "../../server/router/shard-hash.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitForEvent } from "../helpers/events.ts";
+import type { ErrorBody } from "../helpers/bodies.ts";
 import { call, chat, newSession } from "../helpers/server.ts";
 
 const WORKERS = 2;
@@ -113,7 +114,7 @@ test("kill -9 of each worker: sessions identical after replay, deleted stay 404,
 
   for (const id of live) assert.is(await getBody(base, id), before.get(id), `session ${id} is byte for byte the same`);
   for (const list of ids) {
-    const gone = await call(base, "GET", `/sessions/${list[2]}`);
+    const gone = await call<ErrorBody>(base, "GET", `/sessions/${list[2]}`);
     assert.is(gone.status, 404);
     assert.is(gone.json.error, `session not found: session_id=${list[2]}`, "no 'shard restarted' hint with a journal");
   }
@@ -221,7 +222,7 @@ test("durability memory keeps today's behaviour: a restarted shard's sessions ar
   const id = await newSession(server.url);
   await converse(server.url, id, 1, "memory");
   await killAndAwaitRestart(server, 0);
-  const lost = await call(server.url, "GET", `/sessions/${id}`);
+  const lost = await call<ErrorBody>(server.url, "GET", `/sessions/${id}`);
   assert.is(lost.status, 404);
   assert.is(
     lost.json.error,

@@ -4,6 +4,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import type { ChatCompletion, SessionCreatedBody, WireMessage } from "../helpers/bodies.ts";
 import { call, WEATHER_TOOL } from "../helpers/server.ts";
 
 let engine: SimEngine;
@@ -31,20 +32,27 @@ function mask(value: unknown, ids: string[]): unknown {
   return value;
 }
 
+interface Step {
+  step: string;
+  status: number;
+  body: unknown;
+}
+
 /** A scripted client: sessions, tool loops, a rollback, errors, records, deletes. */
-async function script(base: string): Promise<unknown[]> {
-  const seen: Array<{ step: string; status: number; body: unknown }> = [];
+async function script(base: string): Promise<Step[]> {
+  const seen: Step[] = [];
   const ids: string[] = [];
-  const step = async (name: string, method: string, path: string, body?: unknown) => {
-    const res = await call(base, method, path, body);
+  const step = async <Body = unknown>(name: string, method: string, path: string, body?: unknown) => {
+    const res = await call<Body>(base, method, path, body);
     seen.push({ step: name, status: res.status, body: res.json ?? res.text });
     return res;
   };
-  for (let s = 0; s < 6; s++) ids.push((await step(`create ${s}`, "POST", "/sessions")).json.session_id);
+  for (let s = 0; s < 6; s++)
+    ids.push((await step<SessionCreatedBody>(`create ${s}`, "POST", "/sessions")).json.session_id);
   for (const [s, id] of ids.entries()) {
-    const messages: any[] = [{ role: "user", content: `Weather for city number ${s}?` }];
+    const messages: WireMessage[] = [{ role: "user", content: `Weather for city number ${s}?` }];
     for (let turn = 0; turn < 3; turn++) {
-      const res = await step(`chat ${s}.${turn}`, "POST", `/sessions/${id}/v1/chat/completions`, {
+      const res = await step<ChatCompletion>(`chat ${s}.${turn}`, "POST", `/sessions/${id}/v1/chat/completions`, {
         model: "m",
         messages,
         tools: [WEATHER_TOOL],
@@ -74,7 +82,7 @@ async function script(base: string): Promise<unknown[]> {
     if (s % 2 === 0) await step(`delete ${s}`, "DELETE", `/sessions/${id}`);
     await step(`get after delete ${s}`, "GET", `/sessions/${id}`);
   }
-  return mask(seen, ids) as unknown[];
+  return mask(seen, ids) as Step[];
 }
 
 test("N=1 and N=4 give the same statuses and bodies", async () => {
@@ -86,8 +94,8 @@ test("N=1 and N=4 give the same statuses and bodies", async () => {
   servers.push(four);
   const b = await script(four.url);
   assert.is(a.length, b.length);
-  for (let i = 0; i < a.length; i++) assert.equal(b[i], a[i], `step ${(a[i] as any).step}`);
-  const statuses = new Set(a.map((s: any) => s.status));
+  for (let i = 0; i < a.length; i++) assert.equal(b[i], a[i], `step ${a[i].step}`);
+  const statuses = new Set(a.map((s) => s.status));
   for (const status of [200, 204, 400, 404]) assert.ok(statuses.has(status), `the script exercises ${status}`);
 });
 

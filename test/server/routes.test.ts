@@ -5,6 +5,17 @@ import * as assert from "uvu/assert";
 import OpenAI from "openai";
 import { startSessionServer, type SessionServer } from "../../index.ts";
 import { shardOf } from "../../server/router/shard-hash.ts";
+import type {
+  ErrorBody,
+  EventsBody,
+  HealthBody,
+  MetaInfo,
+  ModelsBody,
+  SessionBody,
+  SessionCreatedBody,
+  SupervisionBody,
+  WireMessage,
+} from "../helpers/bodies.ts";
 import {
   call,
   chat,
@@ -38,8 +49,8 @@ test.after(async () => {
 });
 
 test("GET /health: ok with a fixed 32-hex instance id", async () => {
-  const a = await call(base, "GET", "/health");
-  const b = await call(base, "GET", "/health");
+  const a = await call<HealthBody>(base, "GET", "/health");
+  const b = await call<HealthBody>(base, "GET", "/health");
   assert.is(a.status, 200);
   assert.is(a.json.status, "ok");
   assert.match(a.json.session_server_instance_id, /^[0-9a-f]{32}$/);
@@ -48,13 +59,13 @@ test("GET /health: ok with a fixed 32-hex instance id", async () => {
 });
 
 test("POST /sessions mints a 32-hex id routed to its shard; GET, DELETE, then 404", async () => {
-  const created = await call(base, "POST", "/sessions");
+  const created = await call<SessionCreatedBody>(base, "POST", "/sessions");
   assert.is(created.status, 200);
   const id = created.json.session_id;
   assert.match(id, /^[0-9a-f]{32}$/);
   const shard = String(shardOf(id, WORKERS));
   assert.is(created.headers.get("x-tito-shard"), shard);
-  const got = await call(base, "GET", `/sessions/${id}`);
+  const got = await call<SessionBody>(base, "GET", `/sessions/${id}`);
   assert.is(got.status, 200);
   assert.is(got.headers.get("x-tito-shard"), shard);
   assert.equal(got.json.session_id, id);
@@ -75,11 +86,11 @@ test("a tool-calling multi-turn conversation is recorded with its exact tokens",
   const id = await newSession(base);
   const { first, second, messages } = await toolLoop(base, id);
   assert.is(first.res.status, 200);
-  assert.is(first.message.tool_calls[0].function.name, "get_weather");
-  assert.is(first.message.content, "");
+  assert.is(first.message!.tool_calls![0].function.name, "get_weather");
+  assert.is(first.message!.content, "");
   assert.is(second.res.status, 200);
-  assert.ok(second.message.content.length > 0);
-  const got = await call(base, "GET", `/sessions/${id}`);
+  assert.ok(second.message!.content.length > 0);
+  const got = await call<SessionBody>(base, "GET", `/sessions/${id}`);
   assert.is(got.json.records.length, 2);
   const [r1, r2] = got.json.records;
   assert.is(r1.status_code, 200);
@@ -96,18 +107,18 @@ test("a tool-calling multi-turn conversation is recorded with its exact tokens",
   ];
   assert.equal(meta.accumulated_token_ids, acc2);
   assert.is(meta.max_trim_tokens, 1);
-  const bad = meta.tito_session_mismatch.filter((m: any) => m.type !== "assistant_text");
+  const bad = meta.tito_session_mismatch!.filter((m) => m.type !== "assistant_text");
   assert.equal(bad, [], JSON.stringify(meta.tito_session_mismatch));
   assert.is(messages.length, 5);
 });
 
 test("chat errors: invalid JSON 400, disallowed role 400, unknown session 404", async () => {
   const id = await newSession(base);
-  const badJson = await call(base, "POST", `/sessions/${id}/v1/chat/completions`, "{not json");
+  const badJson = await call<ErrorBody>(base, "POST", `/sessions/${id}/v1/chat/completions`, "{not json");
   assert.is(badJson.status, 400);
   assert.match(badJson.json.error, /^invalid JSON body: /);
   const { message } = await chat(base, id, [{ role: "user", content: "hi" }]);
-  const appendUser = await chat(base, id, [
+  const appendUser = await chat<ErrorBody>(base, id, [
     { role: "user", content: "hi" },
     message,
     { role: "user", content: "again" },
@@ -118,49 +129,49 @@ test("chat errors: invalid JSON 400, disallowed role 400, unknown session 404", 
   const missing = await chat(base, "f".repeat(32), [{ role: "user", content: "hi" }]);
   assert.is(missing.res.status, 404);
   assert.equal(missing.res.json, { error: `session not found: session_id=${"f".repeat(32)}` });
-  const records = await call(base, "GET", `/sessions/${id}`);
+  const records = await call<SessionBody>(base, "GET", `/sessions/${id}`);
   assert.is(records.json.records.length, 1, "failed turns record nothing");
 });
 
 test("proxy passes through to the engine, without needing a session; escaping the root is 400", async () => {
   const id = "0123456789abcdef0123456789abcdef";
-  const models = await call(base, "GET", `/sessions/${id}/v1/models`);
+  const models = await call<ModelsBody>(base, "GET", `/sessions/${id}/v1/models`);
   assert.is(models.status, 200);
   assert.is(models.json.object, "list");
   assert.is(models.headers.get("x-tito-shard"), String(shardOf(id, WORKERS)));
   const missing = await call(base, "GET", `/sessions/${id}/no/such/path`);
   assert.is(missing.status, 404, "the engine's status passes through");
-  const escape = await call(base, "GET", `/sessions/${id}/v1/..%2F..%2Fhealth`);
+  const escape = await call<ErrorBody>(base, "GET", `/sessions/${id}/v1/..%2F..%2Fhealth`);
   assert.is(escape.status, 400);
   assert.match(escape.json.error, /escape/);
 });
 
 test("bodies above the limit are 413; unknown routes are 404 JSON", async () => {
   const id = await newSession(base);
-  const big = await call(base, "POST", `/sessions/${id}/v1/chat/completions`, "x".repeat(BODY_LIMIT + 1));
+  const big = await call<ErrorBody>(base, "POST", `/sessions/${id}/v1/chat/completions`, "x".repeat(BODY_LIMIT + 1));
   assert.is(big.status, 413);
   assert.match(big.json.error, /too large/);
-  const nowhere = await call(base, "GET", "/nowhere");
+  const nowhere = await call<ErrorBody>(base, "GET", "/nowhere");
   assert.is(nowhere.status, 404);
   assert.match(nowhere.json.error, /route not found/);
 });
 
 test("GET /supervision and /supervision/events describe the tree", async () => {
-  const tree = await call(base, "GET", "/supervision");
+  const tree = await call<SupervisionBody>(base, "GET", "/supervision");
   assert.is(tree.status, 200);
   assert.is(tree.json.state, "running");
   assert.is(tree.json.host_pid, process.pid);
   assert.is(tree.json.failure, null);
   assert.is(tree.json.shards.length, WORKERS);
-  assert.ok(tree.json.router.pid > 0);
+  assert.ok(tree.json.router.pid! > 0);
   for (const shard of tree.json.shards) assert.is(shard.state, "running");
-  const events = await call(base, "GET", "/supervision/events?since=0");
-  const kinds = events.json.events.map((e: any) => `${e.actor}:${e.kind}`);
+  const events = await call<EventsBody>(base, "GET", "/supervision/events?since=0");
+  const kinds = events.json.events.map((e) => `${e.actor}:${e.kind}`);
   for (const actor of ["router", "shard-0", "shard-1"]) {
     assert.ok(kinds.includes(`${actor}:spawned`) && kinds.includes(`${actor}:ready`), kinds.join(" "));
   }
-  const last = events.json.events.at(-1).seq;
-  const none = await call(base, "GET", `/supervision/events?since=${last}`);
+  const last = events.json.events.at(-1)!.seq;
+  const none = await call<EventsBody>(base, "GET", `/supervision/events?since=${last}`);
   assert.equal(none.json.events, []);
   const bad = await call(base, "GET", "/supervision/events?since=abc");
   assert.is(bad.status, 400);
@@ -172,15 +183,15 @@ test("16 sessions x 3 turns concurrently, spread over shards, every op on the ow
     Array.from({ length: 16 }, async () => {
       const id = await newSession(base);
       const owner = String(shardOf(id, WORKERS));
-      const messages: any[] = [{ role: "user", content: `question for ${id}` }];
+      const messages: WireMessage[] = [{ role: "user", content: `question for ${id}` }];
       for (let turn = 0; turn < 3; turn++) {
         const { res, message } = await chat(base, id, messages, { tools: [WEATHER_TOOL] });
         assert.is(res.status, 200, res.text);
         assert.is(res.headers.get("x-tito-shard"), owner);
-        messages.push(message);
-        messages.push({ role: "tool", tool_call_id: message.tool_calls?.[0]?.id ?? "x", content: `result ${turn}` });
+        messages.push(message!);
+        messages.push({ role: "tool", tool_call_id: message!.tool_calls?.[0]?.id ?? "x", content: `result ${turn}` });
       }
-      const got = await call(base, "GET", `/sessions/${id}`);
+      const got = await call<SessionBody>(base, "GET", `/sessions/${id}`);
       assert.is(got.json.records.length, 3);
       assert.is(got.headers.get("x-tito-shard"), owner);
       shardsSeen.add(owner);
@@ -198,9 +209,11 @@ test("the official openai client completes a chat through the session route", as
     messages: [{ role: "user", content: "Say something." }],
   });
   assert.ok(completion.choices[0].message.content);
-  const got = await call(base, "GET", `/sessions/${id}`);
+  const got = await call<SessionBody>(base, "GET", `/sessions/${id}`);
   assert.is(got.json.records.length, 1);
-  assert.not.ok("routed_experts" in (completion.choices[0] as any).meta_info);
+  // SGLang's meta_info is not in the openai client's types.
+  const choice = completion.choices[0] as (typeof completion.choices)[number] & { meta_info: MetaInfo };
+  assert.not.ok("routed_experts" in choice.meta_info);
 });
 
 /** The value of one sample line of Prometheus text, 0 when absent. */

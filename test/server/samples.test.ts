@@ -11,6 +11,7 @@ import * as assert from "uvu/assert";
 import { SamplesRequestError, startSessionServer, type SessionServer } from "../../index.ts";
 import { shardOf } from "../../server/router/shard-hash.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import type { SampleBody, SessionBody } from "../helpers/bodies.ts";
 import { call, newSession, toolLoop } from "../helpers/server.ts";
 import { readSafetensors } from "../helpers/safetensors.ts";
 
@@ -34,18 +35,18 @@ test.after(async () => {
 test("the route answers from the owning shard: JSON, safetensors by Accept or ?format=, 400 and 404", async () => {
   const id = await newSession(server.url);
   const { messages } = await toolLoop(server.url, id);
-  const got = await call(server.url, "GET", `/sessions/${id}`);
-  const res = await call(server.url, "POST", `/sessions/${id}/samples`);
+  const got = await call<SessionBody>(server.url, "GET", `/sessions/${id}`);
+  const res = await call<SampleBody>(server.url, "POST", `/sessions/${id}/samples`);
   assert.is(res.status, 200, res.text);
   assert.is(res.headers.get("x-tito-shard"), String(shardOf(id, 2)));
   assert.match(res.headers.get("content-type")!, "application/json");
   const s = res.json;
   assert.equal(s.tokens, got.json.metadata.accumulated_token_ids);
-  assert.is(s.turns.length, messages.filter((m: any) => m.role === "assistant").length);
+  assert.is(s.turns.length, messages.filter((m) => m.role === "assistant").length);
   assert.is(s.loss_mask.length, s.response_length);
   assert.is(
     s.loss_mask.reduce((a: number, b: number) => a + b, 0),
-    got.json.records.reduce((n: number, r: any) => n + r.response.choices[0].meta_info.completion_tokens, 0),
+    got.json.records.reduce((n, r) => n + r.response.choices[0].meta_info.completion_tokens, 0),
   );
 
   for (const [path, headers] of [
@@ -136,14 +137,14 @@ test("examples/rollout.ts: K agents, a worker killed mid-run, every session samp
     .trim()
     .split("\n")
     .filter(Boolean)
-    .map((l) => JSON.parse(l));
+    .map((l) => JSON.parse(l) as SampleBody);
   assert.is(lines.length, samples);
   for (const s of lines) {
     // Two cities, each a tool call then an answer: four turns, all complete.
     assert.is(s.status, "completed");
     assert.is(s.turns.length, 4);
     assert.equal(
-      s.turns.map((t: any) => t.finish_reason),
+      s.turns.map((t) => t.finish_reason),
       ["tool_calls", "stop", "tool_calls", "stop"],
     );
     assert.is(s.loss_mask.length, s.response_length);

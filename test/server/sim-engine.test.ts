@@ -12,6 +12,7 @@ import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engi
 import { payloadByte } from "../../server/sim-engine/sim-engine-payload.ts";
 import { countAssistantTurns } from "../../server/sim-engine/sim-engine-prebuilt.ts";
 import { factsFromText, sampleArguments } from "../../server/sim-engine/sim-engine-reply.ts";
+import type { ChatCompletion, ErrorBody, WireMessage } from "../helpers/bodies.ts";
 
 const qwen = loadTokenizerFolder(bundledQwen3Dir());
 const IM_END = qwen.tokenId("<|im_end|>")!;
@@ -65,29 +66,27 @@ test.after(async () => {
   await Promise.all([engine?.close(), always?.close(), prebuilt?.close()]);
 });
 
-type Json = Record<string, any>;
-
-async function post(
+async function post<Body = ChatCompletion>(
   e: SimEngine,
   body: unknown,
   path = "/v1/chat/completions",
-): Promise<{ status: number; text: string; json: Json }> {
+): Promise<{ status: number; text: string; json: Body }> {
   const res = await fetch(e.url + path, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: typeof body === "string" ? body : JSON.stringify(body),
   });
   const text = await res.text();
-  return { status: res.status, text, json: JSON.parse(text) };
+  return { status: res.status, text, json: JSON.parse(text) as Body };
 }
 
-async function chat(e: SimEngine, body: unknown): Promise<Json> {
+async function chat(e: SimEngine, body: unknown): Promise<ChatCompletion> {
   const res = await post(e, body);
   assert.is(res.status, 200, res.text);
   return res.json;
 }
 
-function completionIds(json: Json): number[] {
+function completionIds(json: ChatCompletion): number[] {
   const meta = json.choices[0].meta_info;
   assert.is(meta.output_token_logprobs.length, meta.completion_tokens);
   for (const [logprob] of meta.output_token_logprobs) assert.ok(logprob < 0, `logprob ${logprob} < 0`);
@@ -95,12 +94,13 @@ function completionIds(json: Json): number[] {
 }
 
 /** The response minus what may differ between two identical requests. */
-function stable(json: Json): Json {
-  const copy = structuredClone(json);
-  delete copy.id;
-  delete copy.created;
-  for (const c of copy.choices) delete c.meta_info.id;
-  return copy;
+function stable(json: ChatCompletion) {
+  const { id: _id, created: _created, ...copy } = structuredClone(json);
+  const choices = copy.choices.map(({ meta_info: { id: _metaId, ...meta }, ...choice }) => ({
+    ...choice,
+    meta_info: meta,
+  }));
+  return { ...copy, choices };
 }
 
 const promptIds = (messages: ChatMessage[], withTools = true) =>
@@ -133,8 +133,8 @@ test("with tools and a user turn last: calls the first tool in the Qwen format",
   const choice = json.choices[0];
   assert.is(choice.message.content, "");
   assert.is(choice.finish_reason, "tool_calls");
-  assert.is(choice.message.tool_calls.length, 1);
-  const call = choice.message.tool_calls[0];
+  assert.is(choice.message.tool_calls!.length, 1);
+  const call = choice.message.tool_calls![0];
   assert.is(call.type, "function");
   assert.type(call.id, "string");
   assert.is(call.function.name, "get_weather");
@@ -189,7 +189,7 @@ test("input_ids: the decision comes from the decoded prompt, turn by turn", asyn
   const first = [{ role: "user", content: "weather?" }];
   const ids1 = promptIds(first);
   const turn1 = await chat(engine, { input_ids: ids1, tools });
-  assert.is(turn1.choices[0].message.tool_calls[0].function.name, "get_weather");
+  assert.is(turn1.choices[0].message.tool_calls![0].function.name, "get_weather");
   const acc = [...ids1, ...completionIds(turn1), NEWLINE];
   const tool = qwen.encode(
     "<|im_start|>user\n<tool_response>\nrain\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
@@ -199,7 +199,7 @@ test("input_ids: the decision comes from the decoded prompt, turn by turn", asyn
   assert.match(turn2.choices[0].message.content, /^Turn 2: /);
   const user = qwen.encode("<|im_start|>user\nand tomorrow?<|im_end|>\n<|im_start|>assistant\n");
   const turn2b = await chat(engine, { input_ids: [...acc, ...user], tools });
-  assert.is(turn2b.choices[0].message.tool_calls[0].function.name, "get_weather");
+  assert.is(turn2b.choices[0].message.tool_calls![0].function.name, "get_weather");
 });
 
 test("factsFromText and sampleArguments", () => {
@@ -234,12 +234,12 @@ test("routed_experts only when asked or configured, with the configured size and
   const off = await chat(engine, { messages });
   assert.not.ok("routed_experts" in off.choices[0].meta_info);
   const on = await chat(engine, { messages, return_routed_experts: true });
-  const bytes = Buffer.from(on.choices[0].meta_info.routed_experts, "base64");
+  const bytes = Buffer.from(on.choices[0].meta_info.routed_experts!, "base64");
   assert.is(bytes.length, 1000);
   assert.ok(bytes.every((b, i) => b === payloadByte(i)));
   // Always on, several MiB, streamed as chunks: still one valid JSON body.
   const big = await chat(always, { messages });
-  const bigBytes = Buffer.from(big.choices[0].meta_info.routed_experts, "base64");
+  const bigBytes = Buffer.from(big.choices[0].meta_info.routed_experts!, "base64");
   assert.is(bigBytes.length, R3_BYTES);
   assert.is(bigBytes[R3_BYTES - 1], payloadByte(R3_BYTES - 1));
   assert.is(bigBytes[R3_BYTES - 2], payloadByte(R3_BYTES - 2));
@@ -292,10 +292,10 @@ test("deterministic: the same input gives the same bytes but for id and created"
 });
 
 test("errors: 400 without messages/input_ids, bad JSON, stream; 404 JSON elsewhere", async () => {
-  const none = await post(engine, { model: "x" });
+  const none = await post<ErrorBody>(engine, { model: "x" });
   assert.is(none.status, 400);
   assert.match(none.json.error, /messages.*input_ids/);
-  const bad = await post(engine, "{not json");
+  const bad = await post<ErrorBody>(engine, "{not json");
   assert.is(bad.status, 400);
   assert.type(bad.json.error, "string");
   const badIds = await post(engine, { input_ids: ["a"] });
@@ -328,7 +328,7 @@ test("beforeReply holds the reply until released and sees the body", async () =>
   gate = { entered, release: new Promise<void>((resolve) => (release = resolve)) };
   let settled = false;
   const pending = chat(engine, { messages: [{ role: "user", content: "gated" }] }).finally(() => (settled = true));
-  const seen = (await inside) as Json;
+  const seen = (await inside) as { messages: WireMessage[] };
   gate = undefined;
   assert.is(seen.messages[0].content, "gated");
   assert.not.ok(settled, "the reply waited for the gate");
@@ -362,8 +362,11 @@ test("pre-built mode: fixed replies per turn, N tokens ending in <|im_end|>, siz
     ],
   });
   const turn2 = await post(prebuilt, history(2));
-  assert.is(Buffer.from(turn2.json.choices[0].meta_info.routed_experts, "base64").length, 2001);
-  assert.is(Buffer.from((await chat(prebuilt, history(3))).choices[0].meta_info.routed_experts, "base64").length, 3001);
+  assert.is(Buffer.from(turn2.json.choices[0].meta_info.routed_experts!, "base64").length, 2001);
+  assert.is(
+    Buffer.from((await chat(prebuilt, history(3))).choices[0].meta_info.routed_experts!, "base64").length,
+    3001,
+  );
   assert.is((await post(prebuilt, history(2))).text, turn2.text, "the same bytes every time");
   assert.is((await post(prebuilt, "not even json")).status, 200, "the pre-built mode never parses");
 });

@@ -3,9 +3,10 @@
 // awaited, never slept on.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { startSessionServer, type SessionServer } from "../../index.ts";
+import { startSessionServer, type SessionServer, type SupervisionEvent } from "../../index.ts";
 import { shardOf } from "../../server/router/shard-hash.ts";
 import { waitForEvent } from "../helpers/events.ts";
+import type { ErrorBody, SupervisionBody } from "../helpers/bodies.ts";
 import { call, chat, newSession, startGatedEngine, type GatedEngine } from "../helpers/server.ts";
 
 let engine: GatedEngine;
@@ -31,10 +32,10 @@ test.after(async () => {
 });
 
 const seen = () => server.tree() && allEvents;
-let allEvents: any[] = [];
+let allEvents: SupervisionEvent[] = [];
 const collect = () => {
   allEvents = [];
-  const onEvent = (e: any) => allEvents.push(e);
+  const onEvent = (e: SupervisionEvent) => allEvents.push(e);
   server.on("event", onEvent);
   return () => server.off("event", onEvent);
 };
@@ -83,15 +84,15 @@ test("kill -9 of a worker with a chat in flight: 503 at once, then a clean resta
   assert.is(tree.shards[shard].restarts, 1);
   assert.is(tree.shards[shard].state, "running");
   // The router's copy (GET /supervision) follows over IPC.
-  let overHttp = (await call(base, "GET", "/supervision")).json;
+  let overHttp = (await call<SupervisionBody>(base, "GET", "/supervision")).json;
   const same = () => JSON.stringify(overHttp.shards[shard]) === JSON.stringify(tree.shards[shard]);
   for (let i = 0; i < 100 && !same(); i++) {
     await new Promise((r) => setTimeout(r, 20));
-    overHttp = (await call(base, "GET", "/supervision")).json;
+    overHttp = (await call<SupervisionBody>(base, "GET", "/supervision")).json;
   }
   assert.equal(overHttp.shards[shard], tree.shards[shard]);
 
-  const lost = await call(base, "GET", `/sessions/${id}`);
+  const lost = await call<ErrorBody>(base, "GET", `/sessions/${id}`);
   assert.is(lost.status, 404);
   assert.match(lost.json.error, new RegExp(`^session not found: session_id=${id}`));
   assert.match(lost.json.error, /restarted/);

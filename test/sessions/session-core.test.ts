@@ -5,6 +5,7 @@ import * as assert from "uvu/assert";
 import { createServer } from "node:net";
 import { type CoreResponse, type SessionCore } from "../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import type { WireMessage } from "../helpers/bodies.ts";
 import { qwen3, WEATHER_TOOL } from "./fixtures.ts";
 
 const folder = qwen3();
@@ -75,7 +76,7 @@ test("health, create, get, delete and not-found", async () => {
 
 test("a multi-turn tool loop: prompts extend the accumulated ids + newline; no non-assistant drift", async () => {
   const id = await newSession();
-  const messages: any[] = [
+  const messages: WireMessage[] = [
     { role: "system", content: "You are a weather bot." },
     { role: "user", content: "What is the weather in Paris?" },
   ];

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JournalRecordStore, type CoreRequest, type CoreResponse, type SessionCore } from "../../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../../server/sim-engine/sim-engine.ts";
+import type { WireMessage } from "../../helpers/bodies.ts";
 import { qwen3, WEATHER_TOOL } from "../fixtures.ts";
 
 let engine: SimEngine;
@@ -113,7 +114,7 @@ test("a new core on the same journal replays every session to the same bodies an
   }
   // Roll `rolled` back one turn: the tool answers differently.
   const alt = histories.get(rolled)!.slice(0, 3);
-  alt.push({ role: "tool", tool_call_id: (alt[2] as any).tool_calls?.[0]?.id, content: '{"temp_c": -5}' });
+  alt.push({ role: "tool", tool_call_id: (alt[2] as WireMessage).tool_calls?.[0]?.id, content: '{"temp_c": -5}' });
   const redo = await turn(c, rolled, alt);
   assert.is(redo.res.status, 200);
   histories.set(rolled, [...alt, redo.message]);

@@ -10,6 +10,7 @@ import * as assert from "uvu/assert";
 import { JournalRecordStore, type CoreResponse, type SessionCore } from "../../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../../server/sim-engine/sim-engine.ts";
 import { startR3Engine, type R3Engine } from "../../fixtures/r3-engine.ts";
+import type { AssistantMessage, SampleBody, SampleTurnBody, SessionRecord, WireMessage } from "../../helpers/bodies.ts";
 import { readSafetensors } from "../../helpers/safetensors.ts";
 import { qwen3, WEATHER_TOOL } from "../fixtures.ts";
 
@@ -32,13 +33,13 @@ const req = (body: unknown, query = "", headers: Record<string, string> = {}) =>
   body: Buffer.from(typeof body === "string" ? body : JSON.stringify(body)),
 });
 
-async function turn(c: SessionCore, id: string, messages: any[]) {
+async function turn(c: SessionCore, id: string, messages: WireMessage[]): Promise<AssistantMessage> {
   const r = await c.chat(id, req({ model: "m", messages, tools: [WEATHER_TOOL] }));
   assert.is(r.status, 200, bytes(r).toString());
   return json(r).choices[0].message;
 }
 
-async function sample(c: SessionCore, id: string, body: unknown = "", query = "") {
+async function sample(c: SessionCore, id: string, body: unknown = "", query = ""): Promise<SampleBody> {
   const r = await c.samples(id, req(body, query));
   assert.is(r.status, 200, bytes(r).toString());
   assert.is(r.headers["content-type"], "application/json");
@@ -46,11 +47,11 @@ async function sample(c: SessionCore, id: string, body: unknown = "", query = ""
 }
 
 /** Tokens, mask and logprobs as the records say they must be (the spec, written independently). */
-function expectedFromRecords(records: any[]) {
+function expectedFromRecords(records: SessionRecord[]) {
   const first = records[0].request.input_ids.length;
   const mask: number[] = [];
   const logprobs: number[] = [];
-  const turns: any[] = [];
+  const turns: SampleTurnBody[] = [];
   let end = 0;
   let tokens: number[] = [];
   for (const rec of records) {
@@ -80,7 +81,7 @@ function expectedFromRecords(records: any[]) {
 /** A tool loop with a rollback: 4 surviving turns (tool call, text, tool call, text). */
 async function toolLoopWithRollback(c: SessionCore): Promise<string> {
   const id = json(await c.create()).session_id;
-  const messages: any[] = [
+  const messages: WireMessage[] = [
     { role: "system", content: "You are a weather bot." },
     { role: "user", content: "What is the weather in Paris?" },
   ];
@@ -129,7 +130,7 @@ test("a tool loop with a rollback: tokens, loss mask, logprobs and turns agree w
   assert.equal(s.rollout_log_probs, want.logprobs);
   assert.equal(s.turns, want.turns);
   assert.equal(
-    s.turns.map((t: any) => t.finish_reason),
+    s.turns.map((t) => t.finish_reason),
     ["tool_calls", "stop", "tool_calls", "stop"],
   );
   assert.not.ok("rollout_routed_experts" in s, "no routing replay, no routed experts");
@@ -274,28 +275,28 @@ test("journal store: records read back from disk give the same sample, also afte
 
 test("routed experts: the last turn's payload, decoded to rows of int32 per token, cut with the tokens", async () => {
   const id = json(await r3Core.create()).session_id;
-  const messages: any[] = [{ role: "user", content: "Weather in Oslo?" }];
+  const messages: WireMessage[] = [{ role: "user", content: "Weather in Oslo?" }];
   const a0 = await turn(r3Core, id, messages);
-  messages.push(a0, { role: "tool", tool_call_id: a0.tool_calls[0].id, content: '{"temp_c": 3}' });
+  messages.push(a0, { role: "tool", tool_call_id: a0.tool_calls![0].id, content: '{"temp_c": 3}' });
   await turn(r3Core, id, messages);
   const got = json(await r3Core.get(id));
   const s = await sample(r3Core, id);
   const rows = s.tokens.length - 1;
-  assert.is(s.rollout_routed_experts.length, rows);
-  assert.ok(s.rollout_routed_experts.every((row: number[]) => row.length === WIDTH));
+  assert.is(s.rollout_routed_experts!.length, rows);
+  assert.ok(s.rollout_routed_experts!.every((row: number[]) => row.length === WIDTH));
   // Independently decoded from the record: the second request's payload, row-major.
   const raw = Buffer.from(got.records[1].response.choices[0].meta_info.routed_experts, "base64");
   assert.ok(raw.length > 64 * 1024, "a payload big enough to arrive in several chunks");
   const flat = Array.from({ length: raw.length / 4 }, (_, i) => raw.readInt32LE(i * 4));
-  assert.equal(s.rollout_routed_experts.flat(), flat);
-  assert.is(s.rollout_routed_experts[rows - 1][WIDTH - 1], r3.value(1, rows - 1, WIDTH - 1));
+  assert.equal(s.rollout_routed_experts!.flat(), flat);
+  assert.is(s.rollout_routed_experts![rows - 1][WIDTH - 1], r3.value(1, rows - 1, WIDTH - 1));
 
   // Cut inside turn 0's completion: turn 0's payload, one row per kept token but the last.
   const n = s.turns[0].completion_start + 3;
   const cut = await sample(r3Core, id, { max_seq_len: n });
-  assert.is(cut.rollout_routed_experts.length, n - 1);
+  assert.is(cut.rollout_routed_experts!.length, n - 1);
   assert.equal(
-    cut.rollout_routed_experts[n - 2],
+    cut.rollout_routed_experts![n - 2],
     Array.from({ length: WIDTH }, (_, c) => r3.value(0, n - 2, c)),
   );
 
@@ -303,7 +304,7 @@ test("routed experts: the last turn's payload, decoded to rows of int32 per toke
   assert.equal(st.tensors.rollout_routed_experts, {
     dtype: "I32",
     shape: [n - 1, WIDTH],
-    values: cut.rollout_routed_experts.flat(),
+    values: cut.rollout_routed_experts!.flat(),
   });
   await r3Core.delete(id);
 });
@@ -319,7 +320,7 @@ test("routed experts written with escaped slashes decode the same; a misaligned 
   const got = json(await r3Core.get(id));
   const raw = Buffer.from(got.records[0].response.choices[0].meta_info.routed_experts, "base64");
   assert.equal(
-    (await sample(r3Core, id)).rollout_routed_experts.flat(),
+    (await sample(r3Core, id)).rollout_routed_experts!.flat(),
     Array.from({ length: raw.length / 4 }, (_, i) => raw.readInt32LE(i * 4)),
   );
 
