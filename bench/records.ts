@@ -39,7 +39,15 @@ const dataRoot = mkdtempSync(join(tmpdir(), "tito-bench-records-"));
 
 const stderr = (line: string) => process.stderr.write(`${line}\n`);
 
-async function post(url: string, body?: unknown): Promise<any> {
+/** The two bodies this client reads: `POST /sessions`, and a chat reply for its message. */
+interface SessionCreated {
+  session_id: string;
+}
+interface ChatReply {
+  choices: Array<{ message: unknown }>;
+}
+
+async function post<Body>(url: string, body?: unknown): Promise<Body> {
   const res = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -47,7 +55,7 @@ async function post(url: string, body?: unknown): Promise<any> {
   });
   const text = await res.text();
   if (res.status !== 200) throw new Error(`POST ${url}: ${res.status} ${text.slice(0, 200)}`);
-  return JSON.parse(text);
+  return JSON.parse(text) as Body;
 }
 
 async function engineFor(replyMiB: number): Promise<SimEngine> {
@@ -65,7 +73,7 @@ async function server(options: SessionServerOptions): Promise<SessionServer> {
 
 /** Sequential turns of one growing conversation on each server, interleaved turn by turn so noise hits both; the first (warm-up) is not timed. */
 async function timedTurns(bases: string[], turns: number): Promise<number[][]> {
-  const ids = await Promise.all(bases.map(async (base) => (await post(`${base}/sessions`)).session_id as string));
+  const ids = await Promise.all(bases.map(async (base) => (await post<SessionCreated>(`${base}/sessions`)).session_id));
   const histories = bases.map(() => [{ role: "system", content: "You are terse." }] as unknown[]);
   const times = bases.map(() => [] as number[]);
   for (let k = 0; k <= turns; k++) {
@@ -73,7 +81,7 @@ async function timedTurns(bases: string[], turns: number): Promise<number[][]> {
       const messages = histories[i]!;
       messages.push({ role: "user", content: `question ${k}` });
       const t = performance.now();
-      const reply = await post(`${base}/sessions/${ids[i]}/v1/chat/completions`, { model: "m", messages });
+      const reply = await post<ChatReply>(`${base}/sessions/${ids[i]}/v1/chat/completions`, { model: "m", messages });
       if (k > 0) times[i]!.push(performance.now() - t);
       messages.push(reply.choices[0].message);
     }
@@ -131,12 +139,12 @@ async function chatLoad(base: string, total: number): Promise<number[]> {
   let left = total;
   const loop = async (n: number) => {
     while (left > 0) {
-      const { session_id: id } = await post(`${base}/sessions`);
+      const { session_id: id } = await post<SessionCreated>(`${base}/sessions`);
       const messages: unknown[] = [{ role: "system", content: "You are terse." }];
       for (let k = 0; k < 6 && left > 0; k++, left--) {
         messages.push({ role: "user", content: `loop ${n} question ${k}` });
         const t = performance.now();
-        const reply = await post(`${base}/sessions/${id}/v1/chat/completions`, { model: "m", messages });
+        const reply = await post<ChatReply>(`${base}/sessions/${id}/v1/chat/completions`, { model: "m", messages });
         times.push(performance.now() - t);
         messages.push(reply.choices[0].message);
       }
@@ -219,7 +227,7 @@ async function chatUnderGets(): Promise<GetLoadRow> {
   const ids: string[] = [];
   try {
     while (ids.length < 2) {
-      const { session_id: id } = await post(`${writer.url}/sessions`);
+      const { session_id: id } = await post<SessionCreated>(`${writer.url}/sessions`);
       if (ids.some((other) => shardOf(other, 2) === shardOf(id, 2))) continue; // one big session per shard
       ids.push(id);
     }
@@ -279,7 +287,7 @@ async function bigSession(base: string, id: string): Promise<void> {
   const messages: unknown[] = [{ role: "system", content: "You are terse." }];
   for (let k = 0; k < BIG_TURNS; k++) {
     messages.push({ role: "user", content: `big question ${k}` });
-    const reply = await post(`${base}/sessions/${id}/v1/chat/completions`, { model: "m", messages });
+    const reply = await post<ChatReply>(`${base}/sessions/${id}/v1/chat/completions`, { model: "m", messages });
     messages.push(reply.choices[0].message);
   }
 }
