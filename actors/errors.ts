@@ -1,4 +1,4 @@
-// Coded errors of the supervision layer (STYLE.md 2). Codes are stable and never reused;
+// Coded errors of the supervision layer (docs/architecture.md, "Errors"). Codes are stable and never reused;
 // docs/errors.md lists each one (checked by test/actors/errors.test.ts).
 
 import { CodedError } from "../buffers/coded-error.ts";

@@ -1,4 +1,4 @@
-// The supervision event: plain data with a stable `kind` (CONTRACT.md, STYLE.md 6), and
+// The supervision event: plain data with a stable `kind` (docs/operations.md, "The event log"), and
 // the bounded in-memory ring the event-log actor appends to. Kinds are never renamed.
 
 export type EventKind =

@@ -1,5 +1,5 @@
 // Validates an engine chat reply and builds the client copy without parsing the whole
-// body (TITO.md, "One chat turn" steps 3 and 5). One structural pass over the bytes
+// body (the checks and the client copy of docs/http.md, "Chat"). One structural pass over the bytes
 // finds choices[0].message and choices[0].meta_info.{output_token_logprobs,
 // completion_tokens} (only those slices go through JSON.parse) and the spans of every
 // choice's meta_info.routed_experts / indexer_topk, which the client copy leaves out.

@@ -1,4 +1,4 @@
-// The drift report (`tito_session_mismatch`, TITO.md "Drift report"): compares a
+// The drift report (`tito_session_mismatch`, docs/architecture.md "The token algorithm"): compares a
 // session's token ids with a canonical re-render of its messages, segment by segment
 // at special tokens. It reports drift; it never "fixes" ids by re-tokenizing them.
 import type { TitoFamily } from "./families/index.ts";

@@ -1,4 +1,4 @@
-// Coded errors of the session layer (STYLE.md 2). Every class has a stable `code`
+// Coded errors of the session layer (docs/architecture.md, "Errors"). Every class has a stable `code`
 // that is never reused, an HTTP status where it has one, and an optional cause.
 // test/sessions/errors.test.ts checks that every code is documented in docs/errors.md.
 // Expected outcomes (a client or the engine at fault) are these classes; a broken

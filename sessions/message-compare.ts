@@ -1,5 +1,5 @@
-// Message comparison for rollback detection and the append-only check (TITO.md,
-// "Message comparison"). Two messages match when role, content, reasoning_content and
+// Message comparison for rollback detection and the append-only check (docs/architecture.md,
+// "The token algorithm"). Two messages match when role, content, reasoning_content and
 // tool_calls are deeply equal, with object key order ignored, tool-call `arguments`
 // compared after parsing a JSON string, and null / "" / [] / absent all the same value.
 // Other keys are ignored: clients add provider-specific fields. Never mutates its inputs.

@@ -1,4 +1,4 @@
-// Builds the prompt ids of one chat turn (TITO.md, "Building the prompt ids"): the
+// Builds the prompt ids of one chat turn (docs/architecture.md, "The token algorithm"): the
 // first turn renders the whole conversation; later turns detect a one-step rollback,
 // enforce append-only + allowed roles, tokenize only the appended messages segment by
 // segment, add the generation prompt, and join it all to the accumulated ids with the

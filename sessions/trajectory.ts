@@ -1,4 +1,4 @@
-// The token trajectory of one session (TITO.md, "State of one session"): the messages
+// The token trajectory of one session (docs/architecture.md, "The token algorithm"): the messages
 // as of the last committed turn, one checkpoint per committed assistant turn, the lock
 // and the closing flag. It applies rollbacks and commits turns after the prefix check.
 // It holds no records (records.ts does) and never renders or tokenizes.

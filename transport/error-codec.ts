@@ -1,4 +1,4 @@
-// Errors on the wire (STYLE.md 3): a thrown error becomes {code, status, message, data}
+// Errors on the wire, by code: a thrown error becomes {code, status, message, data}
 // in a frame header, and the receiver rebuilds the class registered for the code.
 // Never sends stacks or causes across (they belong to the process that threw).
 

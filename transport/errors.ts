@@ -1,4 +1,4 @@
-// Coded errors of the transport layer (STYLE.md 2 and 3). Every class has a stable
+// Coded errors of the transport layer (docs/architecture.md, "Errors"). Every class has a stable
 // `code` that is never reused, an HTTP-ish `status` the router may map, and optional
 // `data`. The constructors take (message, data?) so error-codec.ts can rebuild any of
 // them from the wire by code. This file must never import from sessions/ or server/.

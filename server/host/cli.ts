@@ -1,5 +1,5 @@
 // `tito-server serve`: the command-line front of startSessionServer(). Prints exactly one
-// line on stdout once ready (CONTRACT.md); everything else — logs and one readable line
+// line on stdout once ready (docs/operations.md); everything else — logs and one readable line
 // per supervision event — goes to stderr. SIGINT/SIGTERM shut down cleanly (exit 0); a
 // failed tree prints why and exits 1; bad flags exit 2.
 import { parseArgs } from "node:util";

@@ -8,7 +8,7 @@ export class RouterError extends CodedError {}
 
 /** The shard that owns a session has no live worker (down, restarting past the wait bound). */
 export class WorkerUnavailableError extends RouterError {
-  /** Why, for logs; the HTTP body is exactly CONTRACT.md's "session worker unavailable". */
+  /** Why, for logs; the HTTP body is exactly docs/http.md's "session worker unavailable". */
   readonly detail: string;
   constructor(shard: number, why: string, options?: { cause?: unknown }) {
     super("TITO_ERR_WORKER_UNAVAILABLE", 503, "session worker unavailable", options);

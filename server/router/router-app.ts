@@ -1,6 +1,6 @@
 // The router's Fastify app: the only HTTP listener of the tree. Bodies are taken as raw
 // bytes (every content type, JSON included) and never parsed here; route groups are
-// plugins (STYLE.md 8). Errors are JSON `{"error": …}` with the right status.
+// Fastify plugins. Errors are JSON `{"error": …}` with the right status.
 import Fastify, { LogController, type FastifyError, type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import fp from "fastify-plugin";

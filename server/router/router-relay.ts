@@ -1,6 +1,6 @@
 // Relays one request to the worker that owns its shard and the worker's reply back,
 // unchanged: status, headers and body bytes are passed through, never parsed. A body
-// the worker streams is written to the socket piece by piece (pipeBody). Failure mapping (CONTRACT.md): no live
+// the worker streams is written to the socket piece by piece (pipeBody). Failure mapping (docs/http.md): no live
 // worker, or the worker died mid-request -> 503; the worker failed the request -> 502.
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ChannelClosedError, RequestAbortedError, release } from "../../transport/index.ts";

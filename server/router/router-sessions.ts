@@ -1,4 +1,4 @@
-// The session routes of the router (CONTRACT.md), as one Fastify plugin. Each route
+// The session routes of the router (docs/http.md), as one Fastify plugin. Each route
 // only picks the owning shard from the session id and relays; the router never parses
 // a request or reply body. POST /sessions mints the id first so it can route by it.
 // Each route is one shard op (server/shard-protocol.ts); only the ops that hand the client's

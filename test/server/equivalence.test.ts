@@ -1,4 +1,4 @@
-// Observational equivalence (CONTRACT.md): with N workers the server is
+// Observational equivalence: with N workers the server is
 // indistinguishable from N=1 — same statuses, same bodies, ids and timestamps aside.
 import { test } from "uvu";
 import * as assert from "uvu/assert";

@@ -1,4 +1,4 @@
-// Every route of CONTRACT.md through the real tree: router + 2 workers as child
+// Every route of docs/http.md through the real tree: router + 2 workers as child
 // processes, the simulated engine as the stand-in for the GPU engine.
 import { test } from "uvu";
 import * as assert from "uvu/assert";

@@ -1,4 +1,4 @@
-// Every transport error code is documented in docs/errors.md (STYLE.md 2), codes are
+// Every transport error code is documented in docs/errors.md, codes are
 // unique, and each class rebuilds from the wire as itself with its code and status.
 
 import { test } from "uvu";
