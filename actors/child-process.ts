@@ -24,17 +24,17 @@ export interface ChildSpec {
 /**
  * glibc malloc tuning for the children (the caller's environment wins). Bodies move as
  * 64 KiB–1 MiB buffers; by default glibc serves each from a fresh mmap and returns it on
- * free, so every chunk page-faults anew (measured here: ~1.3 GiB/s and half the CPU in
- * the kernel, vs ~10 GiB/s when freed chunks are reused from the heap). Allocations up
+ * free, so every chunk page-faults anew (far slower than reusing freed chunks
+ * from the heap, most of it CPU in the kernel; docs/benchmark.md). Allocations up
  * to 4 MiB stay on the heap, and up to 64 MiB of free heap is kept before trimming.
  */
 const MALLOC_TUNING = { MALLOC_MMAP_THRESHOLD_: "4194304", MALLOC_TRIM_THRESHOLD_: "67108864" };
 
 /**
  * Node/V8 flags for the children. The server runs about one process per core, so V8's
- * GC helper threads only compete with the other processes for the same cores; measured on
- * the 2-core development machine, single-threaded GC cut the server's CPU per turn of the
- * 16 MiB routing-replay rollout from ~66-70 to ~43-57 ms (small turns: no change).
+ * GC helper threads only compete with the other processes for the same cores, and
+ * single-threaded GC cuts the server's CPU per large routing-replay turn (small turns: no
+ * change; docs/benchmark.md).
  * TITO_CHILD_NODE_FLAGS replaces them (space-separated; empty for none).
  */
 export function childNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
@@ -44,7 +44,7 @@ export function childNodeFlags(env: NodeJS.ProcessEnv = process.env): string[] {
 
 export function spawnChild(spec: ChildSpec, epoch: number): ChildProcess {
   return fork(spec.entry, [], {
-    // A TypeScript entry needs tsx's loader, whose hooks run on their own thread (~40 MiB of RSS).
+    // A TypeScript entry needs tsx's loader, whose hooks cost each child a thread and its memory.
     execArgv: [
       ...childNodeFlags(),
       ...(spec.nodeFlags ?? []),

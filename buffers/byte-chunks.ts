@@ -1,7 +1,7 @@
 // A read-only view of a body received as a list of chunks, addressed by one global byte
 // position. The reply scanner reads through it so a large engine reply is never copied
 // into one contiguous Buffer: allocating and filling fresh memory costs far more than
-// the scan (~300 MiB/s on the target machines). Small slices that straddle a chunk
+// the scan itself. Small slices that straddle a chunk
 // boundary are copied; large spans are only ever handed out as views.
 
 export class ByteChunks {

@@ -24,7 +24,7 @@ function tableCrc32(data: Uint8Array, value = 0): number {
 
 // Every journal byte is checksummed when written (and again by a replay), so the
 // checksum's speed shows in the worker's CPU. @node-rs/crc32 (the same CRC-32, with
-// PCLMULQDQ: ~10 GB/s on the benchmark machine against zlib's ~4.5) when its prebuilt
+// PCLMULQDQ, faster than zlib's; docs/benchmark.md) when its prebuilt
 // binary loads on this platform; zlib's otherwise.
 function loadNativeCrc32(): Crc32 | undefined {
   try {

@@ -194,7 +194,7 @@ function childSpecs(
 /**
  * One request to the router, answered as text. node:http rather than fetch(): the host
  * otherwise sends nothing over HTTP, and the first fetch() loads Node's bundled undici and
- * compiles its WASM parser, which took the host's RSS from ~58 to ~87 MiB.
+ * compiles its WASM parser, which grows the host's RSS for no use here (docs/benchmark.md).
  */
 function httpText(
   url: string,

@@ -24,7 +24,7 @@ export type { PrebuiltOptions } from "./sim-engine-prebuilt.ts";
 
 export interface SimEngineOptions {
   tokenizerDir?: string; // default bundledQwen3Dir()
-  /** An already loaded folder (saves the ~1 s load); wins over tokenizerDir. */
+  /** An already loaded folder (skips the load); wins over tokenizerDir. */
   tokenizerFolder?: TokenizerFolder;
   host?: string; // default 127.0.0.1
   port?: number; // default 0

@@ -105,11 +105,11 @@ try {
   cannotStart(err);
 }
 
-// Loading the tokenizer leaves ~45 MB of garbage (the parsed tokenizer.json, its source
+// Loading the tokenizer leaves tens of MB of garbage (the parsed tokenizer.json, its source
 // text), and a replay more. V8 would keep it until the first full GC, which under load can
 // be many turns away, so it would sit in every worker's RSS and peak RSS. One full GC now
-// (exposed by the --expose-gc the host passes workers) takes the idle worker's anonymous
-// memory from ~130 to ~95 MiB.
+// (exposed by the --expose-gc the host passes workers) gives that memory back before the
+// worker reports ready (docs/benchmark.md).
 (globalThis as { gc?: () => void }).gc?.();
 
 const socketPath = join(config.socketDir, `shard-${config.index}.${config.epoch}.sock`);
