@@ -1,8 +1,9 @@
 // The session core of one shard: health, create, get, delete, chat and proxy over plain
 // values ({method, path, query, headers, body} in, {status, headers, body} out). A chat
-// turn (docs/architecture.md, "One chat turn"): plan the prompt under the session lock, have the engine generate from its ids
-// without the lock (engine-port.ts), then verify and commit under the lock again unless
-// the session moved on. Expected failures become coded error responses; only bugs throw.
+// turn (docs/architecture.md, "One chat turn"): plan the prompt under the session lock,
+// have the engine generate from its ids without the lock (engine-port.ts), then verify and
+// commit under the lock again unless the session moved on. Expected failures become coded
+// error responses; only bugs throw.
 // No HTTP server, and no engine protocol: the worker hands the core an Engine.
 import type { Logger } from "pino";
 import type { ChatMessage } from "./chat-template.ts";

