@@ -1,6 +1,6 @@
 // The types of the channel API (re-exported by index.ts) and the two per-request
 // records a channel keeps: a call it made and a request it serves. Plain data; the
-// protocol logic lives in channel.ts.
+// protocol logic lives in channel.ts and inbound-bodies.ts.
 
 import type { ErrorClass } from "./errors.ts";
 import type { BodyQueue, IncomingBody } from "./incoming-body.ts";

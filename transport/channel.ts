@@ -1,8 +1,9 @@
 // A Channel multiplexes requests and replies over one connected Unix socket: ids
 // match replies to requests in any order, bodies stream as chunks under per-stream
-// window credit (outbound-scheduler.ts), errors cross by code (error-codec.ts), and
-// cancellation and close fail exactly the requests they concern. Either side may
-// serve. It knows nothing of sessions or HTTP and never parses a body.
+// window credit (sending: outbound-scheduler.ts, receiving: inbound-bodies.ts), errors
+// cross by code (error-codec.ts), and cancellation and close fail exactly the requests
+// they concern. Either side may serve. It knows nothing of sessions or HTTP and never
+// parses a body.
 
 import type { Socket } from "node:net";
 import { errorFromWire, errorToWire, type WireError } from "./error-codec.ts";
@@ -15,7 +16,7 @@ import {
   type ErrorClass,
 } from "./errors.ts";
 import { FrameDecoder, Flag, Kind, MAX_ID, type FrameSink } from "./frame-codec.ts";
-import { BodyQueue, type BodyHooks } from "./incoming-body.ts";
+import { InboundBodies } from "./inbound-bodies.ts";
 import {
   PendingCall,
   ServedRequest,
@@ -44,21 +45,16 @@ export class Channel {
   readonly #socket: Socket;
   readonly #initiator: boolean;
   readonly #chunkBytes: number;
-  readonly #windowBytes: number;
   readonly #errorTable: Record<string, ErrorClass>;
   readonly #sched: OutboundScheduler;
   readonly #decoder: FrameDecoder;
-  readonly #reads: ReadSlabs | undefined;
   readonly #calls = new Map<number, PendingCall>();
   readonly #served = new Map<number, ServedRequest>();
-  readonly #inbound = new Map<number, BodyQueue>(); // open streaming bodies by id
+  readonly #bodies: InboundBodies; // received bodies: where body bytes go, window credit
   #nextId: number;
-  #target: BodyQueue | undefined; // where the body bytes of the frame being decoded go
-  #targetIsSingle = false;
   // A request or reply with a one-frame body is handed over once that body is complete,
   // so collect() returns at once (no per-piece async iteration on the hot path).
   #afterFrame: PendingCall | ServedRequest | undefined;
-  readonly #bodyHooks: BodyHooks;
   #handler: Handler | undefined;
   #closed = false;
   #closeError: Error | undefined;
@@ -72,17 +68,25 @@ export class Channel {
   constructor(socket: Socket, options: ChannelOptions & { initiator?: boolean; reads?: ReadSlabs } = {}) {
     const maxFrameBytes = options.maxFrameBytes ?? 16 * 2 ** 20;
     this.#chunkBytes = options.chunkBytes ?? 2 ** 20;
-    this.#windowBytes = options.windowBytes ?? 8 * this.#chunkBytes;
+    const windowBytes = options.windowBytes ?? 8 * this.#chunkBytes;
     if (!(this.#chunkBytes > 0 && this.#chunkBytes + 64 <= maxFrameBytes))
       throw new RangeError("chunkBytes must be positive and leave room for a frame head below maxFrameBytes");
-    if (!(this.#windowBytes >= 2)) throw new RangeError("windowBytes must be at least 2");
+    if (!(windowBytes >= 2)) throw new RangeError("windowBytes must be at least 2");
     this.#errorTable = { ...transportErrorCodes, ...options.errorCodes };
     this.#socket = socket;
     this.#initiator = options.initiator ?? true;
     this.#nextId = this.#initiator ? 1 : 2;
     this.#sched = new OutboundScheduler(socket, this.#chunkBytes, maxFrameBytes);
     this.#decoder = new FrameDecoder(this.#sink(), maxFrameBytes);
-    this.#bodyHooks = this.#makeBodyHooks();
+    this.#bodies = new InboundBodies(
+      windowBytes,
+      options.reads,
+      (kind, id, meta) => this.#sendControl(kind, id, meta),
+      (body) => {
+        const call = this.#calls.get(body.id); // only my ids have calls; served ids never match
+        if (call !== undefined && call.body === body) this.#finishCall(body.id, call);
+      },
+    );
     const feed = (chunk: Buffer) => {
       try {
         this.#decoder.push(chunk);
@@ -90,8 +94,7 @@ export class Channel {
         this.close(err as Error);
       }
     };
-    this.#reads = options.reads;
-    if (this.#reads !== undefined) this.#reads.attach(feed);
+    if (options.reads !== undefined) options.reads.attach(feed);
     else socket.on("data", feed);
     socket.on("error", (err) => this.close(err));
     socket.on("end", () => this.close());
@@ -170,9 +173,7 @@ export class Channel {
       s.body.fail(closedErr);
     }
     this.#served.clear();
-    for (const b of this.#inbound.values()) b.fail(closedErr);
-    this.#inbound.clear();
-    this.#target = undefined;
+    this.#bodies.failAll(closedErr);
     this.#afterFrame = undefined;
     const callbacks = this.#closeCallbacks;
     this.#closeCallbacks = [];
@@ -223,7 +224,7 @@ export class Channel {
     const err = new RequestAbortedError();
     if (!call.replied) call.reject(err);
     else call.body?.fail(err);
-    this.#inbound.delete(id); // late frames for this id are dropped from here on
+    this.#bodies.forget(id); // late frames for this id are dropped from here on
     this.#sched.stop(id);
     this.#sendControl(Kind.CANCEL, id);
   }
@@ -248,56 +249,12 @@ export class Channel {
     }
   }
 
-  // One hooks object per channel: bodies report by reference, no closures per body.
-  #makeBodyHooks(): BodyHooks {
-    return {
-      consumed: (body, n) => {
-        if (!body.streaming) return;
-        body.unacked += n;
-        // Refill in quarter-window batches: credit frames stay rare, yet the sender
-        // gets more window well before it runs dry.
-        if (body.unacked * 4 >= this.#windowBytes && this.#inbound.get(body.id) === body) {
-          this.#sendControl(Kind.CREDIT, body.id, body.unacked);
-          body.unacked = 0;
-        }
-      },
-      abandoned: (body) => {
-        if (this.#inbound.get(body.id) !== body) return;
-        this.#inbound.delete(body.id);
-        this.#sendControl(Kind.STOP, body.id);
-      },
-      settled: (body) => {
-        const call = this.#calls.get(body.id); // only my ids have calls; served ids never match
-        if (call !== undefined && call.body === body) this.#finishCall(body.id, call);
-      },
-    };
-  }
-
-  #openBody(id: number, flags: number): BodyQueue {
-    const body = new BodyQueue(id, flags === Flag.BODY_STREAM, this.#bodyHooks);
-    if (flags === Flag.BODY_STREAM) {
-      this.#inbound.set(id, body);
-      this.#sendControl(Kind.CREDIT, id, this.#windowBytes);
-    } else if (flags === Flag.BODY_SINGLE) {
-      this.#target = body;
-      this.#targetIsSingle = true;
-    } else {
-      body.end();
-    }
-    return body;
-  }
-
   #sink(): FrameSink {
     return {
       frame: (kind, flags, id, meta) => this.#onFrame(kind, flags, id, meta),
-      body: (piece) => {
-        const target = this.#target;
-        if (target !== undefined) target.push(this.#reads === undefined ? piece : this.#reads.hold(piece));
-      },
+      body: (piece) => this.#bodies.push(piece),
       frameEnd: () => {
-        if (this.#targetIsSingle) this.#target?.end();
-        this.#target = undefined;
-        this.#targetIsSingle = false;
+        this.#bodies.frameEnd();
         const waiting = this.#afterFrame;
         this.#afterFrame = undefined;
         if (waiting instanceof PendingCall) this.#deliver(waiting);
@@ -314,7 +271,7 @@ export class Channel {
         const call = this.#calls.get(id);
         if (call === undefined || call.body !== undefined) return; // late reply of a cancelled request
         call.meta = (meta ?? {}) as Meta;
-        call.body = this.#openBody(id, flags);
+        call.body = this.#bodies.open(id, flags);
         if (flags === Flag.BODY_NONE) this.#finishCall(id, call); // its body ended before call.body was set
         if (flags === Flag.BODY_SINGLE) this.#afterFrame = call;
         else this.#deliver(call);
@@ -329,13 +286,11 @@ export class Channel {
         return;
       }
       case Kind.CHUNK:
-        this.#target = this.#inbound.get(id);
-        return;
+        return this.#bodies.chunk(id);
       case Kind.END:
       case Kind.BODY_ERROR: {
-        const body = this.#inbound.get(id);
+        const body = this.#bodies.take(id);
         if (body === undefined) return;
-        this.#inbound.delete(id);
         if (kind === Kind.END) body.end();
         else body.fail(errorFromWire(meta, this.#errorTable));
         return;
@@ -356,7 +311,7 @@ export class Channel {
   #onRequest(flags: number, id: number, meta: unknown): void {
     if (this.#isMine(id) || this.#served.has(id)) throw new ProtocolError(`peer sent a request with invalid id ${id}`);
     if (meta === null || typeof meta !== "object") throw new ProtocolError(`request ${id} has no metadata object`);
-    const served = new ServedRequest(id, meta as Meta, this.#openBody(id, flags));
+    const served = new ServedRequest(id, meta as Meta, this.#bodies.open(id, flags));
     this.#served.set(id, served);
     if (flags === Flag.BODY_SINGLE) this.#afterFrame = served;
     else void this.#run(served);
@@ -419,7 +374,7 @@ export class Channel {
     const err = new RequestAbortedError("request cancelled by the caller");
     served.abort(err);
     this.#sched.stop(id);
-    if (this.#inbound.get(id) === served.body) this.#inbound.delete(id);
+    this.#bodies.forget(id, served.body);
     served.body.fail(err);
   }
 

@@ -29,7 +29,7 @@ type Waiter = { resolve(r: IteratorResult<Buffer>): void; reject(e: Error): void
 export class BodyQueue implements IncomingBody {
   readonly streaming: boolean;
   readonly id: number;
-  /** Consumed bytes not yet granted back to the sender (kept by the channel). */
+  /** Consumed bytes not yet granted back to the sender (kept by inbound-bodies.ts). */
   unacked = 0;
   #queue: Buffer[] = [];
   #head = 0;
