@@ -5,7 +5,8 @@ import { defaultFamily } from "./default.ts";
 import type { TitoFamily, TitoFamilyName } from "./family.ts";
 import { qwen3Family } from "./qwen3.ts";
 
-export type { TitoFamily, TitoFamilyName } from "./family.ts";
+export type { ParsedCompletion, TitoFamily, TitoFamilyName, ToolCall, ToolCallIdSource } from "./family.ts";
+export { newToolCallId } from "./tool-call-id.ts";
 
 /** Picks a family by name, or detects it: qwen3 when the tokenizer has <|im_start|>/<|im_end|>. */
 export function selectFamily(folder: TokenizerFolder, name?: TitoFamilyName): TitoFamily {
