@@ -1,73 +1,106 @@
 // Reads back the parts of a stored record a training sample needs, without parsing the
-// whole record: the number of `input_ids` in the request sent upstream, and from the
-// engine's reply choices[0]'s output_token_logprobs, finish reason and the span of its
-// base64 `meta_info.routed_experts`, decoded only on demand (it can be tens of MiB).
-// It works on the chunks the record holds and never copies a reply into one buffer.
-// It never validates a reply as a whole: the chat turn did that before recording it.
+// whole record: how many prompt ids the request sent upstream had, and from the engine's
+// reply the completion ids, their logprobs, the finish reason and the span of the base64
+// routed experts, decoded only on demand (it can be tens of MiB). Records come in one shape
+// per engine API: SGLang's chat route (ids in `input_ids`; facts in `choices[0]` and its
+// `meta_info`), SGLang's `/generate` (`input_ids`; `meta_info` at the top level) and vLLM's
+// `/v1/completions` (ids in `prompt`; `choices[0].token_ids` and `.logprobs`). One walk
+// reads any of them. It works on the chunks the record holds and never copies a reply into
+// one buffer. It never validates a reply as a whole: the chat turn did that before
+// recording it.
 import type { ByteChunks } from "../../buffers/byte-chunks.ts";
 import { EngineReplyError, SampleDataError } from "../errors.ts";
-import { JsonScanner } from "../../buffers/json-scan.ts";
+import { JsonScanner, type MemberSpan } from "../../buffers/json-scan.ts";
 
 export interface ReplyFacts {
   completionIds: number[];
   logprobs: number[];
   /** choices[0].finish_reason, else meta_info.finish_reason.type, else null. */
   finishReason: string | null;
-  /** Decodes choices[0].meta_info.routed_experts; undefined when the reply has none. */
+  /** Decodes meta_info.routed_experts; undefined when the reply has none. */
   routedExperts?: () => Buffer;
 }
 
 type Span = [number, number];
 
-/** How many elements the request's top-level `input_ids` list has (walked, not parsed). */
+/**
+ * How many prompt ids the request sent upstream has (walked, not parsed): its top-level
+ * `input_ids` (SGLang), else its `prompt` when that is a list (vLLM takes the ids there).
+ */
 export function countInputIds(request: Buffer, turn: number): number {
   const scan = new JsonScanner(request, { invalid: EngineReplyError.notJson });
-  let count = -1;
-  scan.members(scan.ws(0), (m) => {
-    if (!scan.keyIs(m, "input_ids")) return;
+  let inputIds = -1;
+  let prompt = -1;
+  let promptText = false;
+  const count = (start: number, set: (n: number) => void) => {
     let n = 0;
-    const end = scan.elements(m.valueStart, () => void n++);
-    count = n;
+    const end = scan.elements(start, () => void n++);
+    set(n);
     return end;
+  };
+  scan.members(scan.ws(0), (m) => {
+    if (scan.keyIs(m, "input_ids")) return count(m.valueStart, (n) => (inputIds = n));
+    if (!scan.keyIs(m, "prompt")) return;
+    if (scan.buf.at(m.valueStart) === 0x5b) return count(m.valueStart, (n) => (prompt = n));
+    promptText = true;
   });
-  if (count < 0) throw new SampleDataError(`record of turn ${turn} has no input_ids in its request`);
-  return count;
+  if (inputIds >= 0) return inputIds;
+  if (prompt >= 0) return prompt;
+  throw new SampleDataError(
+    promptText
+      ? `record of turn ${turn} has a text prompt in its request, not token ids (no input_ids, prompt is not a list)`
+      : `record of turn ${turn} has no prompt ids in its request (neither input_ids nor a prompt list)`,
+  );
+}
+
+interface ReplySpans {
+  /** meta_info.output_token_logprobs (SGLang, in choices[0] or at the top level). */
+  logprobs?: Span;
+  /** choices[0].finish_reason */
+  finish?: Span;
+  /** meta_info.finish_reason */
+  metaFinish?: Span;
+  routed?: Span;
+  /** choices[0].token_ids (vLLM) */
+  tokenIds?: Span;
+  /** choices[0].logprobs.token_logprobs (vLLM) */
+  tokenLogprobs?: Span;
 }
 
 export function scanReplyFacts(response: readonly Buffer[], turn: number): ReplyFacts {
   const scan = new JsonScanner(response, { invalid: EngineReplyError.notJson });
-  const spans: { logprobs?: Span; finish?: Span; metaFinish?: Span; routed?: Span } = {};
-  const take = (key: keyof typeof spans, start: number) => {
+  const spans: ReplySpans = {};
+  const take = (key: keyof ReplySpans, start: number) => {
     const end = scan.skipValue(start);
     spans[key] = [start, end];
     return end;
   };
+  const isObject = (m: MemberSpan) => scan.buf.at(m.valueStart) === 0x7b;
+  const metaInfo = (m: MemberSpan) =>
+    scan.members(m.valueStart, (mi) => {
+      if (scan.keyIs(mi, "output_token_logprobs")) return take("logprobs", mi.valueStart);
+      if (scan.keyIs(mi, "finish_reason")) return take("metaFinish", mi.valueStart);
+      if (scan.keyIs(mi, "routed_experts") && scan.buf.at(mi.valueStart) === 0x22) return take("routed", mi.valueStart);
+    });
   scan.members(scan.ws(0), (m) => {
+    if (scan.keyIs(m, "meta_info") && isObject(m)) return metaInfo(m);
     if (!scan.keyIs(m, "choices")) return;
     return scan.elements(m.valueStart, (i, s) => {
       if (i !== 0 || scan.buf.at(s) !== 0x7b) return;
       return scan.members(s, (c) => {
         if (scan.keyIs(c, "finish_reason")) return take("finish", c.valueStart);
-        if (!scan.keyIs(c, "meta_info") || scan.buf.at(c.valueStart) !== 0x7b) return;
-        return scan.members(c.valueStart, (mi) => {
-          if (scan.keyIs(mi, "output_token_logprobs")) return take("logprobs", mi.valueStart);
-          if (scan.keyIs(mi, "finish_reason")) return take("metaFinish", mi.valueStart);
-          if (scan.keyIs(mi, "routed_experts") && scan.buf.at(mi.valueStart) === 0x22)
-            return take("routed", mi.valueStart);
+        if (scan.keyIs(c, "meta_info") && isObject(c)) return metaInfo(c);
+        if (scan.keyIs(c, "token_ids")) return take("tokenIds", c.valueStart);
+        if (!scan.keyIs(c, "logprobs") || !isObject(c)) return;
+        return scan.members(c.valueStart, (lp) => {
+          if (scan.keyIs(lp, "token_logprobs")) return take("tokenLogprobs", lp.valueStart);
         });
       });
     });
   });
-  if (!spans.logprobs)
-    throw new SampleDataError(`record of turn ${turn} has no choices[0].meta_info.output_token_logprobs`);
-  const entries = scan.parse(...spans.logprobs) as unknown[];
-  const completionIds: number[] = [];
-  const logprobs: number[] = [];
-  for (const entry of entries) {
-    const pair = entry as unknown[];
-    completionIds.push(pair[1] as number);
-    logprobs.push(typeof pair[0] === "number" ? pair[0] : 0);
-  }
+  const { completionIds, logprobs } = spans.logprobs
+    ? sglangOutput(scan, spans.logprobs)
+    : vllmOutput(scan, spans.tokenIds, spans.tokenLogprobs, turn);
   let finishReason: string | null = null;
   const finish = spans.finish ? scan.parse(...spans.finish) : null;
   if (typeof finish === "string") finishReason = finish;
@@ -82,6 +115,45 @@ export function scanReplyFacts(response: readonly Buffer[], turn: number): Reply
     finishReason,
     routedExperts: routed ? () => decodeBase64Span(scan.buf, routed[0] + 1, routed[1] - 1, turn) : undefined,
   };
+}
+
+/** SGLang: `[[logprob, id, text], …]`; a null logprob counts as 0. */
+function sglangOutput(scan: JsonScanner, span: Span): { completionIds: number[]; logprobs: number[] } {
+  const entries = scan.parse(...span) as unknown[];
+  const completionIds: number[] = [];
+  const logprobs: number[] = [];
+  for (const entry of entries) {
+    const pair = entry as unknown[];
+    completionIds.push(pair[1] as number);
+    logprobs.push(typeof pair[0] === "number" ? pair[0] : 0);
+  }
+  return { completionIds, logprobs };
+}
+
+/** vLLM: the ids and their logprobs in two parallel lists; a null logprob counts as 0. */
+function vllmOutput(
+  scan: JsonScanner,
+  ids: Span | undefined,
+  lps: Span | undefined,
+  turn: number,
+): { completionIds: number[]; logprobs: number[] } {
+  if (!ids)
+    throw new SampleDataError(
+      `record of turn ${turn} has no completion ids in its reply: no meta_info.output_token_logprobs (SGLang chat or /generate) and no choices[0].token_ids (vLLM completions)`,
+    );
+  if (!lps)
+    throw new SampleDataError(
+      `record of turn ${turn} has choices[0].token_ids but no choices[0].logprobs.token_logprobs in its reply`,
+    );
+  const completionIds = scan.parse(...ids);
+  const values = scan.parse(...lps);
+  if (!Array.isArray(completionIds) || !completionIds.every(Number.isInteger))
+    throw new SampleDataError(`record of turn ${turn}: choices[0].token_ids is not a list of token ids`);
+  if (!Array.isArray(values) || values.length !== completionIds.length)
+    throw new SampleDataError(
+      `record of turn ${turn}: choices[0].logprobs.token_logprobs is not a list of ${completionIds.length} logprobs, one per token id`,
+    );
+  return { completionIds, logprobs: values.map((v) => (typeof v === "number" ? v : 0)) };
 }
 
 /** Base64 text at [start, end) of the chunks, decoded piece by piece into one aligned buffer. */
