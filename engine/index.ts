@@ -4,12 +4,14 @@ import type { ConnectionOptions } from "node:tls";
 import type { Engine } from "../sessions/engine-port.ts";
 import { ReplyBuffers } from "./reply-buffers.ts";
 import { sglangChatEngine } from "./sglang-chat.ts";
+import { sglangGenerateEngine } from "./sglang-generate.ts";
+import { vllmCompletionsEngine } from "./vllm-completions.ts";
 import { createUpstream, type UpstreamObservation } from "./upstream.ts";
 
 export type { UpstreamObservation } from "./upstream.ts";
 
 /** The engine APIs `--engine-api` names. */
-export const ENGINE_APIS = ["sglang-chat"] as const;
+export const ENGINE_APIS = ["sglang-chat", "sglang-generate", "vllm-completions"] as const;
 export type EngineApi = (typeof ENGINE_APIS)[number];
 
 export interface EngineOptions {
@@ -29,6 +31,8 @@ export interface EngineOptions {
   observe?: (observation: UpstreamObservation) => void;
   /** TLS options for an https engine beyond the system's CAs. */
   tls?: ConnectionOptions;
+  /** Counts malformed tool-call blocks in token-level completions (a metric); must not throw. */
+  onMalformedToolCalls?: (count: number) => void;
 }
 
 export function createEngine(options: EngineOptions): Engine {
@@ -44,9 +48,14 @@ export function createEngine(options: EngineOptions): Engine {
     indexerReplay: options.indexerReplay,
     dropAuthorization: options.dropAuthorization,
     replyBuffers: options.pooledReplies ? new ReplyBuffers() : undefined,
+    onMalformedToolCalls: options.onMalformedToolCalls,
   };
   switch (options.api) {
     case "sglang-chat":
       return sglangChatEngine(adapter);
+    case "sglang-generate":
+      return sglangGenerateEngine(adapter);
+    case "vllm-completions":
+      return vllmCompletionsEngine(adapter);
   }
 }

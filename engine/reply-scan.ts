@@ -20,6 +20,8 @@ export interface ScannedReply {
   /** The logprob of each completion token (the first element of each entry). */
   completionLogprobs: number[];
   finishReason: unknown;
+  /** choices[0].meta_info.prompt_tokens: how many prompt tokens the engine generated from, when it says. */
+  promptTokens?: unknown;
   /** The body minus R3 payloads, as views into the original bytes, in order. */
   clientBody: Buffer[];
   /** Whether any R3 payload was cut out. */
@@ -51,6 +53,7 @@ interface FirstChoice {
   finishReason?: [number, number];
   logprobs?: [number, number];
   completionTokens?: [number, number];
+  promptTokens?: [number, number];
 }
 
 function scanChoice(scan: JsonScanner, start: number, first: FirstChoice | undefined, edits: Edit[]): number | void {
@@ -72,6 +75,10 @@ function scanChoice(scan: JsonScanner, start: number, first: FirstChoice | undef
       r3.push(R3_KEYS.some((k) => scan.keyIs(inner, k)));
       if (first && scan.keyIs(inner, "output_token_logprobs")) {
         first.logprobs = [inner.valueStart, (inner.valueEnd = scan.skipValue(inner.valueStart))];
+        return inner.valueEnd;
+      }
+      if (first && scan.keyIs(inner, "prompt_tokens")) {
+        first.promptTokens = [inner.valueStart, (inner.valueEnd = scan.skipValue(inner.valueStart))];
         return inner.valueEnd;
       }
       if (first && scan.keyIs(inner, "completion_tokens")) {
@@ -151,6 +158,7 @@ export function scanReply(body: Buffer | readonly Buffer[], quotes?: readonly nu
     completionIds,
     completionLogprobs,
     finishReason: first.finishReason ? scan.parse(...first.finishReason) : undefined,
+    promptTokens: first.promptTokens ? scan.parse(...first.promptTokens) : undefined,
     clientBody,
     strippedR3: edits.length > 0,
   };

@@ -5,6 +5,7 @@
 // `choices[0].meta_info.output_token_logprobs` carries the generated ids. The reply is
 // scanned as bytes (reply-scan.ts): the client gets it minus the routing payloads.
 import type { Engine, EngineProxyRequest, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
+import { EngineReplyError } from "../sessions/errors.ts";
 import { checkProxyPath } from "./proxy-path.ts";
 import type { ReplyBuffers } from "./reply-buffers.ts";
 import { scanReply } from "./reply-scan.ts";
@@ -23,6 +24,8 @@ export interface AdapterOptions {
   dropAuthorization: boolean;
   /** Receive large replies into these pooled buffers (when the record store does not keep replies). */
   replyBuffers?: ReplyBuffers;
+  /** Counts tool-call blocks of a token-level completion that did not parse (a metric); must not throw. */
+  onMalformedToolCalls?: (count: number) => void;
 }
 
 /** The client's headers as they go to the engine with a JSON body we wrote. */
@@ -64,10 +67,17 @@ export function sglangChatEngine(options: AdapterOptions): Engine {
           return { ok: false, status: res.status, headers: res.headers, body };
         }
         const scanned = scanReply(res.body, res.quotes);
+        if (scanned.promptTokens !== undefined && scanned.promptTokens !== turn.promptIds.length)
+          throw new EngineReplyError(
+            `the engine ignored input_ids: it generated from ${JSON.stringify(scanned.promptTokens)} prompt tokens, ` +
+              `not the ${turn.promptIds.length} sent (stock SGLang re-renders messages on its chat route); ` +
+              "nothing was recorded. Run tito-server with --engine-api sglang-generate for a stock SGLang",
+          );
         const release = res.release;
         res.release = undefined; // the caller releases it now
         return {
           ok: true,
+          requestHasConversation: true,
           path: CHAT_PATH,
           request,
           response: res.body,

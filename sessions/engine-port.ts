@@ -3,6 +3,7 @@
 // each engine API live in engine/ and implement it; the worker wires one in. The core never
 // builds an engine request or reads an engine reply itself, so it never imports engine/.
 import type { ChatMessage } from "./chat-template.ts";
+import type { TitoFamily } from "./families/index.ts";
 
 /** One chat turn to generate: the prompt as token ids, and the client's request. */
 export interface EngineTurnRequest {
@@ -14,6 +15,8 @@ export interface EngineTurnRequest {
   promptIds: readonly number[];
   /** `promptIds` as decimal JSON text ("1,2,3"), kept incrementally per session (ids-text.ts). */
   promptText: string;
+  /** The session's model family: the token-level APIs parse the completion text with it. */
+  family: TitoFamily;
   /** The client's request headers, lower-case names; the adapter decides what goes upstream. */
   headers: Record<string, string | string[] | undefined>;
   signal?: AbortSignal;
@@ -32,6 +35,8 @@ export interface EngineCompletion {
   ok: true;
   /** The engine route that generated it (kept in the record). */
   path: string;
+  /** Whether `request` carries the conversation (messages, tools); else the record keeps it beside. */
+  requestHasConversation: boolean;
   /** The body sent to the engine (kept in the record). */
   request: Buffer;
   /** The engine's reply as received, routing payloads included (kept in the record). */

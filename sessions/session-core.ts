@@ -183,6 +183,7 @@ export class SessionCore {
         body: turn.body,
         promptIds: turn.promptIds,
         promptText: turn.promptText,
+        family: this.#ctx.family,
         headers: req.headers,
         signal,
       });
@@ -217,6 +218,7 @@ export class SessionCore {
             index: t.assistantCount,
             completionIds: res.completionIds,
             assistant: res.message,
+            conversation: res.requestHasConversation ? undefined : { messages: turn.messages, tools: turn.tools },
           });
           const previous = t.currentIds;
           t.restore(input);

@@ -35,6 +35,9 @@ Options:
                                directory under the OS temp dir, removed on shutdown)
   --fsync POLICY               every | interval | never: when journal writes reach
                                the disk (default interval, every 100 ms)
+  --engine-api API             sglang-chat (default): the chat route of an SGLang that
+                               honours input_ids; sglang-generate: stock SGLang's
+                               /generate; vllm-completions: stock vLLM's /v1/completions
   --engine-timeout-ms N        per upstream request (default 600000)
   --engine-connect-timeout-ms N  a connection to the engine not up within N ms is a
                                502 "engine unreachable" (default 10000)
@@ -66,6 +69,7 @@ const FLAGS = {
   durability: { type: "string" },
   "data-dir": { type: "string" },
   fsync: { type: "string" },
+  "engine-api": { type: "string" },
   "engine-timeout-ms": { type: "string" },
   "engine-connect-timeout-ms": { type: "string" },
   "auth-token": { type: "string" },
@@ -122,6 +126,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     durability: values.durability as SessionServerOptions["durability"],
     dataDir: values["data-dir"],
     fsync: values.fsync as SessionServerOptions["fsync"],
+    engineApi: values["engine-api"] as SessionServerOptions["engineApi"],
     engineTimeoutMs: num("engine-timeout-ms", values["engine-timeout-ms"]),
     engineConnectTimeoutMs: num("engine-connect-timeout-ms", values["engine-connect-timeout-ms"]),
     authToken: values["auth-token"] ?? (env.TITO_AUTH_TOKEN || undefined),

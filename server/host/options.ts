@@ -2,6 +2,9 @@
 // and validation in one place, so the CLI and the embedding API cannot disagree.
 import { InvalidOptionError } from "./errors.ts";
 
+/** The engine APIs a worker speaks (engine/index.ts has the adapters; the host never loads them). */
+export const ENGINE_APIS: readonly string[] = ["sglang-chat", "sglang-generate", "vllm-completions"];
+
 export interface SessionServerOptions {
   /** Listen address of the HTTP front door. Default "127.0.0.1". */
   host?: string;
@@ -11,6 +14,8 @@ export interface SessionServerOptions {
   workers?: number;
   /** SGLang-compatible engine URL. When absent, the built-in simulated engine is started. */
   engineUrl?: string;
+  /** The engine API: "sglang-chat" (default), "sglang-generate" or "vllm-completions". */
+  engineApi?: "sglang-chat" | "sglang-generate" | "vllm-completions";
   /** Hugging Face tokenizer folder. Default: the bundled Qwen3 folder. */
   tokenizerDir?: string;
   /** TITO family; default detected from the tokenizer. */
@@ -81,6 +86,7 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
     port: int("port", options.port ?? defaults.port, 0, 65535),
     workers: int("workers", options.workers ?? 8, 1, 256),
     engineUrl: options.engineUrl,
+    engineApi: options.engineApi ?? "sglang-chat",
     tokenizerDir: options.tokenizerDir,
     titoFamily: options.titoFamily,
     chatTemplateKwargs: options.chatTemplateKwargs ?? {},
@@ -105,6 +111,11 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
     dataDir: options.dataDir,
     fsync: options.fsync ?? "interval",
   };
+  if (!ENGINE_APIS.includes(resolved.engineApi)) {
+    throw new InvalidOptionError(
+      `engineApi must be one of ${ENGINE_APIS.join(", ")}, got ${JSON.stringify(resolved.engineApi)}`,
+    );
+  }
   if (!["journal", "memory"].includes(resolved.durability)) {
     throw new InvalidOptionError(
       `durability must be "journal" or "memory", got ${JSON.stringify(resolved.durability)}`,

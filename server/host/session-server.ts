@@ -164,7 +164,7 @@ function childSpecs(
       allowedAppendRoles: opts.allowedAppendRoles,
       routingReplay: opts.routingReplay,
       indexerReplay: opts.indexerReplay,
-      engineApi: "sglang-chat",
+      engineApi: opts.engineApi,
       engineTimeoutMs: opts.engineTimeoutMs,
       engineConnectTimeoutMs: opts.engineConnectTimeoutMs,
       authToken: opts.authToken,

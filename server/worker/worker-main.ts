@@ -76,6 +76,7 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     // A store that keeps replies as they are (memory) cannot take them in reused buffers.
     pooledReplies: !recordStore.retainsReplyBuffers,
     observe: metrics.observeUpstream,
+    onMalformedToolCalls: metrics.observeMalformedToolCalls,
   });
   return {
     engine,

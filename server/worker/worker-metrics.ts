@@ -13,6 +13,7 @@ export class WorkerMetrics {
   readonly #ops: Histogram<"op" | "status">;
   readonly #replyBytes: Counter<"op">;
   readonly #inflight: Gauge;
+  readonly #malformedToolCalls: Counter;
 
   constructor(shard: number, sessionCount: () => number) {
     this.registry.setDefaultLabels({ shard: String(shard) });
@@ -37,6 +38,11 @@ export class WorkerMetrics {
       labelNames: ["op"],
       registers,
     });
+    this.#malformedToolCalls = new Counter({
+      name: "tito_malformed_tool_calls_total",
+      help: "Tool-call blocks in token-level completions that did not parse (left in the content).",
+      registers,
+    });
     this.#inflight = new Gauge({
       name: "tito_worker_inflight_requests",
       help: "Requests the worker is handling now.",
@@ -54,6 +60,10 @@ export class WorkerMetrics {
 
   observeUpstream = (o: UpstreamObservation): void => {
     this.#engine.observe({ path: o.path, status: String(o.status) }, o.seconds);
+  };
+
+  observeMalformedToolCalls = (count: number): void => {
+    if (count > 0) this.#malformedToolCalls.inc(count);
   };
 
   /** Wraps one operation: in-flight count, duration and reply bytes. Only known ops are labels. */

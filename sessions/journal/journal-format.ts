@@ -35,6 +35,8 @@ export interface TurnMeta {
   completionIds: readonly number[];
   /** The assistant message as scanned from the reply (the reply is never parsed at replay). */
   assistant: ChatMessage;
+  /** The prompt's messages and tools, when the request sent upstream does not carry them. */
+  conversation?: { messages: readonly ChatMessage[]; tools?: readonly unknown[] };
 }
 
 export type EntryMeta =

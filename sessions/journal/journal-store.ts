@@ -117,6 +117,7 @@ export class JournalRecordStore implements RecordStore {
       responseBytes,
       completionIds: turn.completionIds,
       assistant: turn.assistant,
+      ...(turn.conversation === undefined ? {} : { conversation: turn.conversation }),
     };
     const response =
       record.responseCrc === undefined ? record.response : [{ parts: record.response, crc: record.responseCrc }];
@@ -293,6 +294,7 @@ export class JournalRecordStore implements RecordStore {
       index: meta.index,
       completionIds: meta.completionIds,
       assistant: meta.assistant,
+      conversation: meta.conversation,
       request: scanned.request,
     });
   }

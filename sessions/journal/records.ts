@@ -21,14 +21,17 @@ export interface TurnRecord {
 }
 
 /**
- * What a journal needs, besides the record, to rebuild a committed turn on replay: the
- * record's request already carries the messages, tools and input_ids.
+ * What a journal needs, besides the record, to rebuild a committed turn on replay. A chat
+ * API record's request carries the messages, tools and prompt ids; a token-level API's
+ * request carries only the ids, so its turn keeps the conversation here.
  */
 export interface TurnState {
   /** Committed turns before this one. */
   index: number;
   completionIds: readonly number[];
   assistant: ChatMessage;
+  /** The prompt's messages and tools, when the request sent upstream does not carry them. */
+  conversation?: { messages: readonly ChatMessage[]; tools?: readonly unknown[] };
 }
 
 /** A committed turn read back from a journal, with the request it was sent with. */

@@ -1,7 +1,9 @@
 // Rebuilds a shard's sessions from its journal's history (records.ts ReplayVisitor): each
 // committed turn's trajectory comes back from the request that was sent upstream (its
-// messages, tools and input_ids) plus the completion ids and assistant message the entry
-// kept, so no reply is parsed and nothing is re-tokenized. Runs before the worker is ready.
+// prompt ids: `input_ids`, or vLLM's `prompt`; and, from a chat API, its messages and
+// tools), the conversation the entry kept when the request does not carry it, and the
+// completion ids and assistant message the entry kept, so no reply is parsed and nothing is
+// re-tokenized. Runs before the worker is ready.
 import assert from "node:assert";
 import type { ChatMessage } from "../chat-template.ts";
 import type { ReplayedTurn, ReplayVisitor } from "./records.ts";
@@ -16,6 +18,7 @@ interface SentRequest {
   messages?: ChatMessage[];
   tools?: unknown;
   input_ids?: number[];
+  prompt?: unknown;
 }
 
 export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { counts(): ReplayCounts } {
@@ -32,15 +35,18 @@ export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { c
         `journal: turn ${turn.index} of ${sessionId} follows only ${t.assistantCount} turns`,
       );
       const sent = JSON.parse(turn.request.toString("utf8")) as SentRequest;
+      const promptIds = sent.input_ids ?? sent.prompt;
+      const messages = turn.conversation?.messages ?? sent.messages;
+      const tools = turn.conversation === undefined ? sent.tools : turn.conversation.tools;
       assert.ok(
-        Array.isArray(sent.messages) && Array.isArray(sent.input_ids),
-        `journal: turn ${turn.index} of ${sessionId} has no messages or input_ids`,
+        Array.isArray(messages) && Array.isArray(promptIds),
+        `journal: turn ${turn.index} of ${sessionId} has no messages or prompt ids`,
       );
       t.restore({
-        promptIds: sent.input_ids,
+        promptIds: promptIds as number[],
         completionIds: turn.completionIds,
-        messages: [...sent.messages, turn.assistant],
-        tools: Array.isArray(sent.tools) ? sent.tools : undefined,
+        messages: [...messages, turn.assistant],
+        tools: Array.isArray(tools) ? [...tools] : undefined,
       });
     },
     truncated(sessionId, count) {

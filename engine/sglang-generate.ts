@@ -1,0 +1,138 @@
+// The `sglang-generate` engine API: stock SGLang's native `POST /generate` with the prompt
+// as `input_ids`. The reply's `meta_info.output_token_logprobs` carries the generated ids
+// (stop token included) and their logprobs, `text` the decoded completion; the server
+// builds the OpenAI reply from them (token-reply.ts). The reply can carry many MiB of
+// routing replay, so it is scanned as bytes: only `text` and the few meta_info members a
+// turn needs are parsed, and the routing payload stays in the record, never in the reply.
+import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
+import { EngineReplyError } from "../sessions/errors.ts";
+import { JsonScanner } from "../buffers/json-scan.ts";
+import { proxyToEngine, turnHeaders, type AdapterOptions } from "./sglang-chat.ts";
+import { buildChatReply } from "./token-reply.ts";
+import { definedJson, readSampling, withIds } from "./token-request.ts";
+
+const GENERATE_PATH = "/generate";
+
+interface GenerateFacts {
+  text: string;
+  completionIds: number[];
+  finish: "stop" | "length";
+  promptTokens: number;
+}
+
+type Span = [number, number];
+
+/** The members of a /generate reply a turn needs, each checked; any failure is a 502. */
+export function scanGenerateReply(body: readonly Buffer[], quotes?: readonly number[]): GenerateFacts {
+  const scan = new JsonScanner(body, { invalid: EngineReplyError.notJson, quotes });
+  const spans: { text?: Span; logprobs?: Span; finish?: Span; prompt?: Span; completion?: Span } = {};
+  const take = (key: keyof typeof spans, start: number) => (spans[key] = [start, scan.skipValue(start)])[1];
+  const start = scan.ws(0);
+  if (scan.buf.at(start) !== 0x7b) scan.fail("expected a JSON object", start);
+  const end = scan.members(start, (m) => {
+    if (scan.keyIs(m, "text")) return take("text", m.valueStart);
+    if (!scan.keyIs(m, "meta_info") || scan.buf.at(m.valueStart) !== 0x7b) return;
+    return scan.members(m.valueStart, (mi) => {
+      if (scan.keyIs(mi, "output_token_logprobs")) return take("logprobs", mi.valueStart);
+      if (scan.keyIs(mi, "finish_reason")) return take("finish", mi.valueStart);
+      if (scan.keyIs(mi, "prompt_tokens")) return take("prompt", mi.valueStart);
+      if (scan.keyIs(mi, "completion_tokens")) return take("completion", mi.valueStart);
+    });
+  });
+  if (scan.ws(end) !== scan.buf.length) scan.fail("unexpected data after the JSON value", scan.ws(end));
+  const text = spans.text ? scan.parse(...spans.text) : undefined;
+  if (typeof text !== "string") throw new EngineReplyError("the engine's /generate reply has no string `text`");
+  if (!spans.logprobs)
+    throw new EngineReplyError(
+      "the engine's /generate reply has no meta_info.output_token_logprobs (was return_logprob honoured?)",
+    );
+  const entries = scan.parse(...spans.logprobs);
+  if (!Array.isArray(entries)) throw new EngineReplyError("the engine's meta_info.output_token_logprobs is not a list");
+  const completionIds = entries.map((entry: unknown, i) => {
+    const id = Array.isArray(entry) ? entry[1] : undefined;
+    if (!Number.isInteger(id))
+      throw new EngineReplyError(`the engine's output_token_logprobs[${i}] has no integer token id at position 1`);
+    return id as number;
+  });
+  const completionTokens = spans.completion ? scan.parse(...spans.completion) : undefined;
+  if (completionTokens !== completionIds.length)
+    throw new EngineReplyError(
+      `engine reply length mismatch: len(output_token_logprobs)=${completionIds.length} != meta_info.completion_tokens=${JSON.stringify(completionTokens ?? null)}`,
+    );
+  const finish = spans.finish ? (scan.parse(...spans.finish) as { type?: unknown } | null) : null;
+  const promptTokens = spans.prompt ? scan.parse(...spans.prompt) : undefined;
+  return {
+    text,
+    completionIds,
+    finish: finish?.type === "length" ? "length" : "stop",
+    promptTokens: typeof promptTokens === "number" ? promptTokens : -1,
+  };
+}
+
+export function sglangGenerateEngine(options: AdapterOptions): Engine {
+  return {
+    api: "sglang-generate",
+    async generate(turn: EngineTurnRequest): Promise<EngineTurn> {
+      const s = readSampling(turn.body, "sglang-generate");
+      const sampling = definedJson({
+        temperature: s.temperature,
+        top_p: s.top_p,
+        top_k: s.top_k,
+        min_p: s.min_p,
+        max_new_tokens: s.maxTokens,
+        stop: s.stop,
+        sampling_seed: s.seed,
+        frequency_penalty: s.frequency_penalty,
+        presence_penalty: s.presence_penalty,
+        repetition_penalty: s.repetition_penalty,
+        json_schema: s.jsonSchema === undefined ? undefined : JSON.stringify(s.jsonSchema),
+        // The completion text is parsed for tool calls and reasoning: keep the markers.
+        skip_special_tokens: false,
+        no_stop_trim: false,
+      });
+      const rest = `{"sampling_params":${sampling},"return_logprob":true${options.routingReplay ? ',"return_routed_experts":true' : ""}${options.indexerReplay ? ',"return_indexer_topk":true' : ""},"stream":false}`;
+      const request = withIds("input_ids", turn.promptText, rest);
+      const res = await options.upstream.send({
+        method: "POST",
+        path: GENERATE_PATH,
+        headers: turnHeaders(options, turn.headers),
+        body: request,
+        signal: turn.signal,
+        pooled: options.replyBuffers,
+      });
+      try {
+        if (res.status !== 200) {
+          const body = res.release ? [Buffer.concat(res.body)] : res.body;
+          return { ok: false, status: res.status, headers: res.headers, body };
+        }
+        const facts = scanGenerateReply(res.body, res.quotes);
+        if (facts.promptTokens !== -1 && facts.promptTokens !== turn.promptIds.length)
+          throw new EngineReplyError(
+            `the engine generated from ${facts.promptTokens} prompt tokens, not the ${turn.promptIds.length} input_ids sent`,
+          );
+        const model = typeof turn.body.model === "string" ? turn.body.model : "";
+        const built = buildChatReply(turn.family, { ...facts, promptTokens: turn.promptIds.length, model });
+        options.onMalformedToolCalls?.(built.malformedToolCalls);
+        const release = res.release;
+        res.release = undefined; // the caller releases it now
+        return {
+          ok: true,
+          requestHasConversation: false,
+          path: GENERATE_PATH,
+          request,
+          response: res.body,
+          responseCrc: res.crc,
+          completionIds: facts.completionIds,
+          message: built.message,
+          clientBody: built.clientBody,
+          headers: { "content-type": "application/json" },
+          release,
+        };
+      } finally {
+        res.release?.();
+      }
+    },
+    proxy: (req) => proxyToEngine(options, req),
+    close: () => options.upstream.close(),
+  };
+}

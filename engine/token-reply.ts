@@ -1,0 +1,51 @@
+// The OpenAI `chat.completion` the server builds for the token-level engine APIs, which
+// answer with text and ids, not a chat message. The session's model family parses the
+// completion text into content, reasoning and tool calls; the finish reason says why the
+// model stopped in OpenAI's words.
+import { randomBytes } from "node:crypto";
+import type { ChatMessage } from "../sessions/chat-template.ts";
+import type { TitoFamily } from "../sessions/families/index.ts";
+
+export interface TokenCompletion {
+  /** The completion as the engine decoded it (special tokens kept). */
+  text: string;
+  completionIds: number[];
+  /** Why the engine stopped: "length" when it hit the token limit, anything else is a stop. */
+  finish: "stop" | "length";
+  promptTokens: number;
+  /** The request's `model`, echoed. */
+  model: string;
+}
+
+export interface BuiltReply {
+  message: ChatMessage;
+  clientBody: Buffer[];
+  /** Tool-call blocks that did not parse (left in the content). */
+  malformedToolCalls: number;
+}
+
+const completionId = () => `chatcmpl-${randomBytes(12).toString("hex")}`;
+
+export function buildChatReply(family: TitoFamily, completion: TokenCompletion): BuiltReply {
+  const parsed = family.parseCompletion(completion.text);
+  const message: ChatMessage = { role: "assistant", content: parsed.content };
+  if (parsed.reasoning_content !== undefined) message.reasoning_content = parsed.reasoning_content;
+  if (parsed.tool_calls !== undefined && parsed.tool_calls.length > 0) message.tool_calls = parsed.tool_calls;
+  // A completion cut at the token limit is "length" even when it holds a whole tool call.
+  const finishReason =
+    completion.finish === "length" ? "length" : message.tool_calls !== undefined ? "tool_calls" : "stop";
+  const completionTokens = completion.completionIds.length;
+  const reply = {
+    id: completionId(),
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model: completion.model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
+    usage: {
+      prompt_tokens: completion.promptTokens,
+      completion_tokens: completionTokens,
+      total_tokens: completion.promptTokens + completionTokens,
+    },
+  };
+  return { message, clientBody: [Buffer.from(JSON.stringify(reply))], malformedToolCalls: parsed.malformedToolCalls };
+}

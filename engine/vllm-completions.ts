@@ -1,0 +1,122 @@
+// The `vllm-completions` engine API: stock vLLM's OpenAI completions route with the prompt
+// as a list of token ids. The generated ids come from `choices[0].token_ids`
+// (`return_token_ids`, vLLM 0.10.2 and later) or, from an older vLLM, from the logprobs'
+// `tokens` spelled "token_id:N" (`return_tokens_as_token_ids`); either way they are the
+// ids the model sampled, its stop token included. vLLM replies carry no routing payload,
+// so the reply is parsed whole. The server builds the OpenAI chat reply (token-reply.ts).
+import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
+import { EngineReplyError } from "../sessions/errors.ts";
+import { proxyToEngine, turnHeaders, type AdapterOptions } from "./sglang-chat.ts";
+import { buildChatReply } from "./token-reply.ts";
+import { definedJson, readSampling, withIds } from "./token-request.ts";
+
+const COMPLETIONS_PATH = "/v1/completions";
+
+interface CompletionChoice {
+  text?: unknown;
+  token_ids?: unknown;
+  finish_reason?: unknown;
+  logprobs?: { tokens?: unknown; token_logprobs?: unknown } | null;
+}
+
+/** The ids vLLM generated: `token_ids`, else the "token_id:N" spellings of `logprobs.tokens`. */
+function completionIdsOf(choice: CompletionChoice): number[] {
+  if (Array.isArray(choice.token_ids)) {
+    if (!choice.token_ids.every((id) => Number.isInteger(id)))
+      throw new EngineReplyError("the engine's choices[0].token_ids is not a list of integer token ids");
+    return choice.token_ids as number[];
+  }
+  const tokens = choice.logprobs?.tokens;
+  if (!Array.isArray(tokens))
+    throw new EngineReplyError(
+      "the engine's reply has neither choices[0].token_ids nor choices[0].logprobs.tokens: vLLM 0.10.2 or later returns token ids with return_token_ids",
+    );
+  return tokens.map((token: unknown, i) => {
+    const m = typeof token === "string" ? /^token_id:(\d+)$/.exec(token) : null;
+    if (m === null)
+      throw new EngineReplyError(
+        `the engine's choices[0].logprobs.tokens[${i}] is ${JSON.stringify(token)}, not "token_id:N" (was return_tokens_as_token_ids honoured?)`,
+      );
+    return Number(m[1]);
+  });
+}
+
+export function parseCompletionsReply(body: readonly Buffer[]): {
+  text: string;
+  completionIds: number[];
+  finish: "stop" | "length";
+} {
+  let reply: { choices?: unknown };
+  try {
+    reply = JSON.parse(Buffer.concat(body).toString("utf8")) as { choices?: unknown };
+  } catch (err) {
+    throw EngineReplyError.notJson((err as Error).message, { cause: err });
+  }
+  const choice = Array.isArray(reply?.choices) ? (reply.choices[0] as CompletionChoice | undefined) : undefined;
+  if (!choice || typeof choice !== "object") throw new EngineReplyError("the engine's reply has no choices[0]");
+  if (typeof choice.text !== "string") throw new EngineReplyError("the engine's choices[0].text is not a string");
+  const completionIds = completionIdsOf(choice);
+  const logprobs = choice.logprobs?.token_logprobs;
+  if (Array.isArray(logprobs) && logprobs.length !== completionIds.length)
+    throw new EngineReplyError(
+      `engine reply length mismatch: ${completionIds.length} token ids but ${logprobs.length} token_logprobs`,
+    );
+  return { text: choice.text, completionIds, finish: choice.finish_reason === "length" ? "length" : "stop" };
+}
+
+export function vllmCompletionsEngine(options: AdapterOptions): Engine {
+  return {
+    api: "vllm-completions",
+    async generate(turn: EngineTurnRequest): Promise<EngineTurn> {
+      const s = readSampling(turn.body, "vllm-completions");
+      const model = typeof turn.body.model === "string" ? turn.body.model : "";
+      const rest = definedJson({
+        model: model === "" ? undefined : model,
+        max_tokens: s.maxTokens,
+        temperature: s.temperature,
+        top_p: s.top_p,
+        top_k: s.top_k,
+        min_p: s.min_p,
+        stop: s.stop,
+        seed: s.seed,
+        frequency_penalty: s.frequency_penalty,
+        presence_penalty: s.presence_penalty,
+        repetition_penalty: s.repetition_penalty,
+        structured_outputs: s.jsonSchema === undefined ? undefined : { json: s.jsonSchema },
+        // The sampled token's logprob per position (no alternatives), and the sampled ids.
+        logprobs: 0,
+        return_token_ids: true,
+        return_tokens_as_token_ids: true,
+        // The completion text is parsed for tool calls and reasoning: keep the markers.
+        skip_special_tokens: false,
+        stream: false,
+      });
+      const request = withIds("prompt", turn.promptText, rest);
+      const res = await options.upstream.send({
+        method: "POST",
+        path: COMPLETIONS_PATH,
+        headers: turnHeaders(options, turn.headers),
+        body: request,
+        signal: turn.signal,
+      });
+      if (res.status !== 200) return { ok: false, status: res.status, headers: res.headers, body: res.body };
+      const facts = parseCompletionsReply(res.body);
+      const built = buildChatReply(turn.family, { ...facts, promptTokens: turn.promptIds.length, model });
+      options.onMalformedToolCalls?.(built.malformedToolCalls);
+      return {
+        ok: true,
+        requestHasConversation: false,
+        path: COMPLETIONS_PATH,
+        request,
+        response: res.body,
+        responseCrc: res.crc,
+        completionIds: facts.completionIds,
+        message: built.message,
+        clientBody: built.clientBody,
+        headers: { "content-type": "application/json" },
+      };
+    },
+    proxy: (req) => proxyToEngine(options, req),
+    close: () => options.upstream.close(),
+  };
+}
