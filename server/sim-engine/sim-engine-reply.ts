@@ -1,6 +1,8 @@
 // The simulated engine's "model": a deterministic reply derived from the prompt.
-// Owns reply choice (plain text or a Qwen-format tool call of the first tool), the
-// completion token ids, logprobs and the SGLang-shaped response object.
+// Owns reply choice (plain text or a Qwen-format tool call of the first tool, shared by
+// every engine API), reading the facts it needs from a decoded Qwen prompt (turn count,
+// last turn, offered tools), and the chat route's completion ids, logprobs and
+// SGLang-shaped response object.
 // It never touches HTTP and never keeps state between requests: the same prompt
 // always yields the same reply (apart from the response id and timestamp).
 import { randomUUID } from "node:crypto";
@@ -95,6 +97,15 @@ export function sampleArguments(parameters: Record<string, unknown> | undefined)
   return args;
 }
 
+/**
+ * A structured-output answer for a JSON schema: an object schema, or one without a type
+ * (`{}` is how "any JSON object" is asked for), gets one value per property.
+ */
+export function sampleJson(schema: unknown): unknown {
+  const s = (schema && typeof schema === "object" ? schema : {}) as Record<string, unknown>;
+  return s.type === undefined || s.type === "object" ? sampleArguments(s) : sampleValue(s);
+}
+
 /** Deterministic negative logprob for the token at `position`. */
 export function logprobAt(id: number, position: number): number {
   const h = hashIds([id, position]);
@@ -123,26 +134,62 @@ export function factsFromText(text: string): { turn: number; afterToolResult: bo
   return { turn: Math.max(turn, 0), afterToolResult };
 }
 
+/**
+ * Tools offered by a decoded Qwen prompt: the JSON lines between `<tools>` and `</tools>`
+ * in the first (system) block, as the chat template writes them. Lines that do not parse
+ * are skipped, like a model would ignore them.
+ */
+export function toolsFromText(text: string): unknown[] {
+  // Only the first block can hold the tool list; never scan a long history for it.
+  const firstEnd = text.indexOf("<|im_end|>");
+  const open = firstEnd < 0 ? text.indexOf("<tools>\n") : text.lastIndexOf("<tools>\n", firstEnd);
+  if (open < 0) return [];
+  const close = text.indexOf("\n</tools>", open);
+  if (close < 0) return [];
+  const tools: unknown[] = [];
+  for (const line of text.slice(open + "<tools>\n".length, close).split("\n")) {
+    try {
+      tools.push(JSON.parse(line));
+    } catch {
+      // not a tool line
+    }
+  }
+  return tools;
+}
+
+/**
+ * What the model says for a prompt: a call of the first tool, when tools are offered and
+ * the last turn is not a tool result; else a sentence picked by the prompt's hash.
+ */
+export interface ReplyPlan {
+  /** The completion text before the stop token, in Qwen's format. */
+  text: string;
+  tool?: { name: string; arguments: string };
+}
+
+export function planReply(facts: PromptFacts): ReplyPlan {
+  const h = hashIds(facts.ids);
+  const tool = facts.afterToolResult ? undefined : facts.tools.map(toolFunction).find((t) => t !== undefined);
+  if (!tool) return { text: `Turn ${facts.turn + 1}: ${SENTENCES[h % SENTENCES.length]}` };
+  const args = pyJson(sampleArguments(tool.parameters));
+  return {
+    text: `<tool_call>\n{"name": ${JSON.stringify(tool.name)}, "arguments": ${args}}\n</tool_call>`,
+    tool: { name: tool.name, arguments: args },
+  };
+}
+
 /** The reply for a prompt, truncated to `maxTokens` when given. */
 export function buildReply(folder: TokenizerFolder, facts: PromptFacts, maxTokens?: number): SimReply {
   const imEnd = folder.tokenId("<|im_end|>") ?? folder.tokenId(String(folder.config.eos_token ?? ""));
-  const h = hashIds(facts.ids);
-  const tool = facts.afterToolResult ? undefined : facts.tools.map(toolFunction).find((t) => t !== undefined);
-  let text: string;
-  let toolCalls: SimReply["toolCalls"];
-  if (tool) {
-    const args = pyJson(sampleArguments(tool.parameters));
-    text = `<tool_call>\n{"name": ${JSON.stringify(tool.name)}, "arguments": ${args}}\n</tool_call>`;
-    toolCalls = [
-      {
-        id: `call_${h.toString(16).padStart(8, "0")}${facts.turn}`,
-        type: "function",
-        function: { name: tool.name, arguments: args },
-      },
-    ];
-  } else {
-    text = `Turn ${facts.turn + 1}: ${SENTENCES[h % SENTENCES.length]}`;
-  }
+  const plan = planReply(facts);
+  const text = plan.text;
+  const toolCalls: SimReply["toolCalls"] = plan.tool && [
+    {
+      id: `call_${hashIds(facts.ids).toString(16).padStart(8, "0")}${facts.turn}`,
+      type: "function",
+      function: { name: plan.tool.name, arguments: plan.tool.arguments },
+    },
+  ];
   const completionIds = folder.encode(text);
   if (imEnd !== undefined) completionIds.push(imEnd);
   if (maxTokens !== undefined && completionIds.length > maxTokens) {
