@@ -7,7 +7,8 @@ import { startSimEngine, type SimEngineOptions } from "./sim-engine.ts";
 
 const USAGE = `Usage: npm run engine -- [flags]
 
-The simulated SGLang-compatible engine (deterministic replies, Qwen tool calls).
+The simulated engine (deterministic replies, Qwen tool calls) on the three engine APIs:
+POST /v1/chat/completions (patched SGLang), /generate (SGLang), /v1/completions (vLLM).
 
   --host HOST                   listen address (default 127.0.0.1)
   --port PORT                   listen port, 0 = a free one (default 30000)
@@ -15,6 +16,7 @@ The simulated SGLang-compatible engine (deterministic replies, Qwen tool calls).
   --latency-ms MS               simulated generation time per chat request (default 0)
   --routed-experts-bytes N      routed_experts payload size, bytes before base64 (default 4096)
   --always-routed-experts       add routed_experts even when the request does not ask
+  --reasoning                   /generate and /v1/completions open with a <think> block
   --prebuilt-tokens N           pre-built replies of N completion tokens (benchmarks)
   --prebuilt-turns T            pre-build turns 0..T-1 at start (with --prebuilt-tokens)
   --prebuilt-r3-last-bytes B    pre-built routed_experts growing linearly to B bytes on turn T-1
@@ -48,6 +50,7 @@ function parse(argv: string[]): SimEngineOptions {
         "latency-ms": { type: "string" },
         "routed-experts-bytes": { type: "string" },
         "always-routed-experts": { type: "boolean" },
+        reasoning: { type: "boolean" },
         "prebuilt-tokens": { type: "string" },
         "prebuilt-turns": { type: "string" },
         "prebuilt-r3-last-bytes": { type: "string" },
@@ -69,6 +72,7 @@ function parse(argv: string[]): SimEngineOptions {
     latencyMs: integer("latency-ms", values["latency-ms"], 0),
     routedExpertsBytes: integer("routed-experts-bytes", values["routed-experts-bytes"], 4096),
     alwaysRoutedExperts: values["always-routed-experts"] ?? false,
+    reasoning: values.reasoning ?? false,
     logger: values.log ?? false,
   };
   if (values["prebuilt-tokens"] !== undefined) {

@@ -1,24 +1,46 @@
-// The simulated SGLang-compatible engine: a Fastify app that answers
-// `POST /v1/chat/completions` with a deterministic reply, `GET /health` and
-// `GET /v1/models`. It stands in for SGLang in tests, `npm start` and benchmarks.
+// The simulated engine: a Fastify app that answers the three engine APIs tito-server
+// speaks, from one deterministic generator over the real tokenizer, plus `GET /health`
+// and `GET /v1/models`. It stands in for the GPU engine in tests, `npm start` and
+// benchmarks.
 //
+// Routes:
+// - `POST /v1/chat/completions`, the patched-SGLang API: reads `input_ids` (decoded with
+//   the tokenizer) or renders `messages`, then replies (sim-engine-reply.ts): plain text,
+//   or a Qwen-format call of the first tool when `tools` are given and the last turn is
+//   not a tool result.
+// - `POST /generate`, stock SGLang's native API (sim-engine-generate.ts), and
+//   `POST /v1/completions`, stock vLLM's completions API (sim-engine-completions.ts): the
+//   same choice made on the decoded prompt ids, whose rendered tools it reads, written
+//   as a real Qwen3 completion (sim-engine-completion.ts).
 // Modes:
-// - default: reads `input_ids` (decoded with the tokenizer) or renders `messages`, then
-//   replies (sim-engine-reply.ts) — plain text, or a Qwen-format call of the first tool
-//   when `tools` are given and the last turn is not a tool result.
-// - `prebuilt` (benchmarks): replies built before timing, keyed by the number of
-//   assistant turns in the request body; see sim-engine-prebuilt.ts for the contract.
+// - default: as above.
+// - `prebuilt` (benchmarks): replies built before timing, keyed by the turn; see
+//   sim-engine-prebuilt.ts for the contract.
 // `routed_experts` (a synthetic base64 payload of `routedExpertsBytes` bytes) is added to
-// `meta_info` when the request sets `return_routed_experts: true` or `alwaysRoutedExperts`.
+// `meta_info` on the SGLang routes when the request sets `return_routed_experts: true` or
+// `alwaysRoutedExperts`. Each route answers errors in its engine's error shape.
 // It never echoes request headers and never keeps per-conversation state.
 import { setTimeout as sleep } from "node:timers/promises";
 import { Readable } from "node:stream";
-import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply } from "fastify";
+import Fastify, {
+  type FastifyInstance,
+  type FastifyPluginAsync,
+  type FastifyReply,
+  type FastifyRequest,
+} from "fastify";
 import { renderChat, type ChatMessage } from "../../sessions/chat-template.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { buildReply, factsFromText, responseObject, type PromptFacts } from "./sim-engine-reply.ts";
 import { RoutedExpertsPayload, responseChunks } from "./sim-engine-payload.ts";
-import { PrebuiltReplies, countAssistantTurns, type PrebuiltOptions } from "./sim-engine-prebuilt.ts";
+import { PrebuiltReplies, type PrebuiltApi, type PrebuiltOptions } from "./sim-engine-prebuilt.ts";
+import { BadRequest } from "./sim-engine-completion.ts";
+import { generateError, generateResponse, generateSchema, type GenerateBody } from "./sim-engine-generate.ts";
+import {
+  completionsError,
+  completionsResponse,
+  completionsSchema,
+  type CompletionsBody,
+} from "./sim-engine-completions.ts";
 
 export type { PrebuiltOptions } from "./sim-engine-prebuilt.ts";
 
@@ -38,18 +60,29 @@ export interface SimEngineOptions {
   /** Served model name (default "tito-sim"). */
   model?: string;
   /**
-   * Awaited after a chat request is counted and before it is answered (after the
-   * latency timer). Tests use it as a gate: "the request is at the engine now".
-   * Gets the parsed body (the raw bytes in pre-built mode).
+   * Awaited after a generation request (any of the three routes) is counted and before
+   * it is answered (after the latency timer). Tests use it as a gate ("the request is at
+   * the engine now") and as a fault: a throw is answered as the route's error (its
+   * `statusCode`, else 500), a promise that never settles is an engine that hangs.
+   * Gets the parsed body (the raw bytes in pre-built mode) and the route.
    */
-  beforeReply?: (body: unknown) => void | Promise<void>;
+  beforeReply?: (body: unknown, route: SimRoute) => void | Promise<void>;
+  /**
+   * The token-level routes (/generate, /v1/completions) open the completion with a
+   * `<think>` block, unless the prompt already closed one (default false, like the chat
+   * route, which never reasons).
+   */
+  reasoning?: boolean;
 }
+
+/** The generation routes the engine serves. */
+export type SimRoute = "/v1/chat/completions" | "/generate" | "/v1/completions";
 
 export interface SimEngine {
   url: string;
   port: number;
   close(): Promise<void>;
-  /** Chat requests received so far (counted on arrival, before latency and beforeReply). */
+  /** Generation requests received so far, all routes (counted on arrival, before latency and beforeReply). */
   readonly requests: number;
 }
 
@@ -81,10 +114,6 @@ const chatSchema = {
     },
   },
 };
-
-class BadRequest extends Error {
-  readonly statusCode = 400;
-}
 
 function send(reply: FastifyReply, chunks: Buffer[], length?: number): FastifyReply {
   reply.type("application/json");
@@ -127,16 +156,24 @@ function promptFacts(folder: TokenizerFolder, body: ChatBody): PromptFacts {
   };
 }
 
+type ErrorBody = (message: string, status: number) => unknown;
+
+/** A route's error handler that answers in its engine's error shape. */
+function errorShape(body: ErrorBody) {
+  return (err: Error & { statusCode?: number }, _request: FastifyRequest, reply: FastifyReply) => {
+    const status = err.statusCode && err.statusCode >= 400 ? err.statusCode : 500;
+    reply.code(status).send(body(err.message, status));
+  };
+}
+
 const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
   const { folder, options, model, counter } = ctx;
   const payload = new RoutedExpertsPayload();
   const routedBytes = Math.max(0, Math.floor(options.routedExpertsBytes ?? 4096));
   const imEnd = folder.tokenId("<|im_end|>") ?? folder.tokenId(String(folder.config.eos_token ?? ""));
 
-  app.setErrorHandler((err: Error & { statusCode?: number }, _request, reply) => {
-    const status = err.statusCode && err.statusCode >= 400 ? err.statusCode : 500;
-    reply.code(status).send({ error: err.message });
-  });
+  // The chat route's errors (and the pre-built mode's) keep the engine's original `{error}` shape.
+  app.setErrorHandler(errorShape((message) => ({ error: message })));
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: `not found: ${request.method} ${request.url}` });
   });
@@ -152,14 +189,21 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     // Raw bytes: the pre-built mode never parses a request body.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
-    app.post("/v1/chat/completions", async (request, reply) => {
-      counter.requests++;
-      const body = request.body as Buffer;
-      if (options.latencyMs) await sleep(options.latencyMs);
-      await options.beforeReply?.(body);
-      const built = prebuilt.reply(countAssistantTurns(body));
-      return send(reply, built.chunks, built.length);
-    });
+    const routes: Array<[SimRoute, PrebuiltApi]> = [
+      ["/v1/chat/completions", "chat"],
+      ["/generate", "generate"],
+      ["/v1/completions", "completions"],
+    ];
+    for (const [route, api] of routes) {
+      app.post(route, async (request, reply) => {
+        counter.requests++;
+        const body = request.body as Buffer;
+        if (options.latencyMs) await sleep(options.latencyMs);
+        await options.beforeReply?.(body, route);
+        const built = prebuilt.reply(api, body);
+        return send(reply, built.chunks, built.length);
+      });
+    }
     return;
   }
 
@@ -169,13 +213,41 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     if (body.stream) throw new BadRequest("stream: true is not supported by the simulated engine");
     const facts = promptFacts(folder, body);
     if (options.latencyMs) await sleep(options.latencyMs);
-    await options.beforeReply?.(body);
+    await options.beforeReply?.(body, "/v1/chat/completions");
     const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
     const simReply = buildReply(folder, facts, maxTokens);
     const withR3 = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
     const response = responseObject(model, facts.ids.length, simReply, imEnd, withR3);
     return send(reply, responseChunks(response, payload, routedBytes));
   });
+
+  const reasoning = options.reasoning === true;
+  app.post(
+    "/generate",
+    { schema: generateSchema, errorHandler: errorShape((message) => generateError(message)) },
+    async (request, reply) => {
+      counter.requests++;
+      const body = (request.body ?? {}) as GenerateBody;
+      const withRoutedExperts = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
+      const response = generateResponse(folder, body, { reasoning, withRoutedExperts });
+      if (options.latencyMs) await sleep(options.latencyMs);
+      await options.beforeReply?.(body, "/generate");
+      return send(reply, responseChunks(response, payload, routedBytes));
+    },
+  );
+
+  app.post(
+    "/v1/completions",
+    { schema: completionsSchema, errorHandler: errorShape(completionsError) },
+    async (request, reply) => {
+      counter.requests++;
+      const body = (request.body ?? {}) as CompletionsBody;
+      const response = completionsResponse(folder, body, { model, reasoning });
+      if (options.latencyMs) await sleep(options.latencyMs);
+      await options.beforeReply?.(body, "/v1/completions");
+      return send(reply, [Buffer.from(JSON.stringify(response), "utf8")]);
+    },
+  );
 };
 
 /** The engine's Fastify app, not listening (for `app.inject()` or a custom listen). */

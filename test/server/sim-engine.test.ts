@@ -305,7 +305,7 @@ test("errors: 400 without messages/input_ids, bad JSON, stream; 404 JSON elsewhe
   const missing = await fetch(`${engine.url}/v1/nothing`);
   assert.is(missing.status, 404);
   assert.match((await missing.json()).error, /not found/);
-  assert.is((await post(engine, {}, "/generate")).status, 404);
+  assert.is((await post(engine, {}, "/v1/embeddings")).status, 404);
 });
 
 test("health, models, request count, large bodies", async () => {

@@ -1,0 +1,204 @@
+// Stock vLLM's OpenAI completions API, `POST /v1/completions` with a token-id prompt, one
+// non-streaming request, as vLLM >= 0.10.2 answers it: a `text_completion` whose choice
+// carries `token_ids` and `prompt_token_ids` under `return_token_ids`, and the legacy
+// `logprobs` object (`tokens` as `token_id:N` under `return_tokens_as_token_ids`).
+// `token_ids` and the logprobs hold every generated id, the stop token included; `text`
+// leaves the stop token and a matched stop string out unless
+// `include_stop_str_in_output`. The tokenizer's eos ends with `stop_reason: null`; a
+// `stop_token_ids` entry or a stop string is named in `stop_reason`. vLLM checks the stop
+// token before `max_tokens`, and defaults `max_tokens` to 16.
+// It never touches HTTP; sampling fields (temperature, seed, penalties) are accepted and
+// ignored, since the sim is deterministic.
+import { randomUUID } from "node:crypto";
+import type { TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
+import { logprobAt } from "./sim-engine-reply.ts";
+import {
+  BadRequest,
+  alternatives,
+  generate,
+  promptIdsOf,
+  reportedText,
+  stopList,
+  type Completion,
+} from "./sim-engine-completion.ts";
+
+/** vLLM's default `max_tokens` for completions when the request has none (or null). */
+export const VLLM_DEFAULT_MAX_TOKENS = 16;
+
+export interface CompletionsBody {
+  model?: string | null;
+  prompt?: unknown;
+  max_tokens?: number | null;
+  logprobs?: number | null;
+  n?: number | null;
+  echo?: boolean | null;
+  stream?: boolean | null;
+  stop?: unknown;
+  stop_token_ids?: number[] | null;
+  include_stop_str_in_output?: boolean | null;
+  skip_special_tokens?: boolean | null;
+  return_token_ids?: boolean | null;
+  return_tokens_as_token_ids?: boolean | null;
+  structured_outputs?: Record<string, unknown> | null;
+  response_format?: { type?: string; json_schema?: { schema?: unknown } | null } | null;
+}
+
+const nullable = (type: string) => ({ type: [type, "null"] });
+
+export const completionsSchema = {
+  body: {
+    type: "object",
+    properties: {
+      model: nullable("string"),
+      // `prompt` (a list of ints, a string, or a batch) and `stop` (a string or a list)
+      // are checked when read: a union type here would need a looser Ajv.
+      max_tokens: { ...nullable("integer"), minimum: 0 },
+      logprobs: { ...nullable("integer"), minimum: -1 },
+      n: { ...nullable("integer"), minimum: 1 },
+      echo: nullable("boolean"),
+      stream: nullable("boolean"),
+      stop_token_ids: { ...nullable("array"), items: { type: "integer", minimum: 0 } },
+      include_stop_str_in_output: nullable("boolean"),
+      skip_special_tokens: nullable("boolean"),
+      return_token_ids: nullable("boolean"),
+      return_tokens_as_token_ids: nullable("boolean"),
+      structured_outputs: nullable("object"),
+      response_format: nullable("object"),
+    },
+  },
+};
+
+function parsed(value: unknown, field: string): unknown {
+  if (typeof value !== "string") return value;
+  try {
+    return JSON.parse(value);
+  } catch (err) {
+    throw new BadRequest(`${field} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** The JSON schema the completion must fit: `structured_outputs.json` (vLLM's current field) or `response_format`. */
+function schemaOf(body: CompletionsBody): unknown {
+  const json = body.structured_outputs?.json;
+  if (json !== undefined && json !== null) return parsed(json, "structured_outputs.json");
+  const format = body.response_format;
+  if (format?.type === "json_schema") return format.json_schema?.schema ?? { type: "object" };
+  if (format?.type === "json_object") return { type: "object" };
+  return undefined;
+}
+
+function stopReason(completion: Completion): number | string | null {
+  const { finish } = completion;
+  if (finish.type === "stop_token") return finish.id;
+  if (finish.type === "stop_str") return finish.matched;
+  return null;
+}
+
+/** The prompt ids and generated completion of a /v1/completions request. */
+export function runCompletions(
+  folder: TokenizerFolder,
+  body: CompletionsBody,
+  reasoning: boolean,
+): { promptIds: number[]; completion: Completion } {
+  if (body.stream) throw new BadRequest("stream: true is not supported by the simulated engine");
+  if (body.echo) throw new BadRequest("echo: true is not supported by the simulated engine");
+  if ((body.n ?? 1) !== 1) throw new BadRequest("n > 1 is not supported by the simulated engine");
+  if (body.logprobs === -1)
+    throw new BadRequest("logprobs: -1 (the whole vocabulary) is not supported by the simulated engine");
+  const promptIds = promptIdsOf(folder, body.prompt, "`prompt`");
+  const completion = generate(
+    folder,
+    promptIds,
+    {
+      maxTokens: body.max_tokens ?? VLLM_DEFAULT_MAX_TOKENS,
+      stop: stopList(body.stop, "stop"),
+      stopTokenIds: new Set(body.stop_token_ids ?? []),
+      schema: schemaOf(body),
+      lengthFirst: false,
+    },
+    reasoning,
+  );
+  return { promptIds, completion };
+}
+
+/**
+ * The legacy completions `logprobs` object: per generated token its text (or `token_id:N`),
+ * its logprob, the sampled token and `k - 1` alternatives (the sampled token is the top
+ * one, so `k` entries; one when k is 0), and text offsets summed over the token strings.
+ */
+export function completionLogprobs(
+  folder: TokenizerFolder,
+  ids: readonly number[],
+  k: number,
+  asTokenIds: boolean,
+): Record<string, unknown> {
+  const tokenOf = (id: number) => (asTokenIds ? `token_id:${id}` : folder.decode([id]));
+  const textOffset: number[] = [];
+  const tokenLogprobs: number[] = [];
+  const tokens: string[] = [];
+  const top: Array<Record<string, number>> = [];
+  let offset = 0;
+  ids.forEach((id, i) => {
+    const logprob = logprobAt(id, i);
+    const token = tokenOf(id);
+    textOffset.push(offset);
+    offset += token.length;
+    tokenLogprobs.push(logprob);
+    tokens.push(token);
+    const step: Record<string, number> = { [token]: logprob };
+    for (const [alt, lp] of alternatives(id, logprob, Math.max(0, k - 1))) step[tokenOf(alt)] ??= lp;
+    top.push(step);
+  });
+  return { text_offset: textOffset, token_logprobs: tokenLogprobs, tokens, top_logprobs: top };
+}
+
+/** The /v1/completions reply object. */
+export function completionsResponse(
+  folder: TokenizerFolder,
+  body: CompletionsBody,
+  options: { model: string; reasoning: boolean },
+): Record<string, unknown> {
+  const { promptIds, completion } = runCompletions(folder, body, options.reasoning);
+  const ids = completion.ids;
+  const withIds = body.return_token_ids === true;
+  const logprobs =
+    typeof body.logprobs === "number"
+      ? completionLogprobs(folder, ids, body.logprobs, body.return_tokens_as_token_ids === true)
+      : null;
+  const keepStop = body.include_stop_str_in_output === true;
+  return {
+    id: `cmpl-${randomUUID().replace(/-/g, "")}`,
+    object: "text_completion",
+    created: Math.floor(Date.now() / 1000),
+    // vLLM answers with its served name, which a valid request's `model` equals.
+    model: body.model ?? options.model,
+    choices: [
+      {
+        index: 0,
+        text: reportedText(folder, completion, body.skip_special_tokens !== false, keepStop),
+        logprobs,
+        finish_reason: completion.finish.type === "length" ? "length" : "stop",
+        stop_reason: stopReason(completion),
+        token_ids: withIds ? ids : null,
+        prompt_logprobs: null,
+        prompt_token_ids: withIds ? promptIds : null,
+      },
+    ],
+    service_tier: null,
+    system_fingerprint: null,
+    usage: {
+      prompt_tokens: promptIds.length,
+      total_tokens: promptIds.length + ids.length,
+      completion_tokens: ids.length,
+      prompt_tokens_details: null,
+    },
+    kv_transfer_params: null,
+  };
+}
+
+/** vLLM's error body (its `ErrorResponse`). */
+export const completionsError = (message: string, status: number) => ({
+  error: { message, type: ERROR_TYPES[status] ?? "InternalServerError", param: null, code: status },
+});
+
+const ERROR_TYPES: Record<number, string> = { 400: "BadRequestError", 404: "NotFoundError" };
