@@ -79,7 +79,8 @@ export function sglangGenerateEngine(options: AdapterOptions): Engine {
         top_p: s.top_p,
         top_k: s.top_k,
         min_p: s.min_p,
-        max_new_tokens: s.maxTokens,
+        // /generate's default is 128 new tokens; null means up to the context length, as a chat client expects.
+        max_new_tokens: s.maxTokens ?? null,
         stop: s.stop,
         sampling_seed: s.seed,
         frequency_penalty: s.frequency_penalty,

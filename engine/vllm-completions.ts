@@ -72,7 +72,8 @@ export function vllmCompletionsEngine(options: AdapterOptions): Engine {
       const model = typeof turn.body.model === "string" ? turn.body.model : "";
       const rest = definedJson({
         model: model === "" ? undefined : model,
-        max_tokens: s.maxTokens,
+        // vLLM's completions default is 16 tokens; null means up to the context length, as a chat client expects.
+        max_tokens: s.maxTokens ?? null,
         temperature: s.temperature,
         top_p: s.top_p,
         top_k: s.top_k,

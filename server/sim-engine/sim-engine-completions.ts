@@ -6,7 +6,8 @@
 // leaves the stop token and a matched stop string out unless
 // `include_stop_str_in_output`. The tokenizer's eos ends with `stop_reason: null`; a
 // `stop_token_ids` entry or a stop string is named in `stop_reason`. vLLM checks the stop
-// token before `max_tokens`, and defaults `max_tokens` to 16.
+// token before `max_tokens`, and defaults an absent `max_tokens` to 16 (null: no limit but the
+// completion's own length).
 // It never touches HTTP; sampling fields (temperature, seed, penalties) are accepted and
 // ignored, since the sim is deterministic.
 import { randomUUID } from "node:crypto";
@@ -22,7 +23,7 @@ import {
   type Completion,
 } from "./sim-engine-completion.ts";
 
-/** vLLM's default `max_tokens` for completions when the request has none (or null). */
+/** vLLM's default `max_tokens` for completions when the request has none (null means up to the context length). */
 export const VLLM_DEFAULT_MAX_TOKENS = 16;
 
 export interface CompletionsBody {
@@ -110,7 +111,7 @@ export function runCompletions(
     folder,
     promptIds,
     {
-      maxTokens: body.max_tokens ?? VLLM_DEFAULT_MAX_TOKENS,
+      maxTokens: body.max_tokens === undefined ? VLLM_DEFAULT_MAX_TOKENS : (body.max_tokens ?? undefined),
       stop: stopList(body.stop, "stop"),
       stopTokenIds: new Set(body.stop_token_ids ?? []),
       schema: schemaOf(body),

@@ -226,7 +226,7 @@ test("deterministic: the same request gives the same bytes but for id and create
   assert.ok(texts.size > 1, "different prompts, different replies");
 });
 
-test("length: SGLang checks max_new_tokens first, vLLM the stop token first; vLLM defaults to 16", async () => {
+test("length: SGLang checks max_new_tokens first, vLLM the stop token first; vLLM defaults to 16, null is no limit", async () => {
   const ids = prompt(user("weather?"));
   const full = [...qwen.encode(CALL), IM_END];
   const cut = await generate({ input_ids: ids, sampling_params: { max_new_tokens: 3 } });
@@ -251,9 +251,13 @@ test("length: SGLang checks max_new_tokens first, vLLM the stop token first; vLL
   assert.is(vllmCut.stop_reason, null);
   assert.equal(vllmCut.token_ids, full.slice(0, 5));
   assert.is(vllmCut.text, qwen.decode(full.slice(0, 5)));
-  const byDefault = await complete({ prompt: ids, max_tokens: null });
+  const byDefault = await complete({ prompt: ids, max_tokens: undefined });
   assert.is(byDefault.token_ids!.length, 16);
   assert.is(byDefault.finish_reason, "length");
+  // null: up to the context length, so the whole completion
+  const unbounded = await complete({ prompt: ids, max_tokens: null });
+  assert.equal(unbounded.token_ids, full);
+  assert.is(unbounded.finish_reason, "stop");
 });
 
 test("stop strings and stop token ids: ids keep the stopping token, the text stops before it", async () => {
