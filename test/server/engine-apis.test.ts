@@ -1,0 +1,172 @@
+// Every engine API through the real tree (router + a worker process) with the `openai`
+// client, against the simulated engine speaking that API: a multi-turn tool loop in which
+// every prompt extends the previous prompt plus its completion, samples whose completions
+// and logprobs are the engine's, reasoning split out of the text, finish reasons, routing
+// replay over /generate, and a session that survives its worker's restart (journal replay
+// of a token-level record, whose request holds only ids).
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import OpenAI from "openai";
+import { startSessionServer, type SessionServer } from "../../index.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import type { SampleBody } from "../helpers/bodies.ts";
+import { call, newSession, WEATHER_TOOL } from "../helpers/server.ts";
+import { waitForEvent } from "../helpers/events.ts";
+import type { SupervisionEvent } from "../../actors/index.ts";
+
+type Api = "sglang-chat" | "sglang-generate" | "vllm-completions";
+const APIS: Api[] = ["sglang-chat", "sglang-generate", "vllm-completions"];
+
+interface RawRecord {
+  path: string;
+  request: { input_ids?: number[]; prompt?: number[]; messages?: unknown[] };
+  response: {
+    meta_info?: { output_token_logprobs: [number, number][]; routed_experts?: string };
+    choices?: {
+      token_ids?: number[];
+      logprobs?: { token_logprobs: number[] } | null;
+      meta_info?: { output_token_logprobs: [number, number][] };
+    }[];
+  };
+}
+
+/** The prompt ids, completion ids and logprobs a record holds, whatever the API. */
+function recordIds(r: RawRecord): { prompt: number[]; completion: number[]; logprobs: number[] } {
+  const prompt = r.request.input_ids ?? r.request.prompt!;
+  const entries =
+    r.response.meta_info?.output_token_logprobs ?? r.response.choices?.[0]?.meta_info?.output_token_logprobs;
+  if (entries) return { prompt, completion: entries.map((e) => e[1]), logprobs: entries.map((e) => e[0]) };
+  const choice = r.response.choices![0]!;
+  return { prompt, completion: choice.token_ids!, logprobs: choice.logprobs!.token_logprobs };
+}
+
+let engine: SimEngine;
+let thinking: SimEngine;
+const servers: SessionServer[] = [];
+
+test.before(async () => {
+  engine = await startSimEngine({});
+  thinking = await startSimEngine({ reasoning: true });
+});
+test.after(async () => {
+  for (const s of servers) await s.shutdown();
+  await engine?.close();
+  await thinking?.close();
+});
+
+async function serve(api: Api, engineUrl: string, extra: Record<string, unknown> = {}): Promise<SessionServer> {
+  const server = await startSessionServer({ engineUrl, engineApi: api, workers: 1, logLevel: "warn", ...extra });
+  servers.push(server);
+  return server;
+}
+
+for (const api of APIS) {
+  test(`${api}: a tool loop with the openai client; every prompt extends the last; samples are the engine's`, async () => {
+    const server = await serve(api, engine.url);
+    const id = await newSession(server.url);
+    const client = new OpenAI({ baseURL: `${server.url}/sessions/${id}/v1`, apiKey: "unused" });
+    const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [
+      { role: "system", content: "You are helpful." },
+      { role: "user", content: "What is the weather in Paris?" },
+    ];
+    const tools = [WEATHER_TOOL] as OpenAI.Chat.ChatCompletionTool[];
+    const first = await client.chat.completions.create({ model: "m", messages, tools });
+    assert.is(first.choices[0]!.finish_reason, "tool_calls");
+    const call0 = first.choices[0]!.message.tool_calls![0]! as OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
+    assert.is(call0.function.name, "get_weather");
+    assert.ok(typeof JSON.parse(call0.function.arguments) === "object");
+    messages.push(first.choices[0]!.message, { role: "tool", tool_call_id: call0.id, content: '{"temp_c": 21}' });
+    const second = await client.chat.completions.create({ model: "m", messages, tools });
+    assert.is(second.choices[0]!.finish_reason, "stop");
+    assert.ok(second.choices[0]!.message.content);
+    assert.not.ok("meta_info" in second.choices[0]! && api !== "sglang-chat", "the server built the reply");
+
+    const got = await call<{ records: RawRecord[]; metadata: { accumulated_token_ids: number[] } }>(
+      server.url,
+      "GET",
+      `/sessions/${id}`,
+    );
+    assert.is(got.json.records.length, 2);
+    const [r0, r1] = got.json.records.map(recordIds);
+    assert.equal(r1!.prompt.slice(0, r0!.prompt.length + r0!.completion.length), [...r0!.prompt, ...r0!.completion]);
+    assert.equal(got.json.metadata.accumulated_token_ids, [...r1!.prompt, ...r1!.completion]);
+    if (api !== "sglang-chat") assert.not.ok("messages" in got.json.records[0]!.request, "the engine got ids only");
+
+    const sample = await call<SampleBody>(server.url, "POST", `/sessions/${id}/samples`, {});
+    assert.is(sample.status, 200, sample.text);
+    assert.is(sample.json.turns.length, 2);
+    for (const [i, r] of [r0!, r1!].entries()) {
+      const turn = sample.json.turns[i]!;
+      assert.equal(sample.json.tokens.slice(turn.completion_start, turn.completion_end), r.completion);
+      // rollout_log_probs covers tokens[len - response_length:]
+      const first = sample.json.tokens.length - sample.json.response_length;
+      const logprobs = sample.json.rollout_log_probs.slice(turn.completion_start - first, turn.completion_end - first);
+      assert.equal(logprobs, r.logprobs);
+    }
+  });
+}
+
+test("sglang-generate: routing replay stays in the record, never in the client's reply", async () => {
+  const server = await serve("sglang-generate", engine.url, { routingReplay: true });
+  const id = await newSession(server.url);
+  const client = new OpenAI({ baseURL: `${server.url}/sessions/${id}/v1`, apiKey: "unused" });
+  const reply = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "Hi" }] });
+  assert.not.ok(JSON.stringify(reply).includes("routed_experts"));
+  const got = await call<{ records: RawRecord[] }>(server.url, "GET", `/sessions/${id}`);
+  const record = got.json.records[0]!;
+  assert.is((record.request as { return_routed_experts?: boolean }).return_routed_experts, true);
+  assert.is(typeof record.response.meta_info!.routed_experts, "string");
+  assert.ok(record.response.meta_info!.routed_experts!.length > 1000);
+});
+
+for (const api of ["sglang-generate", "vllm-completions"] as const) {
+  test(`${api}: reasoning is split out; a token limit is finish_reason length`, async () => {
+    const server = await serve(api, thinking.url);
+    const id = await newSession(server.url);
+    const client = new OpenAI({ baseURL: `${server.url}/sessions/${id}/v1`, apiKey: "unused" });
+    const reply = await client.chat.completions.create({ model: "m", messages: [{ role: "user", content: "Hi" }] });
+    const message = reply.choices[0]!.message as OpenAI.Chat.ChatCompletionMessage & { reasoning_content?: string };
+    assert.ok(message.reasoning_content, "reasoning_content present");
+    assert.not.match(message.content ?? "", /<think>|<\/think>|<\|im_end\|>/);
+    assert.is(reply.choices[0]!.finish_reason, "stop");
+
+    const other = await newSession(server.url);
+    const cut = await new OpenAI({
+      baseURL: `${server.url}/sessions/${other}/v1`,
+      apiKey: "unused",
+    }).chat.completions.create({
+      model: "m",
+      messages: [{ role: "user", content: "Hi" }],
+      max_tokens: 3,
+    });
+    assert.is(cut.choices[0]!.finish_reason, "length");
+    assert.is(cut.usage!.completion_tokens, 3);
+  });
+}
+
+test("vllm-completions: a session survives its worker's restart (journal replay of an ids-only record)", async () => {
+  const server = await serve("vllm-completions", engine.url, { allowedAppendRoles: ["tool", "user"] });
+  const id = await newSession(server.url);
+  const client = new OpenAI({ baseURL: `${server.url}/sessions/${id}/v1`, apiKey: "unused" });
+  const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: "user", content: "Hello" }];
+  const first = await client.chat.completions.create({ model: "m", messages });
+  const before = await call<{ metadata: { accumulated_token_ids: number[] } }>(server.url, "GET", `/sessions/${id}`);
+  const events: SupervisionEvent[] = [];
+  server.on("event", (e) => events.push(e));
+  process.kill(server.tree().shards[0]!.pid!, "SIGKILL");
+  await waitForEvent(
+    server,
+    () => events,
+    (e) => e.actor === "shard-0" && e.kind === "restarted",
+  );
+  const after = await call<{ metadata: { accumulated_token_ids: number[] } }>(server.url, "GET", `/sessions/${id}`);
+  assert.is(after.status, 200, after.text);
+  assert.equal(after.json.metadata.accumulated_token_ids, before.json.metadata.accumulated_token_ids);
+  messages.push(first.choices[0]!.message, { role: "user", content: "And again?" });
+  const next = await client.chat.completions.create({ model: "m", messages });
+  assert.ok(next.choices[0]!.message.content);
+  const records = await call<{ records: RawRecord[] }>(server.url, "GET", `/sessions/${id}`);
+  assert.is(records.json.records.length, 2, "the turn after the restart extended the replayed session");
+});
+
+test.run();
