@@ -19,6 +19,8 @@ export interface RolloutConfig {
   warmup: number;
   out: string;
   serverFlags: string[];
+  /** The server's --engine-api; the floor always sends the engine's chat route. */
+  engineApi: string;
   verbose: boolean;
   /** Write a V8 CPU profile of every server process into this folder. */
   cpuProf?: string;
@@ -43,6 +45,9 @@ count, and straight to the simulated engine (the floor), in one run.
   --repeat R           run every configuration R times, each on a fresh server (default 1)
   --warmup P           unmeasured passes of the workload before each measured run
                        (default: 3 for small, 2 for r3, 1 for quick)
+  --engine-api API     the server's engine API: sglang-chat (default), sglang-generate or
+                       vllm-completions (the simulated engine serves all three; the floor
+                       always sends the engine's chat route)
   --server-flag FLAG   extra flag for tito-server serve (repeatable), e.g. --server-flag=--durability=memory
   --out FILE           JSON results (default bench/out/rollout.json); the SVG chart goes next to it
   --verbose            copy the children's stderr to this stderr
@@ -89,6 +94,7 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
         repeat: { type: "string" },
         warmup: { type: "string" },
         "server-flag": { type: "string", multiple: true },
+        "engine-api": { type: "string" },
         out: { type: "string" },
         verbose: { type: "boolean" },
         "cpu-prof": { type: "string" },
@@ -121,6 +127,7 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
     warmup: num("warmup", values.warmup, 0) ?? preset.warmup!,
     out: values.out ?? join(REPO_ROOT, "bench", "out", "rollout.json"),
     serverFlags: values["server-flag"] ?? [],
+    engineApi: values["engine-api"] ?? "sglang-chat",
     verbose: values.verbose ?? false,
     cpuProf: values["cpu-prof"],
   };

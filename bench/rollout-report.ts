@@ -173,7 +173,7 @@ function perProcess(values: Record<string, number>, digits: number): string {
 export function describe(config: RolloutConfig): string {
   const r3 = config.r3LastMiB > 0 ? `routed_experts growing to ${config.r3LastMiB} MiB` : "no routed_experts";
   return (
-    `preset ${config.preset}: ${config.sessions} sessions x ${config.turns} turns, input ${config.inputTokens} / output ${config.outputTokens} tokens, ` +
+    `preset ${config.preset}, engine API ${config.engineApi}: ${config.sessions} sessions x ${config.turns} turns, input ${config.inputTokens} / output ${config.outputTokens} tokens, ` +
     `${r3}${config.getRecords ? ", records GET per session" : ""}, engine latency ${config.latencyMs} ms, workers ${config.workers.join(",")}, repeat ${config.repeat}, warm-up ${config.warmup} pass${config.warmup === 1 ? "" : "es"}`
   );
 }

@@ -55,7 +55,11 @@ async function main(): Promise<void> {
     r3BytesPerSession: r3BytesPerSession(config),
   };
   // A real deployment with routing replay asks the engine for it; the engine sends it anyway.
-  const serverFlags = [...(config.r3LastMiB > 0 ? ["--routing-replay"] : []), ...config.serverFlags];
+  const serverFlags = [
+    ...(config.r3LastMiB > 0 ? ["--routing-replay"] : []),
+    `--engine-api=${config.engineApi}`,
+    ...config.serverFlags,
+  ];
   const runsPerRepeat = 1 + config.workers.length;
   const progress = new Progress(config.repeat * runsPerRepeat * (config.sessions + 1) * config.turns);
   progress.phase("starting the engine (pre-building replies)");
