@@ -8,7 +8,9 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import OpenAI from "openai";
 import { startSessionServer, type SessionServer } from "../../index.ts";
+import { createServer, type Server } from "node:http";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import { qwen3 } from "../sessions/fixtures.ts";
 import type { SampleBody } from "../helpers/bodies.ts";
 import { call, newSession, WEATHER_TOOL } from "../helpers/server.ts";
 import { waitForEvent } from "../helpers/events.ts";
@@ -141,6 +143,60 @@ for (const api of ["sglang-generate", "vllm-completions"] as const) {
     });
     assert.is(cut.choices[0]!.finish_reason, "length");
     assert.is(cut.usage!.completion_tokens, 3);
+  });
+}
+
+/** A stand-in engine whose every completion is `text` (ids from the real tokenizer), for both token-level APIs. */
+async function cannedEngine(text: string): Promise<{ url: string; server: Server }> {
+  const folder = qwen3();
+  const ids = [...folder.encode(text), folder.tokenId("<|im_end|>")!];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString()) as { input_ids?: number[]; prompt?: number[] };
+      const reply =
+        req.url === "/generate"
+          ? {
+              text,
+              meta_info: {
+                finish_reason: { type: "stop", matched: ids.at(-1) },
+                prompt_tokens: body.input_ids!.length,
+                completion_tokens: ids.length,
+                output_token_logprobs: ids.map((id) => [-0.25, id, null]),
+              },
+            }
+          : { choices: [{ index: 0, text, token_ids: ids, logprobs: null, finish_reason: "stop" }] };
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify(reply));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, server };
+}
+
+for (const api of ["sglang-generate", "vllm-completions"] as const) {
+  test(`${api}: a malformed tool call stays in the content and counts in the metric`, async () => {
+    const broken = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}\n</tool_call>';
+    const canned = await cannedEngine(broken);
+    try {
+      const server = await serve(api, canned.url);
+      const id = await newSession(server.url);
+      const client = new OpenAI({ baseURL: `${server.url}/sessions/${id}/v1`, apiKey: "unused" });
+      const tools = [WEATHER_TOOL] as OpenAI.Chat.ChatCompletionTool[];
+      const reply = await client.chat.completions.create({
+        model: "m",
+        messages: [{ role: "user", content: "Weather in Paris?" }],
+        tools,
+      });
+      assert.is(reply.choices[0]!.finish_reason, "stop");
+      assert.is(reply.choices[0]!.message.tool_calls, undefined);
+      assert.is(reply.choices[0]!.message.content, broken);
+      const metrics = await call(server.url, "GET", "/metrics");
+      assert.match(metrics.text, /^tito_malformed_tool_calls_total\{[^}]*\} 1$/m);
+    } finally {
+      await new Promise<void>((r) => canned.server.close(() => r()));
+    }
   });
 }
 
