@@ -7,7 +7,7 @@
 import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
 import { EngineReplyError } from "../sessions/errors.ts";
 import { JsonScanner } from "../buffers/json-scan.ts";
-import { proxyToEngine, turnHeaders, type AdapterOptions } from "./sglang-chat.ts";
+import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
 import { buildChatReply } from "./token-reply.ts";
 import { definedJson, readSampling, withIds } from "./token-request.ts";
 
@@ -93,19 +93,7 @@ export function sglangGenerateEngine(options: AdapterOptions): Engine {
       });
       const rest = `{"sampling_params":${sampling},"return_logprob":true${options.routingReplay ? ',"return_routed_experts":true' : ""}${options.indexerReplay ? ',"return_indexer_topk":true' : ""},"stream":false}`;
       const request = withIds("input_ids", turn.promptText, rest);
-      const res = await options.upstream.send({
-        method: "POST",
-        path: GENERATE_PATH,
-        headers: turnHeaders(options, turn.headers),
-        body: request,
-        signal: turn.signal,
-        pooled: options.replyBuffers,
-      });
-      try {
-        if (res.status !== 200) {
-          const body = res.release ? [Buffer.concat(res.body)] : res.body;
-          return { ok: false, status: res.status, headers: res.headers, body };
-        }
+      return sendTurn(options, turn, GENERATE_PATH, request, (res) => {
         const facts = scanGenerateReply(res.body, res.quotes);
         if (facts.promptTokens !== -1 && facts.promptTokens !== turn.promptIds.length)
           throw new EngineReplyError(
@@ -114,24 +102,14 @@ export function sglangGenerateEngine(options: AdapterOptions): Engine {
         const model = typeof turn.body.model === "string" ? turn.body.model : "";
         const built = buildChatReply(turn.family, { ...facts, promptTokens: turn.promptIds.length, model });
         options.onMalformedToolCalls?.(built.malformedToolCalls);
-        const release = res.release;
-        res.release = undefined; // the caller releases it now
         return {
-          ok: true,
           requestHasConversation: false,
-          path: GENERATE_PATH,
-          request,
-          response: res.body,
-          responseCrc: res.crc,
           completionIds: facts.completionIds,
           message: built.message,
           clientBody: built.clientBody,
           headers: { "content-type": "application/json" },
-          release,
         };
-      } finally {
-        res.release?.();
-      }
+      });
     },
     proxy: (req) => proxyToEngine(options, req),
     close: () => options.upstream.close(),

@@ -6,7 +6,7 @@
 // so the reply is parsed whole. The server builds the OpenAI chat reply (token-reply.ts).
 import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
 import { EngineReplyError } from "../sessions/errors.ts";
-import { proxyToEngine, turnHeaders, type AdapterOptions } from "./sglang-chat.ts";
+import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
 import { buildChatReply } from "./token-reply.ts";
 import { definedJson, readSampling, withIds } from "./token-request.ts";
 
@@ -93,29 +93,18 @@ export function vllmCompletionsEngine(options: AdapterOptions): Engine {
         stream: false,
       });
       const request = withIds("prompt", turn.promptText, rest);
-      const res = await options.upstream.send({
-        method: "POST",
-        path: COMPLETIONS_PATH,
-        headers: turnHeaders(options, turn.headers),
-        body: request,
-        signal: turn.signal,
+      return sendTurn(options, turn, COMPLETIONS_PATH, request, (res) => {
+        const facts = parseCompletionsReply(res.body);
+        const built = buildChatReply(turn.family, { ...facts, promptTokens: turn.promptIds.length, model });
+        options.onMalformedToolCalls?.(built.malformedToolCalls);
+        return {
+          requestHasConversation: false,
+          completionIds: facts.completionIds,
+          message: built.message,
+          clientBody: built.clientBody,
+          headers: { "content-type": "application/json" },
+        };
       });
-      if (res.status !== 200) return { ok: false, status: res.status, headers: res.headers, body: res.body };
-      const facts = parseCompletionsReply(res.body);
-      const built = buildChatReply(turn.family, { ...facts, promptTokens: turn.promptIds.length, model });
-      options.onMalformedToolCalls?.(built.malformedToolCalls);
-      return {
-        ok: true,
-        requestHasConversation: false,
-        path: COMPLETIONS_PATH,
-        request,
-        response: res.body,
-        responseCrc: res.crc,
-        completionIds: facts.completionIds,
-        message: built.message,
-        clientBody: built.clientBody,
-        headers: { "content-type": "application/json" },
-      };
     },
     proxy: (req) => proxyToEngine(options, req),
     close: () => options.upstream.close(),
