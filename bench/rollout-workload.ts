@@ -222,21 +222,17 @@ async function runSession(
 }
 
 /** Runs `shape.sessions` sessions concurrently, `seedBase` keeping their texts distinct. */
+function emptyResult(): WorkloadResult {
+  return { wallMs: 0, turns: 0, chatMs: [], recordsGetMs: [], recordsGetBytes: [], clientCpuMs: 0, shards: [] };
+}
+
 export async function runWorkload(
   target: Target,
   shape: WorkloadShape,
   seedBase: number,
   hooks: RunHooks = {},
 ): Promise<WorkloadResult> {
-  const out: WorkloadResult = {
-    wallMs: 0,
-    turns: 0,
-    chatMs: [],
-    recordsGetMs: [],
-    recordsGetBytes: [],
-    clientCpuMs: 0,
-    shards: [],
-  };
+  const out = emptyResult();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await Promise.all(
@@ -278,14 +274,6 @@ async function warmUpPass(target: Target, shape: WorkloadShape, shards: number):
       await target.delete(id);
     }
   }
-  const out: WorkloadResult = {
-    wallMs: 0,
-    turns: 0,
-    chatMs: [],
-    recordsGetMs: [],
-    recordsGetBytes: [],
-    clientCpuMs: 0,
-    shards: [],
-  };
+  const out = emptyResult();
   await Promise.all(ids.map((id, i) => runSession(target, pass, 900_000 + i, out, {}, id)));
 }

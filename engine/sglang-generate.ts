@@ -8,7 +8,7 @@ import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-p
 import { EngineReplyError } from "../sessions/errors.ts";
 import { JsonScanner } from "../buffers/json-scan.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
-import { buildChatReply } from "./token-reply.ts";
+import { tokenOutcome } from "./token-reply.ts";
 import { definedJson, readSampling, withIds } from "./token-request.ts";
 
 const GENERATE_PATH = "/generate";
@@ -99,16 +99,7 @@ export function sglangGenerateEngine(options: AdapterOptions): Engine {
           throw new EngineReplyError(
             `the engine generated from ${facts.promptTokens} prompt tokens, not the ${turn.promptIds.length} input_ids sent`,
           );
-        const model = typeof turn.body.model === "string" ? turn.body.model : "";
-        const built = buildChatReply(turn.family, { ...facts, promptTokens: turn.promptIds.length, model });
-        options.onMalformedToolCalls?.(built.malformedToolCalls);
-        return {
-          requestHasConversation: false,
-          completionIds: facts.completionIds,
-          message: built.message,
-          clientBody: built.clientBody,
-          headers: { "content-type": "application/json" },
-        };
+        return tokenOutcome(options, turn, facts);
       });
     },
     proxy: (req) => proxyToEngine(options, req),

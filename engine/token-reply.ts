@@ -4,7 +4,9 @@
 // model stopped in OpenAI's words.
 import { randomBytes } from "node:crypto";
 import type { ChatMessage } from "../sessions/chat-template.ts";
+import type { EngineTurnRequest } from "../sessions/engine-port.ts";
 import type { TitoFamily } from "../sessions/families/index.ts";
+import type { AdapterOptions, TurnOutcome } from "./adapter.ts";
 
 export interface TokenCompletion {
   /** The completion as the engine decoded it (special tokens kept). */
@@ -48,4 +50,22 @@ export function buildChatReply(family: TitoFamily, completion: TokenCompletion):
     },
   };
   return { message, clientBody: [Buffer.from(JSON.stringify(reply))], malformedToolCalls: parsed.malformedToolCalls };
+}
+
+/** A token-level turn's outcome: the reply built from what the engine generated, malformed tool calls counted. */
+export function tokenOutcome(
+  options: AdapterOptions,
+  turn: EngineTurnRequest,
+  generated: Pick<TokenCompletion, "text" | "completionIds" | "finish">,
+): TurnOutcome {
+  const model = typeof turn.body.model === "string" ? turn.body.model : "";
+  const built = buildChatReply(turn.family, { ...generated, promptTokens: turn.promptIds.length, model });
+  options.onMalformedToolCalls?.(built.malformedToolCalls);
+  return {
+    requestHasConversation: false, // the request sent upstream holds only ids
+    completionIds: generated.completionIds,
+    message: built.message,
+    clientBody: built.clientBody,
+    headers: { "content-type": "application/json" },
+  };
 }

@@ -7,7 +7,7 @@
 import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
 import { EngineReplyError } from "../sessions/errors.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
-import { buildChatReply } from "./token-reply.ts";
+import { tokenOutcome } from "./token-reply.ts";
 import { definedJson, readSampling, withIds } from "./token-request.ts";
 
 const COMPLETIONS_PATH = "/v1/completions";
@@ -94,16 +94,7 @@ export function vllmCompletionsEngine(options: AdapterOptions): Engine {
       });
       const request = withIds("prompt", turn.promptText, rest);
       return sendTurn(options, turn, COMPLETIONS_PATH, request, (res) => {
-        const facts = parseCompletionsReply(res.body);
-        const built = buildChatReply(turn.family, { ...facts, promptTokens: turn.promptIds.length, model });
-        options.onMalformedToolCalls?.(built.malformedToolCalls);
-        return {
-          requestHasConversation: false,
-          completionIds: facts.completionIds,
-          message: built.message,
-          clientBody: built.clientBody,
-          headers: { "content-type": "application/json" },
-        };
+        return tokenOutcome(options, turn, parseCompletionsReply(res.body));
       });
     },
     proxy: (req) => proxyToEngine(options, req),
