@@ -19,7 +19,10 @@ export function sglangChatEngine(options: AdapterOptions): Engine {
   return {
     api: "sglang-chat",
     async generate(turn: EngineTurnRequest): Promise<EngineTurn> {
-      const request = buildUpstreamBody(turn.clientBytes, turn.body, forced, turn.promptIds, turn.promptText);
+      // The family's pinned kwargs reach the engine too (its reasoning parser reads some of them).
+      const kwargs = turn.templateKwargs;
+      const fields = kwargs && Object.keys(kwargs).length > 0 ? { ...forced, chat_template_kwargs: kwargs } : forced;
+      const request = buildUpstreamBody(turn.clientBytes, turn.body, fields, turn.promptIds, turn.promptText);
       return sendTurn(options, turn, CHAT_PATH, request, (res) => {
         const scanned = scanReply(res.body, res.quotes);
         if (scanned.promptTokens !== undefined && scanned.promptTokens !== turn.promptIds.length)

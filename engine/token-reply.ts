@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import type { ChatMessage } from "../sessions/chat-template.ts";
 import type { EngineTurnRequest } from "../sessions/engine-port.ts";
-import type { TitoFamily } from "../sessions/families/index.ts";
+import type { ParseContext, TitoFamily } from "../sessions/families/index.ts";
 import type { AdapterOptions, TurnOutcome } from "./adapter.ts";
 
 export interface TokenCompletion {
@@ -28,8 +28,8 @@ export interface BuiltReply {
 
 const completionId = () => `chatcmpl-${randomBytes(12).toString("hex")}`;
 
-export function buildChatReply(family: TitoFamily, completion: TokenCompletion): BuiltReply {
-  const parsed = family.parseCompletion(completion.text);
+export function buildChatReply(family: TitoFamily, completion: TokenCompletion, context?: ParseContext): BuiltReply {
+  const parsed = family.parseCompletion(completion.text, context);
   const message: ChatMessage = { role: "assistant", content: parsed.content };
   if (parsed.reasoning_content !== undefined) message.reasoning_content = parsed.reasoning_content;
   if (parsed.tool_calls !== undefined && parsed.tool_calls.length > 0) message.tool_calls = parsed.tool_calls;
@@ -59,7 +59,12 @@ export function tokenOutcome(
   generated: Pick<TokenCompletion, "text" | "completionIds" | "finish">,
 ): TurnOutcome {
   const model = typeof turn.body.model === "string" ? turn.body.model : "";
-  const built = buildChatReply(turn.family, { ...generated, promptTokens: turn.promptIds.length, model });
+  const tools = Array.isArray(turn.body.tools) ? turn.body.tools : undefined;
+  const built = buildChatReply(
+    turn.family,
+    { ...generated, promptTokens: turn.promptIds.length, model },
+    { tools, kwargs: turn.templateKwargs },
+  );
   options.onMalformedToolCalls?.(built.malformedToolCalls);
   return {
     requestHasConversation: false, // the request sent upstream holds only ids

@@ -13,7 +13,15 @@ export interface RenderOptions {
   kwargs?: Record<string, unknown>;
 }
 
+/** Renders messages to text: a jinja template, or a renderer written in code (DeepSeek's encoders). */
+export interface ChatRenderer {
+  render(messages: readonly ChatMessage[], options: RenderOptions): string;
+  /** The compiled jinja template, when it is one (the generation-prompt proof reads it). */
+  readonly template?: Template;
+}
+
 const compiled = new WeakMap<TokenizerFolder, Template>();
+const compiledSources = new Map<string, Template>();
 
 /** The folder's compiled template (parsed once per folder). */
 export function templateOf(folder: TokenizerFolder): Template {
@@ -23,6 +31,17 @@ export function templateOf(folder: TokenizerFolder): Template {
     compiled.set(folder, template);
   }
   return template;
+}
+
+/** A jinja renderer: the folder's own template, or `source` (a family's fixed template) with the folder's tokens. */
+export function jinjaRenderer(folder: TokenizerFolder, source?: string): ChatRenderer {
+  let template: Template;
+  if (source === undefined) template = templateOf(folder);
+  else {
+    template = compiledSources.get(source) ?? new Template(source);
+    compiledSources.set(source, template);
+  }
+  return { template, render: (messages, options) => renderWith(template, folder, messages, options) };
 }
 
 /** Parses a JSON-string `arguments` into an object; anything else is returned as is. */
@@ -69,11 +88,20 @@ export function fixedContext(folder: TokenizerFolder, kwargs?: Record<string, un
 }
 
 export function renderChat(folder: TokenizerFolder, messages: readonly ChatMessage[], options: RenderOptions): string {
+  return renderWith(templateOf(folder), folder, messages, options);
+}
+
+function renderWith(
+  template: Template,
+  folder: TokenizerFolder,
+  messages: readonly ChatMessage[],
+  options: RenderOptions,
+): string {
   const context: Record<string, unknown> = {
     ...fixedContext(folder, options.kwargs),
     messages: messages.map(normalizeMessage),
     add_generation_prompt: options.addGenerationPrompt,
   };
   if (options.tools && options.tools.length > 0) context.tools = options.tools;
-  return templateOf(folder).render(context);
+  return template.render(context);
 }

@@ -55,8 +55,9 @@ export function compareTrajectories(
   expected: readonly number[],
   actual: readonly number[],
 ): Mismatch[] {
-  const exp = segmentsOf(stripTrailing(expected, family.trailingTokenIds), folder.specialTokenIds);
-  const act = segmentsOf(stripTrailing(actual, family.trailingTokenIds), folder.specialTokenIds);
+  const special = family.driftSpecialIds ?? folder.specialTokenIds;
+  const exp = segmentsOf(stripTrailing(expected, family.trailingTokenIds), special);
+  const act = segmentsOf(stripTrailing(actual, family.trailingTokenIds), special);
   if (exp.length !== act.length || pattern(exp) !== pattern(act)) {
     const count = (s: Segment[]) => s.filter((x) => x.special).length;
     return [

@@ -17,6 +17,8 @@ export interface EngineTurnRequest {
   promptText: string;
   /** The session's model family: the token-level APIs parse the completion text with it. */
   family: TitoFamily;
+  /** The turn's template kwargs (server, family pins, request): the chat API forwards them as `chat_template_kwargs`. */
+  templateKwargs?: Readonly<Record<string, unknown>>;
   /** The client's request headers, lower-case names; the adapter decides what goes upstream. */
   headers: Record<string, string | string[] | undefined>;
   signal?: AbortSignal;

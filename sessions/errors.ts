@@ -58,6 +58,17 @@ export class InvalidChatRequestError extends TitoError {
   }
 }
 
+/** A request's `chat_template_kwargs` contradicts a kwarg the model family pins (it would break append-only rendering). */
+export class PinnedKwargError extends TitoError {
+  constructor(family: string, key: string, pinned: unknown, given: unknown) {
+    super(
+      "TITO_ERR_PINNED_KWARG",
+      400,
+      `chat_template_kwargs.${key}=${JSON.stringify(given)} contradicts the ${family} family, which pins ${key}=${JSON.stringify(pinned)} to keep rendering append-only`,
+    );
+  }
+}
+
 /** The chat template could not render the request's messages (bad message shapes). */
 export class TemplateRenderError extends TitoError {
   constructor(detail: string, options?: { cause?: unknown }) {

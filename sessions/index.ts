@@ -10,3 +10,4 @@ export type { FsyncPolicy } from "./journal/journal-segments.ts";
 export type { Mismatch } from "./drift.ts";
 export type { Engine, EngineTurn, EngineTurnRequest, EngineCompletion, EngineRefusal } from "./engine-port.ts";
 export type { TrainingSample } from "./journal/sample-encode.ts";
+export type { TitoFamilyName } from "./families/index.ts";

@@ -4,7 +4,13 @@
 // segment, add the generation prompt, and join it all to the accumulated ids with the
 // family's boundary fix. It plans; it never mutates the trajectory (the caller applies
 // the rollback it returns) and never re-tokenizes what the model produced.
-import { fixedContext, renderChat, templateOf, type ChatMessage, type RenderOptions } from "./chat-template.ts";
+import {
+  fixedContext,
+  jinjaRenderer,
+  type ChatMessage,
+  type ChatRenderer,
+  type RenderOptions,
+} from "./chat-template.ts";
 import { AppendRoleError, RollbackError, TemplateRenderError, TitoError, TokenizationError } from "./errors.ts";
 import { generationPromptInputs, inputsArePlain } from "./generation-prompt.ts";
 import { matchingPrefixLength } from "./message-compare.ts";
@@ -14,8 +20,21 @@ import type { TokenizerFolder } from "./tokenizer-folder.ts";
 export interface PromptContext {
   folder: TokenizerFolder;
   family: TitoFamily;
-  kwargs: Record<string, unknown>;
+  /** The family's renderer (its own template or encoder), else the folder's template. */
+  renderer: ChatRenderer;
+  kwargs: Readonly<Record<string, unknown>>;
   allowedAppendRoles: readonly string[];
+}
+
+/** A context with the family's renderer (its own template or encoder, else the folder's template). */
+export function promptContext(
+  folder: TokenizerFolder,
+  family: TitoFamily,
+  kwargs: Record<string, unknown> = {},
+  allowedAppendRoles: readonly string[] = family.appendRoles,
+): PromptContext {
+  const renderer = family.renderer ?? jinjaRenderer(folder, family.template);
+  return { folder, family, renderer, kwargs, allowedAppendRoles };
 }
 
 /** What the builder needs to know of a trajectory. */
@@ -37,12 +56,12 @@ export interface PromptPlan {
 
 /** Renders; a template that throws on the client's messages is bad input, not a bug. */
 export function renderOrThrow(
-  folder: TokenizerFolder,
+  renderer: ChatRenderer,
   messages: readonly ChatMessage[],
   options: RenderOptions,
 ): string {
   try {
-    return renderChat(folder, messages, options);
+    return renderer.render(messages, options);
   } catch (err) {
     if (err instanceof TitoError) throw err;
     throw new TemplateRenderError((err as Error).message, { cause: err });
@@ -55,21 +74,21 @@ const DUMMY_SYSTEM: ChatMessage = { role: "system", content: "You are a helpful 
 const MEMO_LIMIT = 1024;
 
 /**
- * Renders of the synthetic base contexts, per folder and kwargs object, by the base's
- * messages as JSON: the bases are built here from strings only, so equal JSON is equal
- * input, and a render is a pure function of its input. A base that throws is not stored.
+ * Renders of the synthetic base contexts, per renderer and kwargs object, by the base's
+ * messages as JSON: the bases are built here from plain JSON values only, so equal JSON
+ * is equal input, and a render is a pure function of its input. A base that throws is not stored.
  */
-const baseRenders = new WeakMap<TokenizerFolder, WeakMap<object, Map<string, string>>>();
+const baseRenders = new WeakMap<ChatRenderer, WeakMap<object, Map<string, string>>>();
 
 function renderBase(ctx: PromptContext, base: ChatMessage[]): string {
-  let byKwargs = baseRenders.get(ctx.folder);
-  if (!byKwargs) baseRenders.set(ctx.folder, (byKwargs = new WeakMap()));
+  let byKwargs = baseRenders.get(ctx.renderer);
+  if (!byKwargs) baseRenders.set(ctx.renderer, (byKwargs = new WeakMap()));
   let memo = byKwargs.get(ctx.kwargs);
   if (!memo) byKwargs.set(ctx.kwargs, (memo = new Map()));
   const key = JSON.stringify(base);
   let text = memo.get(key);
   if (text === undefined) {
-    text = renderOrThrow(ctx.folder, base, { addGenerationPrompt: false, kwargs: ctx.kwargs });
+    text = renderOrThrow(ctx.renderer, base, { addGenerationPrompt: false, kwargs: ctx.kwargs });
     if (memo.size >= MEMO_LIMIT) memo.clear();
     memo.set(key, text);
   }
@@ -78,22 +97,42 @@ function renderBase(ctx: PromptContext, base: ChatMessage[]): string {
 
 function renderDiff(ctx: PromptContext, base: ChatMessage[], extended: ChatMessage[], what: string): string {
   const short = renderBase(ctx, base);
-  const long = renderOrThrow(ctx.folder, extended, { addGenerationPrompt: false, kwargs: ctx.kwargs });
+  const long = renderOrThrow(ctx.renderer, extended, { addGenerationPrompt: false, kwargs: ctx.kwargs });
   if (!long.startsWith(short))
     throw new TokenizationError(`rendering ${what} does not extend the rendering without it`);
   return long.slice(short.length);
 }
 
-/** Tokens of one appended segment, rendered against a small synthetic context. */
-function segmentIds(ctx: PromptContext, segment: ChatMessage[]): number[] {
-  if (segment[0]!.role === "tool") {
-    // The tool run answers a dummy assistant whose calls match the responses one to one.
-    const calls = segment.map((m, i) => ({
+/**
+ * The calls of the dummy assistant a tool run answers: the real calls of the assistant
+ * before the run (templates look tool names up by `tool_call_id`, count results against
+ * calls, or refuse a result with no call), plus a made-up call for any extra result.
+ */
+function callsAnswered(segment: readonly ChatMessage[], assistant: ChatMessage | undefined): unknown[] {
+  const real = assistant && Array.isArray(assistant.tool_calls) ? assistant.tool_calls : [];
+  const calls = real.map((call) => call as unknown);
+  for (let i = calls.length; i < segment.length; i++) {
+    const m = segment[i]!;
+    calls.push({
       id: typeof m.tool_call_id === "string" ? m.tool_call_id : `call_${i}`,
       type: "function",
       function: { name: typeof m.name === "string" ? m.name : "tool", arguments: {} },
-    }));
-    const base: ChatMessage[] = [DUMMY_SYSTEM, { role: "assistant", content: "", tool_calls: calls }];
+    });
+  }
+  return calls;
+}
+
+/** Tokens of one appended segment, rendered against a small synthetic context. */
+function segmentIds(ctx: PromptContext, segment: ChatMessage[], assistant: ChatMessage | undefined): number[] {
+  if (segment[0]!.role === "tool") {
+    // The tool run answers a dummy assistant (empty content, one-space reasoning) with the real calls.
+    const dummy = {
+      role: "assistant",
+      content: "",
+      reasoning_content: " ",
+      tool_calls: callsAnswered(segment, assistant),
+    };
+    const base: ChatMessage[] = [DUMMY_SYSTEM, dummy];
     return ctx.folder.encode(renderDiff(ctx, base, [...base, ...segment], "tool messages"));
   }
   return ctx.folder.encode(
@@ -117,19 +156,16 @@ function segmentsOf(appended: readonly ChatMessage[]): ChatMessage[][] {
  * provably a constant suffix (generation-prompt.ts; null when not), and the suffix's ids
  * by the JSON of those inputs' values, learned from the first turn that rendered both ways.
  */
-const constantPrompts = new WeakMap<
-  TokenizerFolder,
-  { inputs: string[] | null; ids: Map<string, readonly number[]> }
->();
+const constantPrompts = new WeakMap<ChatRenderer, { inputs: string[] | null; ids: Map<string, readonly number[]> }>();
 
 /** The key of the constant generation prompt for this context, or undefined when it is not constant. */
 function constantPromptKey(ctx: PromptContext): { ids: Map<string, readonly number[]>; key: string } | undefined {
-  let known = constantPrompts.get(ctx.folder);
-  if (!known)
-    constantPrompts.set(
-      ctx.folder,
-      (known = { inputs: generationPromptInputs(templateOf(ctx.folder)) ?? null, ids: new Map() }),
-    );
+  let known = constantPrompts.get(ctx.renderer);
+  if (!known) {
+    const template = ctx.renderer.template;
+    const inputs = template ? generationPromptInputs(template) : undefined;
+    constantPrompts.set(ctx.renderer, (known = { inputs: inputs ?? null, ids: new Map() }));
+  }
   if (known.inputs === null) return undefined;
   const context = fixedContext(ctx.folder, ctx.kwargs);
   if (!inputsArePlain(known.inputs, context)) return undefined;
@@ -145,12 +181,12 @@ function generationPromptIds(
   tools?: unknown[],
 ): readonly number[] {
   // Rendered even when the suffix is known: a conversation the template rejects is still a 400.
-  const without = renderOrThrow(ctx.folder, messages, { addGenerationPrompt: false, kwargs: ctx.kwargs, tools });
+  const without = renderOrThrow(ctx.renderer, messages, { addGenerationPrompt: false, kwargs: ctx.kwargs, tools });
   const constant = constantPromptKey(ctx);
   const known = constant?.ids.get(constant.key);
   // The same ids the render with the prompt would give: it is `without` + a suffix fixed by the key.
   if (known) return known;
-  const withPrompt = renderOrThrow(ctx.folder, messages, { addGenerationPrompt: true, kwargs: ctx.kwargs, tools });
+  const withPrompt = renderOrThrow(ctx.renderer, messages, { addGenerationPrompt: true, kwargs: ctx.kwargs, tools });
   if (!withPrompt.startsWith(without))
     throw new TokenizationError("the generation prompt does not extend the rendered conversation");
   const ids = ctx.folder.encode(withPrompt.slice(without.length));
@@ -187,7 +223,7 @@ export function planPrompt(
   tools?: unknown[],
 ): PromptPlan {
   if (view.checkpoints.length === 0) {
-    const text = renderOrThrow(ctx.folder, request, { addGenerationPrompt: true, kwargs: ctx.kwargs, tools });
+    const text = renderOrThrow(ctx.renderer, request, { addGenerationPrompt: true, kwargs: ctx.kwargs, tools });
     return { promptIds: ctx.folder.encode(text) };
   }
   const matched = matchingPrefixLength(view.messages, request);
@@ -204,7 +240,38 @@ export function planPrompt(
   });
   const base = view.checkpoints[(rollbackToTurns ?? view.checkpoints.length) - 1]!;
   const promptIds = [...base, ...ctx.family.boundaryIds(base)];
-  for (const segment of segmentsOf(appended)) for (const id of segmentIds(ctx, segment)) promptIds.push(id);
+  if (ctx.family.increment === "history") {
+    for (const id of historyIncrement(ctx, request, keptMessages, tools)) promptIds.push(id);
+    return { promptIds, base, rollbackToTurns };
+  }
+  let at = keptMessages;
+  for (const segment of segmentsOf(appended)) {
+    for (const id of segmentIds(ctx, segment, lastAssistant(request, at))) promptIds.push(id);
+    at += segment.length;
+  }
   for (const id of generationPromptIds(ctx, request, tools)) promptIds.push(id);
   return { promptIds, base, rollbackToTurns };
+}
+
+function lastAssistant(messages: readonly ChatMessage[], before: number): ChatMessage | undefined {
+  for (let i = before - 1; i >= 0; i--) if (messages[i]!.role === "assistant") return messages[i];
+  return undefined;
+}
+
+/**
+ * The appended messages and the generation prompt as one diff of the real history: the
+ * kept messages rendered without a generation prompt, and the whole request with one.
+ */
+function historyIncrement(
+  ctx: PromptContext,
+  request: readonly ChatMessage[],
+  kept: number,
+  tools?: unknown[],
+): number[] {
+  const options = { kwargs: ctx.kwargs, tools };
+  const short = renderOrThrow(ctx.renderer, request.slice(0, kept), { ...options, addGenerationPrompt: false });
+  const long = renderOrThrow(ctx.renderer, request, { ...options, addGenerationPrompt: true });
+  if (!long.startsWith(short))
+    throw new TokenizationError("rendering the appended messages does not extend the rendering of the history");
+  return ctx.folder.encode(long.slice(short.length));
 }

@@ -8,8 +8,14 @@
 import type { Logger } from "pino";
 import type { ChatMessage } from "./chat-template.ts";
 import { compareTrajectories } from "./drift.ts";
-import { InvalidChatRequestError, InvalidJsonError, SessionNotFoundError, TitoError } from "./errors.ts";
-import { planPrompt, renderOrThrow, type PromptContext } from "./prompt-builder.ts";
+import {
+  InvalidChatRequestError,
+  InvalidJsonError,
+  SessionConfigError,
+  SessionNotFoundError,
+  TitoError,
+} from "./errors.ts";
+import { planPrompt, promptContext, renderOrThrow, type PromptContext } from "./prompt-builder.ts";
 import { MemoryRecordStore, sessionBodyEnds, type RecordStore } from "./journal/records.ts";
 import { SessionRegistry } from "./registry.ts";
 import { sessionRebuilder, type ReplayCounts } from "./journal/session-replay.ts";
@@ -17,7 +23,8 @@ import { sampleJson, sampleSafetensors } from "./journal/sample-encode.ts";
 import { buildSample, parseSampleRequest } from "./journal/samples.ts";
 import type { Engine } from "./engine-port.ts";
 import { idsText, rememberCheckpointText } from "./ids-text.ts";
-import { selectFamily } from "./families/index.ts";
+import { selectFamily, type TitoFamilyName } from "./families/index.ts";
+import { serverKwargs, TurnKwargs } from "./template-kwargs.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 import type { Trajectory } from "./trajectory.ts";
 
@@ -46,7 +53,8 @@ export interface SessionCoreOptions {
   tokenizerDir?: string;
   /** An already loaded folder (tests share one and skip the load); wins over tokenizerDir. */
   tokenizerFolder?: TokenizerFolder;
-  titoFamily?: "default" | "qwen3";
+  /** A family name (family.ts FAMILY_NAMES); default: detected from the tokenizer folder. */
+  titoFamily?: string;
   chatTemplateKwargs?: Record<string, unknown>;
   allowedAppendRoles?: string[];
   /** Appended to every session-not-found message. */
@@ -76,6 +84,8 @@ interface PreparedTurn {
   messages: ChatMessage[];
   tools?: unknown[];
   body: Record<string, unknown>;
+  /** The turn's effective template kwargs (server, pinned, request). */
+  kwargs: Readonly<Record<string, unknown>>;
   version: number;
 }
 
@@ -103,6 +113,7 @@ function parseChatBody(bytes: Buffer): Record<string, unknown> {
 
 export class SessionCore {
   readonly #ctx: PromptContext;
+  readonly #kwargs: TurnKwargs;
   readonly #registry: SessionRegistry;
   readonly #records: RecordStore;
   readonly #engine: Engine;
@@ -110,16 +121,19 @@ export class SessionCore {
 
   constructor(options: SessionCoreOptions) {
     const folder = options.tokenizerFolder ?? loadTokenizerFolder(options.tokenizerDir ?? bundledQwen3Dir());
-    this.#ctx = {
-      folder,
-      family: selectFamily(folder, options.titoFamily),
-      kwargs: options.chatTemplateKwargs ?? {},
-      allowedAppendRoles: options.allowedAppendRoles ?? ["tool"],
-    };
+    const family = selectFamily(folder, options.titoFamily);
+    this.#kwargs = new TurnKwargs(family, serverKwargs(family, options.chatTemplateKwargs));
+    const roles = appendRoles(family.name, family.appendRoles, options.allowedAppendRoles);
+    this.#ctx = promptContext(folder, family, this.#kwargs.base, roles);
     this.#registry = new SessionRegistry(options.notFoundHint ?? "");
     this.#records = options.recordStore ?? new MemoryRecordStore();
     this.#engine = options.engine;
     this.#log = options.logger;
+  }
+
+  /** The model family the sessions follow (chosen or detected). */
+  get familyName(): TitoFamilyName {
+    return this.#ctx.family.name;
   }
 
   health(): CoreResponse {
@@ -159,6 +173,7 @@ export class SessionCore {
         const metadata: Record<string, unknown> = {
           accumulated_token_ids: t.currentIds,
           max_trim_tokens: this.#ctx.family.maxTrimTokens,
+          tito_family: this.#ctx.family.name,
         };
         if (t.assistantCount > 0) metadata.tito_session_mismatch = this.#drift(t);
         const { head, tail } = sessionBodyEnds(t.id, metadata);
@@ -184,6 +199,7 @@ export class SessionCore {
         promptIds: turn.promptIds,
         promptText: turn.promptText,
         family: this.#ctx.family,
+        templateKwargs: turn.kwargs,
         headers: req.headers,
         signal,
       });
@@ -263,19 +279,21 @@ export class SessionCore {
     const body = parseChatBody(bytes);
     const messages = body.messages as ChatMessage[];
     const tools = Array.isArray(body.tools) ? body.tools : undefined;
-    const plan = planPrompt(this.#ctx, t, messages, tools);
+    const kwargs = this.#kwargs.of(body.chat_template_kwargs);
+    const ctx = kwargs === this.#ctx.kwargs ? this.#ctx : { ...this.#ctx, kwargs };
+    const plan = planPrompt(ctx, t, messages, tools);
     if (plan.rollbackToTurns !== undefined) {
       this.#log?.info({ sessionId: t.id, from: t.assistantCount, to: plan.rollbackToTurns }, "rollback");
       await this.#records.truncate(t.id, plan.rollbackToTurns);
       t.rollbackTo(plan.rollbackToTurns);
     }
     const promptText = idsText(plan.promptIds, plan.base);
-    return { promptIds: plan.promptIds, promptText, messages, tools, body, version: t.version };
+    return { promptIds: plan.promptIds, promptText, messages, tools, body, kwargs, version: t.version };
   }
 
   #drift(t: Trajectory) {
-    const { folder, family, kwargs } = this.#ctx;
-    const text = renderOrThrow(folder, t.messages, { addGenerationPrompt: false, kwargs, tools: t.lastTools });
+    const { folder, family, kwargs, renderer } = this.#ctx;
+    const text = renderOrThrow(renderer, t.messages, { addGenerationPrompt: false, kwargs, tools: t.lastTools });
     return compareTrajectories(folder, family, folder.encode(text), t.currentIds);
   }
 
@@ -287,6 +305,19 @@ export class SessionCore {
       throw err;
     }
   }
+}
+
+const KNOWN_ROLES = ["tool", "user", "system", "assistant"];
+
+/** The configured append roles (default: the family's); a known role the family cannot append is a config error. */
+function appendRoles(family: string, surface: readonly string[], configured?: string[]): readonly string[] {
+  if (configured === undefined) return surface;
+  for (const role of configured)
+    if (KNOWN_ROLES.includes(role) && !surface.includes(role))
+      throw new SessionConfigError(
+        `allowed append role ${JSON.stringify(role)} is not one the ${family} family can append (its template does not render it append-only); it allows ${surface.join(", ")}`,
+      );
+  return configured;
 }
 
 /** Loads the tokenizer synchronously; the engine comes ready from the caller. */

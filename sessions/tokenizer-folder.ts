@@ -13,6 +13,8 @@ export interface TokenizerFolder {
   readonly tokenizer: Tokenizer;
   readonly config: Record<string, unknown>;
   readonly chatTemplate: string;
+  /** config.json's `model_type`, when the folder has one (DeepSeek V3.2/V4 are told apart only by it). */
+  readonly modelType?: string;
   /** Ids of special tokens: added tokens marked special, plus bos/eos/pad/unk. */
   readonly specialTokenIds: ReadonlySet<number>;
   /** Id of an added or vocabulary token by its exact text, if the tokenizer has it. */
@@ -72,6 +74,19 @@ function vocabLookup(tokenizer: Tokenizer, tokenizerJson: Fields): (text: string
   return (text) => (Object.hasOwn(vocab, text) ? vocab[text] : undefined);
 }
 
+/** config.json's `model_type`; a missing, unreadable or odd config.json is no model type (never an error). */
+function readModelType(dir: string): string | undefined {
+  const path = join(dir, "config.json");
+  if (!existsSync(path)) return undefined;
+  try {
+    const config: unknown = JSON.parse(readFileSync(path, "utf8"));
+    const type = config && typeof config === "object" ? (config as { model_type?: unknown }).model_type : undefined;
+    return typeof type === "string" ? type : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function loadTokenizerFolder(dir: string): TokenizerFolder {
   const tokenizerJson = readJson(dir, "tokenizer.json");
   const config = readJson(dir, "tokenizer_config.json");
@@ -118,6 +133,7 @@ export function loadTokenizerFolder(dir: string): TokenizerFolder {
     tokenizer,
     config,
     chatTemplate: chatTemplate as string,
+    modelType: readModelType(dir),
     specialTokenIds: special,
     tokenId,
     // The same ids as the library's encode, with a per-piece cache where the tokenizer's shape allows it.

@@ -5,7 +5,7 @@
 import { parseArgs } from "node:util";
 import { formatEvent } from "../../actors/index.ts";
 import { InvalidOptionError } from "./errors.ts";
-import type { SessionServerOptions } from "./options.ts";
+import { TITO_FAMILIES, type SessionServerOptions } from "./options.ts";
 import { startSessionServer } from "./session-server.ts";
 
 export const HELP = `Usage: tito-server serve [options]
@@ -19,9 +19,14 @@ Options:
   --engine URL                 SGLang-compatible engine; when absent the built-in
                                simulated engine is started (and the log says so)
   --tokenizer DIR              Hugging Face tokenizer folder (default: bundled Qwen3)
-  --tito-family NAME           default | qwen3 (default: detected from the tokenizer)
+  --tito-family NAME           the model family (docs/models.md): default, qwen3,
+                               qwennext, qwen35, nemotron3, glm47, kimi25, kimi26,
+                               minimax_m25, minimax_m27, deepseekv32, deepseekv4,
+                               inkling, llama3, gemma3 (default: detected from the
+                               tokenizer)
   --chat-template-kwargs JSON  passed to every chat-template render (default {})
-  --allowed-append-roles LIST  comma list of roles a turn may append (default tool)
+  --allowed-append-roles LIST  comma list of roles a turn may append (default: the
+                               family's, docs/models.md)
   --routing-replay             ask the engine for routed_experts (R3) payloads
   --indexer-replay             ask the engine for indexer_topk payloads
   --max-restarts N             restarts of one child within the window before the
@@ -106,13 +111,18 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     if (!kwargs || typeof kwargs !== "object" || Array.isArray(kwargs))
       throw new InvalidOptionError("--chat-template-kwargs must be a JSON object");
   }
+  const family = values["tito-family"];
+  if (family !== undefined && !(TITO_FAMILIES as readonly string[]).includes(family))
+    throw new InvalidOptionError(
+      `--tito-family must be one of ${TITO_FAMILIES.join(", ")}; got ${JSON.stringify(family)}`,
+    );
   return {
     host: values.host,
     port: num("port", values.port) ?? 8080,
     workers: num("workers", values.workers),
     engineUrl: values.engine,
     tokenizerDir: values.tokenizer,
-    titoFamily: values["tito-family"] as SessionServerOptions["titoFamily"],
+    titoFamily: family as SessionServerOptions["titoFamily"],
     chatTemplateKwargs: kwargs,
     allowedAppendRoles: values["allowed-append-roles"]
       ?.split(",")

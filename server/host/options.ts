@@ -1,9 +1,29 @@
 // The options of startSessionServer() and of `tito-server serve`, with their defaults
 // and validation in one place, so the CLI and the embedding API cannot disagree.
+import type { TitoFamilyName } from "../../sessions/index.ts";
 import { InvalidOptionError } from "./errors.ts";
 
 /** The engine APIs a worker speaks (engine/index.ts has the adapters; the host never loads them). */
 export const ENGINE_APIS: readonly string[] = ["sglang-chat", "sglang-generate", "vllm-completions"];
+
+/** sessions/families/family.ts FAMILY_NAMES (host/ takes only types from sessions/; a test keeps them equal). */
+export const TITO_FAMILIES: readonly TitoFamilyName[] = [
+  "default",
+  "qwen3",
+  "qwennext",
+  "qwen35",
+  "nemotron3",
+  "glm47",
+  "kimi25",
+  "kimi26",
+  "minimax_m25",
+  "minimax_m27",
+  "deepseekv32",
+  "deepseekv4",
+  "inkling",
+  "llama3",
+  "gemma3",
+];
 
 export interface SessionServerOptions {
   /** Listen address of the HTTP front door. Default "127.0.0.1". */
@@ -18,10 +38,10 @@ export interface SessionServerOptions {
   engineApi?: "sglang-chat" | "sglang-generate" | "vllm-completions";
   /** Hugging Face tokenizer folder. Default: the bundled Qwen3 folder. */
   tokenizerDir?: string;
-  /** TITO family; default detected from the tokenizer. */
-  titoFamily?: "default" | "qwen3";
+  /** TITO model family (docs/models.md); default detected from the tokenizer. */
+  titoFamily?: TitoFamilyName;
   chatTemplateKwargs?: Record<string, unknown>;
-  /** Roles a later turn may append. Default ["tool"]. */
+  /** Roles a later turn may append. Default: the family's (docs/models.md). */
   allowedAppendRoles?: string[];
   routingReplay?: boolean;
   indexerReplay?: boolean;
@@ -63,12 +83,26 @@ export interface SessionServerOptions {
 export type ResolvedOptions = Required<
   Omit<
     SessionServerOptions,
-    "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent" | "dataDir"
+    | "engineUrl"
+    | "tokenizerDir"
+    | "titoFamily"
+    | "allowedAppendRoles"
+    | "eventsFile"
+    | "authToken"
+    | "onEvent"
+    | "dataDir"
   >
 > &
   Pick<
     SessionServerOptions,
-    "engineUrl" | "tokenizerDir" | "titoFamily" | "eventsFile" | "authToken" | "onEvent" | "dataDir"
+    | "engineUrl"
+    | "tokenizerDir"
+    | "titoFamily"
+    | "allowedAppendRoles"
+    | "eventsFile"
+    | "authToken"
+    | "onEvent"
+    | "dataDir"
   >;
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
@@ -90,7 +124,7 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
     tokenizerDir: options.tokenizerDir,
     titoFamily: options.titoFamily,
     chatTemplateKwargs: options.chatTemplateKwargs ?? {},
-    allowedAppendRoles: options.allowedAppendRoles ?? ["tool"],
+    allowedAppendRoles: options.allowedAppendRoles,
     routingReplay: options.routingReplay ?? false,
     indexerReplay: options.indexerReplay ?? false,
     maxRestarts: int("maxRestarts", options.maxRestarts ?? 3, 0),
@@ -126,8 +160,10 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
   }
   if (resolved.dataDir !== undefined && resolved.dataDir.trim() === "")
     throw new InvalidOptionError("dataDir must not be empty");
-  if (resolved.titoFamily && !["default", "qwen3"].includes(resolved.titoFamily)) {
-    throw new InvalidOptionError(`titoFamily must be "default" or "qwen3", got ${JSON.stringify(resolved.titoFamily)}`);
+  if (resolved.titoFamily !== undefined && !TITO_FAMILIES.includes(resolved.titoFamily)) {
+    throw new InvalidOptionError(
+      `titoFamily must be one of ${TITO_FAMILIES.join(", ")}, got ${JSON.stringify(resolved.titoFamily)}`,
+    );
   }
   if (!LOG_LEVELS.includes(resolved.logLevel)) {
     throw new InvalidOptionError(`logLevel must be one of ${LOG_LEVELS.join(", ")}, got ${resolved.logLevel}`);
@@ -140,7 +176,7 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
       throw new InvalidOptionError(`engineUrl must be an http(s) URL, got ${resolved.engineUrl}`);
     }
   }
-  if (resolved.allowedAppendRoles.length === 0)
+  if (resolved.allowedAppendRoles?.length === 0)
     throw new InvalidOptionError("allowedAppendRoles must name at least one role");
   return resolved;
 }

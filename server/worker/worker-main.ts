@@ -97,6 +97,7 @@ const metrics = new WorkerMetrics(config.index, () => core.sessionCount());
 const core = await openStore()
   .then((store) => createSessionCore(coreOptions(store)))
   .catch(cannotStart);
+logger.info({ titoFamily: core.familyName }, `shard-${config.index} follows the ${core.familyName} tito family`);
 try {
   const started = Date.now();
   const { sessions, turns } = await core.recover();

@@ -1,14 +1,28 @@
-// The default family: no model knowledge, so no boundary fix and no trim; a segment is
-// assistant text when a role header starts it. It knows no stop-token text, reasoning or
-// tool-call syntax, so a completion is all content, verbatim.
+// The default family: no model knowledge, so no boundary fix, no trim, no pinned kwargs,
+// every role, and no parsers (a completion is all content, verbatim). A segment is
+// assistant text when a role header starts it, or when the special token before it names
+// the assistant (DeepSeek V3's `<｜Assistant｜>` carries no role word after it).
+import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import type { TitoFamily } from "./family.ts";
 
-export const defaultFamily: TitoFamily = {
-  name: "default",
-  maxTrimTokens: 0,
-  trailingTokenIds: new Set(),
-  boundaryIds: () => [],
-  // Without model knowledge the best signal is a role header that starts the segment.
-  isAssistantSegment: (prevSpecial, text) => prevSpecial !== undefined && /^\s*assistant\b/.test(text),
-  parseCompletion: (text) => ({ content: text, malformedToolCalls: 0 }),
-};
+export function defaultFamily(folder: TokenizerFolder): TitoFamily {
+  const assistantSpecials = new Set<number>();
+  for (const id of folder.specialTokenIds) if (/assistant/i.test(folder.decode([id]))) assistantSpecials.add(id);
+  const eos = folder.config.eos_token;
+  const eosText = typeof eos === "string" ? eos : (eos as { content?: unknown } | undefined)?.content;
+  return {
+    name: "default",
+    maxTrimTokens: 0,
+    trailingTokenIds: new Set(),
+    appendRoles: ["tool", "user", "system", "assistant"],
+    pinnedKwargs: {},
+    sglangParsers: {},
+    // The only stop the folder names: its eos token.
+    stopTokens: typeof eosText === "string" && folder.tokenId(eosText) !== undefined ? [eosText] : [],
+    boundaryIds: () => [],
+    isAssistantSegment: (prevSpecial, text) =>
+      prevSpecial !== undefined && (assistantSpecials.has(prevSpecial) || /^\s*assistant\b/.test(text)),
+    parseCompletion: (text) => ({ content: text, malformedToolCalls: 0 }),
+    formatCompletion: (turn) => turn.content,
+  };
+}

@@ -90,6 +90,7 @@ export interface SessionBody {
   metadata: {
     accumulated_token_ids: number[];
     max_trim_tokens: number;
+    tito_family: string;
     /** Present once the session has a turn. */
     tito_session_mismatch?: Mismatch[];
   };

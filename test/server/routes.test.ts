@@ -106,7 +106,8 @@ test("a tool-calling multi-turn conversation is recorded with its exact tokens",
     ...r2.response.choices[0].meta_info.output_token_logprobs.map((p: number[]) => p[1]),
   ];
   assert.equal(meta.accumulated_token_ids, acc2);
-  assert.is(meta.max_trim_tokens, 1);
+  assert.is(meta.max_trim_tokens, 0);
+  assert.is(meta.tito_family, "qwen3");
   const bad = meta.tito_session_mismatch!.filter((m) => m.type !== "assistant_text");
   assert.equal(bad, [], JSON.stringify(meta.tito_session_mismatch));
   assert.is(messages.length, 5);
@@ -118,14 +119,15 @@ test("chat errors: invalid JSON 400, disallowed role 400, unknown session 404", 
   assert.is(badJson.status, 400);
   assert.match(badJson.json.error, /^invalid JSON body: /);
   const { message } = await chat(base, id, [{ role: "user", content: "hi" }]);
+  // qwen3 may append tool, user, system and assistant messages; any other role is refused.
   const appendUser = await chat<ErrorBody>(base, id, [
     { role: "user", content: "hi" },
     message,
-    { role: "user", content: "again" },
+    { role: "developer", content: "again" },
   ]);
   assert.is(appendUser.res.status, 400);
   assert.match(appendUser.res.json.error, /index 2/);
-  assert.match(appendUser.res.json.error, /tool/);
+  assert.match(appendUser.res.json.error, /'tool', 'user', 'system', 'assistant'|tool.*user.*system.*assistant/);
   const missing = await chat(base, "f".repeat(32), [{ role: "user", content: "hi" }]);
   assert.is(missing.res.status, 404);
   assert.equal(missing.res.json, { error: `session not found: session_id=${"f".repeat(32)}` });

@@ -4,7 +4,7 @@ import { Template } from "@huggingface/jinja";
 import { renderChat, templateOf, type ChatMessage } from "../../sessions/chat-template.ts";
 import { TemplateRenderError } from "../../sessions/errors.ts";
 import { generationPromptInputs, inputsArePlain } from "../../sessions/generation-prompt.ts";
-import { planPrompt, type PromptContext } from "../../sessions/prompt-builder.ts";
+import { planPrompt, promptContext, type PromptContext } from "../../sessions/prompt-builder.ts";
 import { selectFamily } from "../../sessions/families/index.ts";
 import type { TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { Trajectory } from "../../sessions/trajectory.ts";
@@ -78,12 +78,9 @@ function conversation(ctx: PromptContext, turns: number): { plans: number[][]; r
 }
 
 test("every turn ends with the suffix two renders give, for each kwargs value, interleaved on one folder", () => {
-  const contexts = [{}, { enable_thinking: false }, { enable_thinking: true }].map((kwargs): PromptContext => ({
-    folder,
-    family,
-    kwargs,
-    allowedAppendRoles: ["tool"],
-  }));
+  const contexts = [{}, { enable_thinking: false }, { enable_thinking: true }].map((kwargs): PromptContext =>
+    promptContext(folder, family, kwargs, ["tool"]),
+  );
   for (let round = 0; round < 2; round++) {
     for (const ctx of contexts) {
       const { plans, requests } = conversation(ctx, 4);
@@ -114,7 +111,7 @@ test("a conversation the template rejects is still a 400 once the suffix is know
       "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}",
   };
   assert.equal(generationPromptInputs(templateOf(strict)), []);
-  const ctx: PromptContext = { folder: strict, family, kwargs: {}, allowedAppendRoles: ["tool"] };
+  const ctx: PromptContext = promptContext(strict, family, {}, ["tool"]);
   assert.throws(
     () => conversation(ctx, 3),
     (e: unknown) => e instanceof TemplateRenderError && /too long/.test((e as Error).message),

@@ -24,7 +24,7 @@ const ROME = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome",
 test("selectFamily: the bundled Qwen3 folder parses as qwen3, 'default' as default", () => {
   const folder = qwen3();
   const text = "<think>\nr\n</think>\n\nhi<|im_end|>";
-  assert.equal(selectFamily(folder).parseCompletion(text, counter()), {
+  assert.equal(selectFamily(folder).parseCompletion(text, { newId: counter() }), {
     content: "hi",
     reasoning_content: "r",
     malformedToolCalls: 0,
@@ -34,7 +34,7 @@ test("selectFamily: the bundled Qwen3 folder parses as qwen3, 'default' as defau
 
 test("default: everything is content, verbatim (it knows no stop text, reasoning or tool syntax)", () => {
   for (const text of ["", "  plain\n", `<think>\nr\n</think>\n\n${PARIS}<|im_end|>`])
-    assert.equal(defaultFamily.parseCompletion(text), { content: text, malformedToolCalls: 0 });
+    assert.equal(defaultFamily(qwen3()).parseCompletion(text), { content: text, malformedToolCalls: 0 });
 });
 
 test("qwen3: a trailing <|im_end|> or <|endoftext|> is removed, present or not", () => {

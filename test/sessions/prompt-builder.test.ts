@@ -2,7 +2,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../sessions/chat-template.ts";
 import { AppendRoleError, RollbackError, TokenizationError } from "../../sessions/errors.ts";
-import { planPrompt, type PromptContext } from "../../sessions/prompt-builder.ts";
+import { planPrompt, promptContext, type PromptContext } from "../../sessions/prompt-builder.ts";
 import { selectFamily } from "../../sessions/families/index.ts";
 import { Trajectory } from "../../sessions/trajectory.ts";
 import { renderChat } from "../../sessions/chat-template.ts";
@@ -12,7 +12,7 @@ const folder = qwen3();
 const family = selectFamily(folder);
 const IM_END = folder.tokenId("<|im_end|>")!;
 const NL = folder.encode("\n")[0]!;
-const ctx = (roles = ["tool"]): PromptContext => ({ folder, family, kwargs: {}, allowedAppendRoles: roles });
+const ctx = (roles = ["tool"]): PromptContext => promptContext(folder, family, {}, roles);
 const tools = [WEATHER_TOOL];
 
 const callMsg = (id: string, city: string): ChatMessage => ({
@@ -39,7 +39,7 @@ const m0: ChatMessage[] = [
 
 test("qwen3 is detected and inserts the newline after <|im_end|> only", () => {
   assert.is(family.name, "qwen3");
-  assert.is(family.maxTrimTokens, 1);
+  assert.is(family.maxTrimTokens, 0, "the fix inserts a token, it never trims one");
   assert.equal(family.boundaryIds([1, 2, IM_END]), [NL]);
   assert.equal(family.boundaryIds([1, 2, 3]), []);
   assert.equal(family.boundaryIds([]), []);
