@@ -10,6 +10,8 @@ import { waitGone } from "../helpers/events.ts";
 import { runCli, startCli } from "../helpers/cli.ts";
 import type { SessionCreatedBody, SupervisionBody } from "../helpers/bodies.ts";
 import { call } from "../helpers/server.ts";
+import { TITO_FAMILIES } from "../../server/host/options.ts";
+import { FAMILY_NAMES } from "../../sessions/families/index.ts";
 
 let engine: SimEngine;
 const dir = mkdtempSync(join(tmpdir(), "tito-cli-test-"));
@@ -39,6 +41,13 @@ test("--help and bad flags", async () => {
   assert.is(unknown.code, 2);
   const command = await runCli(["frobnicate"]);
   assert.is(command.code, 2);
+  const family = await runCli(["serve", "--tito-family", "qwen4"]);
+  assert.is(family.code, 2);
+  assert.match(family.stderr, /--tito-family must be one of default, qwen3, qwennext, .*llama3, gemma3; got "qwen4"/);
+});
+
+test("the host's family list is the families' own (host/ cannot import sessions/ values)", () => {
+  assert.equal([...TITO_FAMILIES], [...FAMILY_NAMES]);
 });
 
 test("ready line, a working session, SIGTERM exits 0 and leaves no child", async () => {
@@ -53,7 +62,7 @@ test("ready line, a working session, SIGTERM exits 0 and leaves no child", async
     "--events",
     events,
     "--log-level",
-    "warn",
+    "info",
     "--auth-token",
     "s3cret",
   ]);
@@ -88,6 +97,7 @@ test("ready line, a working session, SIGTERM exits 0 and leaves no child", async
   assert.equal(lines.at(-1).actor, "supervisor");
   assert.equal(lines.at(-1).kind, "stopped");
   assert.match(run.stderr(), /\[supervision #\d+\] shard-0 ready/);
+  assert.match(run.stderr(), /shard-0 follows the qwen3 tito family/, "the family is logged at startup");
 });
 
 test("with --max-restarts 1, two deaths escalate: the CLI prints why and exits non-zero, no child left", async () => {
