@@ -1,6 +1,11 @@
 // The package root: the embedding API for rollout programs.
-export { startSessionServer, type SessionServer } from "./server/host/session-server.ts";
+export { startSessionServer, type CreatedSession, type SessionServer } from "./server/host/session-server.ts";
 export type { SessionServerOptions } from "./server/host/options.ts";
-export { DataDirInUseError, InvalidOptionError, SamplesRequestError } from "./server/host/errors.ts";
+export {
+  CreateSessionError,
+  DataDirInUseError,
+  InvalidOptionError,
+  SamplesRequestError,
+} from "./server/host/errors.ts";
 export type { TrainingSample } from "./sessions/index.ts";
 export { SessionServerFailedError, type SupervisionEvent, type EventKind, type TreeSnapshot } from "./actors/index.ts";

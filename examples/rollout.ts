@@ -7,6 +7,7 @@
 // episodes that did not make it are reported by session and shard, never dropped quietly.
 //
 //   npm run example:rollout -- --agents 8 --workers 2 --kill-worker-after 6
+import { randomBytes } from "node:crypto";
 import { appendFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -33,6 +34,9 @@ const { values: flags } = parseArgs({
   },
 });
 const K = Number(flags.agents);
+// The admin token stays in this process: agents only ever see their own session token.
+const ADMIN_TOKEN = process.env.TITO_AUTH_TOKEN || randomBytes(24).toString("base64url");
+const ADMIN = `Bearer ${ADMIN_TOKEN}`;
 const CITIES = ["Paris", "Oslo", "Lima", "Quito", "Rome", "Nairobi", "Hanoi", "Perth"].slice(0, Number(flags.cities));
 const maxSeqLen = flags["max-seq-len"] === undefined ? undefined : Number(flags["max-seq-len"]);
 const killAfter = flags["kill-worker-after"] === undefined ? undefined : Number(flags["kill-worker-after"]);
@@ -101,14 +105,15 @@ async function generate(client: OpenAI, messages: OpenAI.Chat.Completions.ChatCo
 async function runEpisode(server: SessionServer, ep: Episode): Promise<void> {
   live.add(ep);
   try {
-    const created = await fetch(`${server.url}/sessions`, { method: "POST" });
-    if (created.status !== 200) throw new Error(`POST /sessions: ${created.status} ${await created.text()}`);
-    ep.shard = Number(created.headers.get("x-tito-shard"));
-    ep.sessionId = ((await created.json()) as { session_id: string }).session_id;
+    // The rollout program holds the admin token; the agent gets only its session's token,
+    // which may chat on this one session and nothing else (docs/security.md).
+    const created = await server.createSession();
+    ep.shard = created.shard;
+    ep.sessionId = created.sessionId;
     // maxRetries 0: a lost session must surface as an error here, not be retried blindly.
     const client = new OpenAI({
       baseURL: `${server.url}/sessions/${ep.sessionId}/v1`,
-      apiKey: "unused",
+      apiKey: created.sessionToken ?? "unused",
       maxRetries: 0,
     });
     const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
@@ -135,7 +140,7 @@ async function runEpisode(server: SessionServer, ep: Episode): Promise<void> {
       }
     }
     ep.sample = await server.samples(ep.sessionId, { maxSeqLen });
-    await fetch(`${server.url}/sessions/${ep.sessionId}`, { method: "DELETE" });
+    await fetch(`${server.url}/sessions/${ep.sessionId}`, { method: "DELETE", headers: { authorization: ADMIN } });
   } catch (err) {
     if (err instanceof SessionServerFailedError) throw err;
     ep.error = err instanceof Error ? err.message : String(err);
@@ -147,6 +152,7 @@ async function runEpisode(server: SessionServer, ep: Episode): Promise<void> {
 async function main(): Promise<number> {
   const server = await startSessionServer({
     workers: Number(flags.workers),
+    authToken: ADMIN_TOKEN,
     allowedAppendRoles: ["tool", "user"], // each new city is a new user turn
     durability: flags.durability as "journal" | "memory",
     simLatencyMs: Number(flags["latency-ms"]),

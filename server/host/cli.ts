@@ -46,8 +46,13 @@ Options:
   --engine-timeout-ms N        per upstream request (default 600000)
   --engine-connect-timeout-ms N  a connection to the engine not up within N ms is a
                                502 "engine unreachable" (default 10000)
-  --auth-token TOKEN           require "Authorization: Bearer TOKEN" on every route
-                               but /health (or env TITO_AUTH_TOKEN)
+  --auth-token TOKEN           the admin token: require "Authorization: Bearer TOKEN"
+                               on every route but /health (or env TITO_AUTH_TOKEN,
+                               which keeps it out of ps); POST /sessions then also
+                               returns a session token for agents (docs/security.md)
+  --agent-proxy-allow LIST     comma list of engine paths a session token may GET
+                               through its proxy (default /v1/models,/health,
+                               /get_model_info)
   --body-limit BYTES           largest request body, 413 above (default 67108864)
   --shard-wait-ms N            how long a request waits for a restarting shard (default 10000)
   --sim-latency-ms N           simulated generation time of the built-in engine (default 0)
@@ -78,6 +83,7 @@ const FLAGS = {
   "engine-timeout-ms": { type: "string" },
   "engine-connect-timeout-ms": { type: "string" },
   "auth-token": { type: "string" },
+  "agent-proxy-allow": { type: "string" },
   "body-limit": { type: "string" },
   "shard-wait-ms": { type: "string" },
   "sim-latency-ms": { type: "string" },
@@ -140,6 +146,10 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     engineTimeoutMs: num("engine-timeout-ms", values["engine-timeout-ms"]),
     engineConnectTimeoutMs: num("engine-connect-timeout-ms", values["engine-connect-timeout-ms"]),
     authToken: values["auth-token"] ?? (env.TITO_AUTH_TOKEN || undefined),
+    agentProxyAllow: values["agent-proxy-allow"]
+      ?.split(",")
+      .map((p) => p.trim())
+      .filter(Boolean),
     bodyLimit: num("body-limit", values["body-limit"]),
     shardWaitMs: num("shard-wait-ms", values["shard-wait-ms"]),
     simLatencyMs: num("sim-latency-ms", values["sim-latency-ms"]),

@@ -37,3 +37,10 @@ export class SamplesRequestError extends ServerError {
     this.sessionId = sessionId;
   }
 }
+
+/** server.createSession() got a non-200 from `POST /sessions`. */
+export class CreateSessionError extends ServerError {
+  constructor(status: number, message: string) {
+    super("TITO_ERR_CREATE_SESSION", status, `creating a session failed (${status}): ${message}`);
+  }
+}

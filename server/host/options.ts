@@ -58,6 +58,8 @@ export interface SessionServerOptions {
   engineConnectTimeoutMs?: number;
   /** Require `Authorization: Bearer <token>` on every route but /health. */
   authToken?: string;
+  /** Engine paths a session token may GET through its session's proxy (docs/security.md). Default /v1/models, /health, /get_model_info. */
+  agentProxyAllow?: string[];
   /** pino level of the children's logs (stderr). Default "info". */
   logLevel?: string;
   /** Largest request body accepted (413 above). Default 64 MiB. */
@@ -134,6 +136,7 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
     engineTimeoutMs: int("engineTimeoutMs", options.engineTimeoutMs ?? 600_000, 1),
     engineConnectTimeoutMs: int("engineConnectTimeoutMs", options.engineConnectTimeoutMs ?? 10_000, 1),
     authToken: options.authToken,
+    agentProxyAllow: options.agentProxyAllow ?? ["/v1/models", "/health", "/get_model_info"],
     logLevel: options.logLevel ?? "info",
     bodyLimit: int("bodyLimit", options.bodyLimit ?? 64 * 1024 * 1024, 1),
     shardWaitMs: int("shardWaitMs", options.shardWaitMs ?? 10_000, 0),
@@ -178,5 +181,10 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
   }
   if (resolved.allowedAppendRoles?.length === 0)
     throw new InvalidOptionError("allowedAppendRoles must name at least one role");
+  for (const path of resolved.agentProxyAllow)
+    if (!path.startsWith("/") || path.includes("?"))
+      throw new InvalidOptionError(
+        `agentProxyAllow entries are engine paths starting with "/" and no query, got ${JSON.stringify(path)}`,
+      );
   return resolved;
 }

@@ -18,7 +18,7 @@ import {
 } from "../../actors/index.ts";
 import { lockDataDir, type DataDirLock } from "./data-dir-lock.ts";
 import type { TrainingSample } from "../../sessions/index.ts";
-import { SamplesRequestError } from "./errors.ts";
+import { CreateSessionError, SamplesRequestError } from "./errors.ts";
 import { resolveOptions, type ResolvedOptions, type SessionServerOptions } from "./options.ts";
 import type { SimEngine } from "../sim-engine/sim-engine.ts";
 import type { RouterConfig } from "../router/router-main.ts";
@@ -44,8 +44,31 @@ export interface SessionServer {
   off(event: "event", listener: (event: SupervisionEvent) => void): this;
   /** Stop everything: SIGTERM, grace, SIGKILL. Idempotent; concurrent callers share it. */
   shutdown(): Promise<void>;
+  /**
+   * POST {url}/sessions as the admin: the new session's id, the shard that owns it, and,
+   * when an admin token is set, its session token (the one credential to hand the agent;
+   * docs/security.md). Rejects with CreateSessionError on a non-200.
+   */
+  createSession(): Promise<CreatedSession>;
   /** POST {url}/sessions/{id}/samples (JSON): the session as one training sample; rejects with SamplesRequestError on a non-200. */
   samples(sessionId: string, opts?: { maxSeqLen?: number }): Promise<TrainingSample>;
+}
+
+export interface CreatedSession {
+  sessionId: string;
+  /** The session's shard (the `x-tito-shard` header). */
+  shard: number;
+  /** Present when the server has an admin token: the agent's bearer token for this session only. */
+  sessionToken?: string;
+}
+
+/** The JSON error message of a non-200 body, else its text. */
+function errorText(text: string): string {
+  try {
+    return (JSON.parse(text) as { error?: string }).error ?? text;
+  } catch {
+    return text; // not our JSON error body (a proxy in between?): keep the text
+  }
 }
 
 class ServerHandle extends EventEmitter implements SessionServer {
@@ -78,26 +101,31 @@ class ServerHandle extends EventEmitter implements SessionServer {
     return iterateEvents(this.#tree);
   }
 
-  async samples(sessionId: string, opts: { maxSeqLen?: number } = {}): Promise<TrainingSample> {
+  async createSession(): Promise<CreatedSession> {
+    const res = await httpText(`${this.url}/sessions`, { method: "POST", headers: this.#headers() });
+    if (res.status !== 200) throw new CreateSessionError(res.status, errorText(res.text));
+    const body = JSON.parse(res.text) as { session_id: string; session_token?: string };
+    const created: CreatedSession = { sessionId: body.session_id, shard: Number(res.headers["x-tito-shard"]) };
+    if (body.session_token !== undefined) created.sessionToken = body.session_token;
+    return created;
+  }
+
+  #headers(): Record<string, string> {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
     if (this.#authToken !== undefined) headers.authorization = `Bearer ${this.#authToken}`;
+    return headers;
+  }
+
+  async samples(sessionId: string, opts: { maxSeqLen?: number } = {}): Promise<TrainingSample> {
+    const headers = this.#headers();
     const body = opts.maxSeqLen === undefined ? {} : { max_seq_len: opts.maxSeqLen };
     const res = await httpText(`${this.url}/sessions/${encodeURIComponent(sessionId)}/samples`, {
       method: "POST",
       headers,
       body: JSON.stringify(body),
     });
-    const text = res.text;
-    if (res.status !== 200) {
-      let message = text;
-      try {
-        message = (JSON.parse(text) as { error?: string }).error ?? text;
-      } catch {
-        // not our JSON error body (a proxy in between?): keep the text
-      }
-      throw new SamplesRequestError(sessionId, res.status, message);
-    }
-    return JSON.parse(text) as TrainingSample;
+    if (res.status !== 200) throw new SamplesRequestError(sessionId, res.status, errorText(res.text));
+    return JSON.parse(res.text) as TrainingSample;
   }
 
   shutdown(): Promise<void> {
@@ -151,6 +179,7 @@ function childSpecs(
     shardWaitMs: opts.shardWaitMs,
     instanceId,
     authToken: opts.authToken,
+    agentProxyAllow: opts.agentProxyAllow,
     logLevel: opts.logLevel,
   };
   const shards = Array.from({ length: opts.workers }, (_, index) => {
@@ -199,7 +228,7 @@ function childSpecs(
 function httpText(
   url: string,
   init: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {},
-): Promise<{ status: number; text: string }> {
+): Promise<{ status: number; text: string; headers: NodeJS.Dict<string | string[]> }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       url,
@@ -207,7 +236,9 @@ function httpText(
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+        res.on("end", () =>
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8"), headers: res.headers }),
+        );
         res.on("error", reject);
       },
     );

@@ -29,3 +29,10 @@ export class UnauthorizedError extends RouterError {
     super("TITO_ERR_UNAUTHORIZED", 401, "missing or invalid bearer token");
   }
 }
+
+/** A session token used for something only the admin token may do (docs/security.md). */
+export class ForbiddenError extends RouterError {
+  constructor(message: string) {
+    super("TITO_ERR_FORBIDDEN", 403, message);
+  }
+}

@@ -9,13 +9,16 @@ import { sessionRoutes } from "./router-sessions.ts";
 import { statusRoutes, type RouterStatus } from "./router-status.ts";
 import { sendError } from "./router-relay.ts";
 import type { ShardLinks } from "./shard-links.ts";
-import { UnauthorizedError } from "./errors.ts";
+import { authHook, DEFAULT_AGENT_PROXY_ALLOW, SessionTokens } from "./router-auth.ts";
 
 export interface RouterAppOptions {
   links: ShardLinks;
   status: RouterStatus;
   bodyLimit: number;
+  /** The admin token (docs/security.md); without one every route is open. */
   authToken?: string;
+  /** Engine paths a session token may GET through its proxy (default DEFAULT_AGENT_PROXY_ALLOW). */
+  agentProxyAllow?: readonly string[];
   logger?: Logger | false;
 }
 
@@ -32,15 +35,12 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer", bodyLimit }, (_request, body, done) => done(null, body));
 
+  const metrics = new RouterMetrics(status);
+  const tokens = authToken ? new SessionTokens(authToken) : undefined;
   if (authToken) {
-    const expected = `Bearer ${authToken}`;
-    app.addHook("onRequest", async (request, reply) => {
-      if (request.routeOptions.url === "/health") return;
-      if (request.headers.authorization !== expected) {
-        const err = new UnauthorizedError();
-        return sendError(reply, err.status, err.message);
-      }
-    });
+    const policy = { adminToken: authToken, agentProxyAllow: options.agentProxyAllow ?? DEFAULT_AGENT_PROXY_ALLOW };
+    const countRefusal = (route: string, code: 401 | 403) => metrics.authRefusals.inc({ route, status: String(code) });
+    app.addHook("onRequest", authHook(policy, countRefusal));
   }
 
   app.setNotFoundHandler((request, reply) =>
@@ -55,10 +55,9 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
     return sendError(reply, code, code >= 500 ? `internal router error: ${err.message}` : err.message);
   });
 
-  const metrics = new RouterMetrics(status);
   // fastify-plugin: the metrics hook must see every route, not only its own plugin's.
   app.register(fp(metricsRoutes), { links, metrics });
   app.register(statusRoutes, { links, status });
-  app.register(sessionRoutes, { links, metrics });
+  app.register(sessionRoutes, { links, metrics, tokens });
   return app;
 }

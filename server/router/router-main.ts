@@ -15,6 +15,7 @@ export interface RouterConfig {
   shardWaitMs: number;
   instanceId: string;
   authToken?: string;
+  agentProxyAllow: string[];
   logLevel: string;
 }
 
@@ -31,7 +32,14 @@ runtime.onMessage((raw) => {
   else if (message.type === "events") addEvents(status, message.events);
 });
 
-const app = buildRouterApp({ links, status, bodyLimit: config.bodyLimit, authToken: config.authToken, logger });
+const app = buildRouterApp({
+  links,
+  status,
+  bodyLimit: config.bodyLimit,
+  authToken: config.authToken,
+  agentProxyAllow: config.agentProxyAllow,
+  logger,
+});
 runtime.onClose(async () => {
   links.close();
   await app.close();

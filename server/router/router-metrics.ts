@@ -17,6 +17,7 @@ export class RouterMetrics {
   readonly chatLatency: Histogram<"status">;
   readonly inflight: Gauge<"shard">;
   readonly relayedBytes: Counter<"shard">;
+  readonly authRefusals: Counter<"route" | "status">;
 
   constructor(status: RouterStatus) {
     const registers = [this.registry];
@@ -43,6 +44,12 @@ export class RouterMetrics {
       name: "tito_relayed_reply_bytes_total",
       help: "Reply body bytes relayed from workers to clients, by shard.",
       labelNames: ["shard"],
+      registers,
+    });
+    this.authRefusals = new Counter({
+      name: "tito_auth_refusals_total",
+      help: "Requests refused at the front door, by route and status (401: no valid token; 403: a session token beyond its rights).",
+      labelNames: ["route", "status"],
       registers,
     });
     new Gauge({

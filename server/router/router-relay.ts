@@ -26,6 +26,8 @@ export async function relay(
   shardRequest: ShardRequest,
   body?: Buffer,
   metrics?: RouterMetrics,
+  /** Replaces a whole (not streamed) reply body the router writes itself (POST /sessions adds the session token). */
+  rewrite?: (status: number, body: Buffer) => Buffer,
 ): Promise<FastifyReply> {
   const label = { shard: String(shard) };
   reply.header("x-tito-shard", label.shard);
@@ -66,6 +68,14 @@ export async function relay(
     } else {
       bytes = Buffer.concat(whole);
       for (const piece of whole) release(piece);
+    }
+    if (rewrite) {
+      const own = rewrite(status, bytes);
+      if (own !== bytes) {
+        if (whole.length === 1) release(bytes);
+        bytes = own;
+        delete headers["content-length"];
+      }
     }
     metrics?.relayedBytes.inc(label, bytes.length);
     return reply.code(status).headers(headers).send(bytes);

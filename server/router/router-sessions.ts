@@ -9,10 +9,13 @@ import { relay } from "./router-relay.ts";
 import { mintSessionId, shardOf } from "./shard-hash.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import type { RouterMetrics } from "./router-metrics.ts";
+import type { SessionTokens } from "./router-auth.ts";
 
 export interface SessionRoutesOptions {
   links: ShardLinks;
   metrics?: RouterMetrics;
+  /** With an admin token: POST /sessions answers the new session's token beside its id. */
+  tokens?: SessionTokens;
 }
 
 const PROXY_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"] as const;
@@ -28,7 +31,10 @@ function rawPathAndQuery(request: FastifyRequest, sessionId: string): { path: st
   return { path: rest, query: q < 0 ? "" : url.slice(q + 1) };
 }
 
-export async function sessionRoutes(app: FastifyInstance, { links, metrics }: SessionRoutesOptions): Promise<void> {
+export async function sessionRoutes(
+  app: FastifyInstance,
+  { links, metrics, tokens }: SessionRoutesOptions,
+): Promise<void> {
   const n = links.size;
   type IdRequest = FastifyRequest<{ Params: { id: string } }>;
   const bySessionId = (op: Extract<ShardOp, "get" | "delete">) => (request: IdRequest, reply: FastifyReply) => {
@@ -46,7 +52,15 @@ export async function sessionRoutes(app: FastifyInstance, { links, metrics }: Se
 
   app.post("/sessions", (request, reply) => {
     const sessionId = mintSessionId();
-    return relay(links, shardOf(sessionId, n), request, reply, { op: "create", sessionId }, undefined, metrics);
+    // The router minted the id, so it writes the created body itself: no reply is parsed.
+    const withToken =
+      tokens &&
+      ((status: number, body: Buffer) =>
+        status === 200
+          ? Buffer.from(JSON.stringify({ session_id: sessionId, session_token: tokens.mint(sessionId) }))
+          : body);
+    const op = { op: "create", sessionId } as const;
+    return relay(links, shardOf(sessionId, n), request, reply, op, undefined, metrics, withToken);
   });
   app.get("/sessions/:id", bySessionId("get"));
   app.delete("/sessions/:id", bySessionId("delete"));

@@ -1,0 +1,224 @@
+// Least privilege at the front door (docs/security.md), through the real CLI, real HTTP
+// and the `openai` client: the admin token may do everything; a session token only chats
+// on its own session and GETs the allowlisted engine routes; tokens survive a router
+// kill -9, are refused by an instance with another admin token, cannot be forged or
+// truncated, and never show in logs, records or upstream requests.
+import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from "node:http";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import OpenAI from "openai";
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import { startCli, type CliRun } from "../helpers/cli.ts";
+import type { SupervisionBody } from "../helpers/bodies.ts";
+import { call, WEATHER_TOOL } from "../helpers/server.ts";
+import { waitGone } from "../helpers/events.ts";
+
+const ADMIN = "admin-secret-for-tests-0123456789";
+const admin = { authorization: `Bearer ${ADMIN}` };
+const dir = mkdtempSync(join(tmpdir(), "tito-auth-test-"));
+let engine: SimEngine;
+let recorder: Server;
+let recorderUrl: string;
+let run: CliRun;
+/** Every request the engine got, as the recording proxy in front of it saw it. */
+const upstream: Array<{ url: string; headers: IncomingHttpHeaders; body: string }> = [];
+
+/** A plain HTTP proxy that records what tito-server sends to the engine, then forwards it. */
+function startRecorder(target: string): Promise<Server> {
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks);
+      upstream.push({ url: req.url ?? "", headers: req.headers, body: body.toString("utf8") });
+      const out = httpRequest(target + (req.url ?? "/"), { method: req.method, headers: req.headers }, (up) => {
+        res.writeHead(up.statusCode ?? 502, up.headers);
+        up.pipe(res);
+      });
+      out.on("error", () => res.destroy());
+      out.end(body);
+    });
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+async function start(token: string, extra: string[] = []): Promise<CliRun> {
+  return startCli(
+    [
+      "--port",
+      "0",
+      "--workers",
+      "2",
+      "--engine",
+      recorderUrl,
+      "--log-level",
+      "debug",
+      "--data-dir",
+      join(dir, token),
+      ...extra,
+    ],
+    { env: { TITO_AUTH_TOKEN: token } },
+  );
+}
+
+async function stop(r: CliRun): Promise<void> {
+  const tree = (await call<SupervisionBody>(r.url, "GET", "/supervision", undefined, admin)).json;
+  r.proc.kill("SIGTERM");
+  await r.exit;
+  if (tree?.router) await waitGone([tree.router.pid!, ...tree.shards.map((s) => s.pid!)], 5_000);
+}
+
+async function created(base: string): Promise<{ session_id: string; session_token: string }> {
+  const res = await call<{ session_id: string; session_token: string }>(base, "POST", "/sessions", undefined, admin);
+  assert.is(res.status, 200, res.text);
+  return res.json;
+}
+
+const agent = (base: string, id: string, token: string) =>
+  new OpenAI({ baseURL: `${base}/sessions/${id}/v1`, apiKey: token, maxRetries: 0 });
+
+test.before(async () => {
+  engine = await startSimEngine();
+  recorder = await startRecorder(engine.url);
+  const address = recorder.address();
+  recorderUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
+  run = await start(ADMIN);
+});
+
+test.after(async () => {
+  if (run) await stop(run).catch(() => undefined);
+  await new Promise((r) => recorder?.close(r));
+  await engine?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test("the admin gets a session token beside the id; the agent's openai client runs a tool loop with it", async () => {
+  const { session_id: id, session_token: token } = await created(run.url);
+  assert.match(token, /^tst_[A-Za-z0-9_-]{43}$/);
+  const client = agent(run.url, id, token);
+  const messages: OpenAI.Chat.Completions.ChatCompletionMessageParam[] = [
+    { role: "user", content: "Weather in Paris?" },
+  ];
+  const first = await client.chat.completions.create({ model: "m", messages, tools: [WEATHER_TOOL as never] });
+  const call0 = first.choices[0]!.message.tool_calls![0]!;
+  messages.push(first.choices[0]!.message, { role: "tool", tool_call_id: call0.id, content: "sunny" });
+  const second = await client.chat.completions.create({ model: "m", messages, tools: [WEATHER_TOOL as never] });
+  assert.is(second.choices[0]!.finish_reason, "stop");
+  const models = await client.models.list();
+  assert.ok(models.data.length > 0, "GET /v1/models through the proxy is allowlisted");
+  const records = await call<{ records: unknown[] }>(run.url, "GET", `/sessions/${id}`, undefined, admin);
+  assert.is(records.json.records.length, 2);
+});
+
+test("a session token may do nothing else: 403 naming what it may do, 401 without a token", async () => {
+  const mine = await created(run.url);
+  const other = await created(run.url);
+  const bearer = { authorization: `Bearer ${mine.session_token}` };
+  const chatBody = { model: "m", messages: [{ role: "user", content: "hi" }] };
+  const refused: Array<[string, string, unknown?]> = [
+    ["POST", `/sessions/${other.session_id}/v1/chat/completions`, chatBody],
+    ["GET", `/sessions/${mine.session_id}`],
+    ["GET", `/sessions/${other.session_id}`],
+    ["POST", `/sessions/${mine.session_id}/samples`, {}],
+    ["DELETE", `/sessions/${mine.session_id}`],
+    ["POST", "/sessions"],
+    ["GET", "/supervision"],
+    ["GET", "/metrics"],
+    ["POST", `/sessions/${mine.session_id}/flush_cache`, {}],
+    ["POST", `/sessions/${mine.session_id}/update_weights_from_disk`, { model_path: "/x" }],
+    ["GET", `/sessions/${mine.session_id}/get_server_info`],
+    ["GET", `/sessions/${other.session_id}/v1/models`],
+  ];
+  for (const [method, path, body] of refused) {
+    const res = await call<{ error: string }>(run.url, method, path, body, bearer);
+    assert.is(res.status, 403, `${method} ${path}: ${res.text}`);
+    assert.match(res.json.error, /a session token may only POST \/sessions\/\{its id\}\/v1\/chat\/completions/);
+  }
+  for (const path of ["/v1/models", "/health", "/get_model_info"]) {
+    const res = await call(run.url, "GET", `/sessions/${mine.session_id}${path}`, undefined, bearer);
+    assert.is.not(res.status, 403, `GET ${path} is allowlisted`);
+    assert.is.not(res.status, 401);
+  }
+  assert.is((await call(run.url, "POST", "/sessions")).status, 401);
+  assert.is((await call(run.url, "GET", "/health")).status, 200, "only the exact /health is open");
+  assert.is((await call(run.url, "GET", "/health?x=1")).status, 401);
+  // Nothing was done on the other session, nor deleted on this one.
+  const otherRecords = await call<{ records: unknown[] }>(
+    run.url,
+    "GET",
+    `/sessions/${other.session_id}`,
+    undefined,
+    admin,
+  );
+  assert.is(otherRecords.json.records.length, 0);
+  assert.is((await call(run.url, "GET", `/sessions/${mine.session_id}`, undefined, admin)).status, 200);
+  const metrics = await call(run.url, "GET", "/metrics", undefined, admin);
+  assert.match(
+    metrics.text,
+    /tito_auth_refusals_total\{route="\/sessions\/:id\/v1\/chat\/completions",status="403"\} [1-9]/,
+  );
+  assert.match(metrics.text, /tito_auth_refusals_total\{route="\/sessions",status="401"\} [1-9]/);
+});
+
+test("forged and truncated tokens are refused", async () => {
+  const { session_id: id, session_token: token } = await created(run.url);
+  const chatBody = { model: "m", messages: [{ role: "user", content: "hi" }] };
+  const forged = `tst_${"A".repeat(43)}`;
+  for (const bad of [forged, token.slice(0, -1), `${token}x`, token.slice(4), token.toLowerCase(), ""]) {
+    const res = await call(run.url, "POST", `/sessions/${id}/v1/chat/completions`, chatBody, {
+      authorization: `Bearer ${bad}`,
+    });
+    assert.ok(res.status === 401 || res.status === 403, `${JSON.stringify(bad)}: ${res.status}`);
+  }
+});
+
+test("tokens survive a router kill -9, and another instance's admin token refuses them", async () => {
+  const { session_id: id, session_token: token } = await created(run.url);
+  const tree = (await call<SupervisionBody>(run.url, "GET", "/supervision", undefined, admin)).json;
+  process.kill(tree.router.pid!, "SIGKILL");
+  let status = 0;
+  for (let i = 0; i < 200 && status !== 200; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    status = await agent(run.url, id, token)
+      .chat.completions.create({ model: "m", messages: [{ role: "user", content: "after" }] })
+      .then(() => 200)
+      .catch((err: { status?: number }) => err.status ?? 0);
+  }
+  assert.is(status, 200, "the same session token chats after the router restarted");
+
+  const otherRun = await start("another-admin-token-9876543210");
+  try {
+    const res = await call(
+      otherRun.url,
+      "POST",
+      `/sessions/${id}/v1/chat/completions`,
+      { model: "m", messages: [{ role: "user", content: "hi" }] },
+      { authorization: `Bearer ${token}` },
+    );
+    assert.is(res.status, 403);
+  } finally {
+    await stop(otherRun);
+  }
+});
+
+test("no token in logs, records or upstream requests", async () => {
+  const { session_id: id, session_token: token } = await created(run.url);
+  upstream.length = 0;
+  await agent(run.url, id, token).chat.completions.create({ model: "m", messages: [{ role: "user", content: "x" }] });
+  await agent(run.url, id, token).models.list();
+  assert.ok(upstream.length >= 2);
+  for (const r of upstream) {
+    assert.not.ok(JSON.stringify(r).includes(token), `the engine saw the session token: ${r.url}`);
+    assert.not.ok(JSON.stringify(r).includes(ADMIN), `the engine saw the admin token: ${r.url}`);
+  }
+  const records = await call(run.url, "GET", `/sessions/${id}`, undefined, admin);
+  assert.not.ok(records.text.includes(token));
+  assert.not.ok(records.text.includes(ADMIN));
+  assert.not.ok(run.stderr().includes(token), "a debug-level log holds the session token");
+  assert.not.ok(run.stderr().includes(ADMIN));
+});
+
+test.run();
