@@ -30,7 +30,17 @@ export type ShardRequest =
   | ForwardOp<"samples">
   | ForwardOp<"proxy">
   | { op: "health" }
-  | { op: "metrics" };
+  | { op: "metrics" }
+  | ListOp;
+
+/** One page of a shard's session ids: up to `limit` ids greater than `after` ("" = from the start), in id order. */
+export type ListOp = { op: "list"; after: string; limit: number };
+
+/** The body of a list reply (JSON): the page, and whether the shard has more ids after it. */
+export interface ListPage {
+  sessions: string[];
+  more: boolean;
+}
 
 export type ShardOp = ShardRequest["op"];
 
@@ -47,7 +57,13 @@ export interface ShardResponse extends ShardReply {
 
 // Which fields each op carries, derived from the union so that this table (what the worker
 // checks at run time) cannot disagree with it: a missing, extra or misfiled op fails the typecheck.
-type ShapeOf<R> = R extends { method: string } ? "forward" : R extends { sessionId: string } ? "session" : "bare";
+type ShapeOf<R> = R extends { method: string }
+  ? "forward"
+  : R extends { sessionId: string }
+    ? "session"
+    : R extends { limit: number }
+      ? "page"
+      : "bare";
 const SHAPES: { [O in ShardOp]: ShapeOf<Extract<ShardRequest, { op: O }>> } = {
   create: "session",
   get: "session",
@@ -57,6 +73,7 @@ const SHAPES: { [O in ShardOp]: ShapeOf<Extract<ShardRequest, { op: O }>> } = {
   proxy: "forward",
   health: "bare",
   metrics: "bare",
+  list: "page",
 };
 
 /** Sends one op to a shard; resolves when the reply's header arrives. */
@@ -91,7 +108,11 @@ export function readShardRequest(meta: Meta): { ok: true; request: ShardRequest 
       ? undefined
       : shape === "session"
         ? notString(meta, "sessionId")
-        : (notString(meta, "sessionId", "method", "path", "query") ?? (isObject(meta.headers) ? undefined : "headers"));
+        : shape === "page"
+          ? (notString(meta, "after") ??
+            (Number.isInteger(meta.limit) && (meta.limit as number) > 0 ? undefined : "limit"))
+          : (notString(meta, "sessionId", "method", "path", "query") ??
+            (isObject(meta.headers) ? undefined : "headers"));
   if (wrong !== undefined) return { ok: false, problem: `op "${op}" without a valid ${wrong}` };
   return { ok: true, request: meta as ShardRequest };
 }

@@ -144,6 +144,14 @@ export class SessionCore {
     return this.#registry.size;
   }
 
+  /** Up to `limit` live session ids greater than `after`, in id order, and whether more follow. */
+  list(after: string, limit: number): { sessions: string[]; more: boolean } {
+    const ids: string[] = [];
+    for (const id of this.#registry.ids()) if (id > after) ids.push(id);
+    ids.sort();
+    return { sessions: ids.slice(0, limit), more: ids.length > limit };
+  }
+
   /** Rebuilds the sessions the record store holds from before this process (journal replay). */
   async recover(): Promise<ReplayCounts> {
     const rebuilder = sessionRebuilder(this.#registry);

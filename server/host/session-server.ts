@@ -45,11 +45,13 @@ export interface SessionServer {
   /** Stop everything: SIGTERM, grace, SIGKILL. Idempotent; concurrent callers share it. */
   shutdown(): Promise<void>;
   /**
-   * POST {url}/sessions as the admin: the new session's id, the shard that owns it, and,
-   * when an admin token is set, its session token (the one credential to hand the agent;
-   * docs/security.md). Rejects with CreateSessionError on a non-200.
+   * Creates a session as the admin: POST {url}/sessions (the server picks the id), or
+   * PUT {url}/sessions/{sessionId} with the caller's id (behind a balancer that hashes
+   * ids; docs/scaling.md). Resolves with the id, the shard that owns it, and, when an
+   * admin token is set, its session token (the one credential to hand the agent;
+   * docs/security.md). Rejects with CreateSessionError otherwise (409: the id exists).
    */
-  createSession(): Promise<CreatedSession>;
+  createSession(sessionId?: string): Promise<CreatedSession>;
   /** POST {url}/sessions/{id}/samples (JSON): the session as one training sample; rejects with SamplesRequestError on a non-200. */
   samples(sessionId: string, opts?: { maxSeqLen?: number }): Promise<TrainingSample>;
 }
@@ -101,9 +103,16 @@ class ServerHandle extends EventEmitter implements SessionServer {
     return iterateEvents(this.#tree);
   }
 
-  async createSession(): Promise<CreatedSession> {
-    const res = await httpText(`${this.url}/sessions`, { method: "POST", headers: this.#headers() });
-    if (res.status !== 200) throw new CreateSessionError(res.status, errorText(res.text));
+  async createSession(sessionId?: string): Promise<CreatedSession> {
+    const res =
+      sessionId === undefined
+        ? await httpText(`${this.url}/sessions`, { method: "POST", headers: this.#headers() })
+        : await httpText(`${this.url}/sessions/${encodeURIComponent(sessionId)}`, {
+            method: "PUT",
+            headers: this.#headers(),
+          });
+    if (res.status !== (sessionId === undefined ? 200 : 201))
+      throw new CreateSessionError(res.status, errorText(res.text));
     const body = JSON.parse(res.text) as { session_id: string; session_token?: string };
     const created: CreatedSession = { sessionId: body.session_id, shard: Number(res.headers["x-tito-shard"]) };
     if (body.session_token !== undefined) created.sessionToken = body.session_token;

@@ -1,7 +1,13 @@
 // The router's Fastify app: the only HTTP listener of the tree. Bodies are taken as raw
 // bytes (every content type, JSON included) and never parsed here; route groups are
 // Fastify plugins. Errors are JSON `{"error": …}` with the right status.
-import Fastify, { LogController, type FastifyError, type FastifyInstance } from "fastify";
+import Fastify, {
+  LogController,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from "fastify";
 import type { Logger } from "pino";
 import fp from "fastify-plugin";
 import { metricsRoutes, RouterMetrics } from "./router-metrics.ts";
@@ -30,10 +36,25 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     // Session ids and proxied engine paths are case-sensitive and may end in "/".
     routerOptions: { ignoreTrailingSlash: false, caseSensitive: true, maxParamLength: 256 },
+    // Errors Fastify raises before routing, in our JSON shape, with the instance header.
+    frameworkErrors: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      reply.header("x-tito-instance", status.instanceId);
+      // An id too long for the path parameter is still an invalid session id.
+      if (err.code === "FST_ERR_MAX_PARAM_LENGTH" && request.method === "PUT")
+        return sendError(reply, 400, "invalid session id: use 1-128 characters of [A-Za-z0-9._~-]");
+      const code = err.code === "FST_ERR_MAX_PARAM_LENGTH" ? 414 : 400;
+      return sendError(reply, code, err.message);
+    },
   } as never) as unknown as FastifyInstance;
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "buffer", bodyLimit }, (_request, body, done) => done(null, body));
+
+  // Every response names the instance that made it (the id /health reports): behind a
+  // balancer, a client can tell which instance holds its session.
+  app.addHook("onRequest", async (_request, reply) => {
+    reply.header("x-tito-instance", status.instanceId);
+  });
 
   const metrics = new RouterMetrics(status);
   const tokens = authToken ? new SessionTokens(authToken) : undefined;

@@ -26,8 +26,8 @@ export async function relay(
   shardRequest: ShardRequest,
   body?: Buffer,
   metrics?: RouterMetrics,
-  /** Replaces a whole (not streamed) reply body the router writes itself (POST /sessions adds the session token). */
-  rewrite?: (status: number, body: Buffer) => Buffer,
+  /** A reply the router writes itself instead of a whole (not streamed) one, or undefined to relay it (session creation). */
+  rewrite?: (status: number) => { status: number; body: Buffer } | undefined,
 ): Promise<FastifyReply> {
   const label = { shard: String(shard) };
   reply.header("x-tito-shard", label.shard);
@@ -58,7 +58,8 @@ export async function relay(
     }
     return sendError(reply, 502, new WorkerFailedError((err as Error).message).message);
   }
-  const { status, headers } = res;
+  let { status } = res;
+  const { headers } = res;
   if (whole) {
     let bytes: Buffer;
     if (whole.length === 1) {
@@ -69,13 +70,11 @@ export async function relay(
       bytes = Buffer.concat(whole);
       for (const piece of whole) release(piece);
     }
-    if (rewrite) {
-      const own = rewrite(status, bytes);
-      if (own !== bytes) {
-        if (whole.length === 1) release(bytes);
-        bytes = own;
-        delete headers["content-length"];
-      }
+    const own = rewrite?.(status);
+    if (own) {
+      if (whole.length === 1) release(bytes);
+      ({ status, body: bytes } = own);
+      delete headers["content-length"];
     }
     metrics?.relayedBytes.inc(label, bytes.length);
     return reply.code(status).headers(headers).send(bytes);

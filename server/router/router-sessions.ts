@@ -6,6 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { ShardOp } from "../shard-protocol.ts";
 import { relay } from "./router-relay.ts";
+import { listSessions } from "./router-list.ts";
 import { mintSessionId, shardOf } from "./shard-hash.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import type { RouterMetrics } from "./router-metrics.ts";
@@ -50,18 +51,22 @@ export async function sessionRoutes(
     return relay(links, shardOf(sessionId, n), request, reply, shardRequest, body, metrics);
   };
 
-  app.post("/sessions", (request, reply) => {
-    const sessionId = mintSessionId();
-    // The router minted the id, so it writes the created body itself: no reply is parsed.
-    const withToken =
-      tokens &&
-      ((status: number, body: Buffer) =>
-        status === 200
-          ? Buffer.from(JSON.stringify({ session_id: sessionId, session_token: tokens.mint(sessionId) }))
-          : body);
+  // The router knows the id, so it writes the created body itself (with the session token
+  // when there is an admin token): no reply body is parsed. POST mints the id (200); PUT
+  // takes the client's (201), which the worker checks (400 invalid, 409 exists).
+  const create = (sessionId: string, created: number) => (request: FastifyRequest, reply: FastifyReply) => {
+    const rewrite = (status: number) => {
+      if (status !== 200) return undefined;
+      const body: Record<string, string> = { session_id: sessionId };
+      if (tokens) body.session_token = tokens.mint(sessionId);
+      return { status: created, body: Buffer.from(JSON.stringify(body)) };
+    };
     const op = { op: "create", sessionId } as const;
-    return relay(links, shardOf(sessionId, n), request, reply, op, undefined, metrics, withToken);
-  });
+    return relay(links, shardOf(sessionId, n), request, reply, op, undefined, metrics, rewrite);
+  };
+  app.post("/sessions", (request, reply) => create(mintSessionId(), 200)(request, reply));
+  app.put("/sessions/:id", (request: IdRequest, reply) => create(request.params.id, 201)(request, reply));
+  app.get("/sessions", listSessions(links));
   app.get("/sessions/:id", bySessionId("get"));
   app.delete("/sessions/:id", bySessionId("delete"));
   app.post("/sessions/:id/v1/chat/completions", forward("chat"));

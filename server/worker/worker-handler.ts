@@ -5,7 +5,7 @@
 // router's routing; it knows nothing of HTTP servers.
 import type { Handler, IncomingBody, Reply } from "../../transport/index.ts";
 import type { CoreRequest, CoreResponse, SessionCore } from "../../sessions/index.ts";
-import { readShardRequest, type ShardReply, type ShardRequest } from "../shard-protocol.ts";
+import { readShardRequest, type ListPage, type ShardReply, type ShardRequest } from "../shard-protocol.ts";
 import { ShardRequestError } from "./errors.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
 
@@ -47,6 +47,10 @@ export function workerHandler(core: SessionCore, metrics: WorkerMetrics): Handle
         return toReply(jsonResponse(200, await metrics.registry.getMetricsAsJSON()));
       case "health":
         return toReply(core.health());
+      case "list": {
+        const page: ListPage = core.list(request.after, request.limit);
+        return toReply(jsonResponse(200, page));
+      }
       case "create":
         return track(() => core.create(request.sessionId || undefined));
       case "get":
