@@ -13,7 +13,7 @@ const checkpointText = new WeakMap<readonly number[], string>();
 export function idsText(ids: readonly number[], base?: readonly number[]): string {
   const known = base === undefined ? undefined : checkpointText.get(base);
   if (known === undefined || base!.length > ids.length) return ids.join(",");
-  for (let i = 0; i < base!.length; i++) if (ids[i] !== base![i]) return ids.join(","); // never taken: plans extend their base
+  for (let i = 0; i < base!.length; i++) if (ids[i] !== base![i]) return ids.join(","); // a family's boundaryDrop left the base's last ids out
   if (ids.length === base!.length) return known;
   const rest = ids.slice(base!.length).join(",");
   return known === "" ? rest : `${known},${rest}`;

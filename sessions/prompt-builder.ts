@@ -48,7 +48,10 @@ export interface TrajectoryView {
 
 export interface PromptPlan {
   promptIds: number[];
-  /** The committed checkpoint promptIds extends (its first ids); undefined on a first turn. */
+  /**
+   * The committed checkpoint promptIds extends (its first ids, less the trailing ones the
+   * family's boundaryDrop left out); undefined on a first turn.
+   */
   base?: readonly number[];
   /** Turns to keep when the request rolls back one turn; undefined when nothing rolls back. */
   rollbackToTurns?: number;
@@ -239,7 +242,8 @@ export function planPrompt(
       throw new AppendRoleError(keptMessages + i, m.role, ctx.allowedAppendRoles);
   });
   const base = view.checkpoints[(rollbackToTurns ?? view.checkpoints.length) - 1]!;
-  const promptIds = [...base, ...ctx.family.boundaryIds(base)];
+  const promptIds = base.slice(0, base.length - (ctx.family.boundaryDrop?.(base) ?? 0));
+  for (const id of ctx.family.boundaryIds(base)) promptIds.push(id);
   if (ctx.family.increment === "history") {
     for (const id of historyIncrement(ctx, request, keptMessages, tools)) promptIds.push(id);
     return { promptIds, base, rollbackToTurns };

@@ -265,7 +265,13 @@ export class SessionCore {
       // Under the lock: turns and records from the same committed state.
       const encoded = await t.lock.run(async () => {
         if (t.closing) throw new SessionNotFoundError(sessionId, this.#registry.notFoundHint);
-        const sample = buildSample(t.id, t.turns, await this.#records.list(t.id), request.maxSeqLen);
+        const sample = buildSample(
+          t.id,
+          t.turns,
+          await this.#records.list(t.id),
+          request.maxSeqLen,
+          this.#ctx.family.maxTrimTokens,
+        );
         return request.format === "safetensors" ? sampleSafetensors(sample) : sampleJson(sample);
       });
       return { status: 200, headers: { "content-type": encoded.contentType }, body: encoded.body };

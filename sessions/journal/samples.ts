@@ -85,15 +85,40 @@ export function parseSampleRequest(
 /** Where the sample ends under max_seq_len: the token count and the last turn (partly) kept. */
 function cutPoint(
   turns: readonly CommittedTurn[],
+  ends: readonly number[],
   maxSeqLen: number | undefined,
 ): { length: number; lastTurn: number; cut: boolean } {
-  const total = turns.length === 0 ? 0 : turns[turns.length - 1]!.checkpoint.length;
+  const total = turns.length === 0 ? 0 : ends[turns.length - 1]!;
   if (maxSeqLen === undefined || total <= maxSeqLen) return { length: total, lastTurn: turns.length - 1, cut: false };
-  const k = turns.findIndex((t) => t.checkpoint.length > maxSeqLen);
+  const k = ends.findIndex((end) => end > maxSeqLen);
   // Some of the overflowing turn's completion fits, or it is the first prompt itself: cut inside it.
   if (turns[k]!.promptLength < maxSeqLen || k === 0) return { length: maxSeqLen, lastTurn: k, cut: true };
   // Only its prompt would fit (tool/user tokens, nothing generated): end at the previous turn.
-  return { length: turns[k - 1]!.checkpoint.length, lastTurn: k - 1, cut: false };
+  return { length: ends[k - 1]!, lastTurn: k - 1, cut: false };
+}
+
+/**
+ * Where each turn ends in the sample's tokens: the last turn's checkpoint in full; an
+ * earlier one as far as it agrees with it, which may leave out up to `maxTrimTokens` of
+ * its completion's last ids (a GLM stop token the next prompt replaced). Matched
+ * greedily: a stop token the next prompt wrote again stays the turn's own.
+ */
+function turnEnds(
+  sessionId: string,
+  turns: readonly CommittedTurn[],
+  full: readonly number[],
+  maxTrimTokens: number,
+): number[] {
+  return turns.map((turn, k) => {
+    if (k === turns.length - 1) return turn.checkpoint.length;
+    const diff = firstDifference(turn.checkpoint, full, 0, turn.checkpoint.length);
+    const end = diff === -1 ? turn.checkpoint.length : diff;
+    assert.ok(
+      end >= turn.checkpoint.length - maxTrimTokens,
+      `session ${sessionId}: turn ${k + 1} leaves out ${turn.checkpoint.length - end} ids of turn ${k}, at most ${maxTrimTokens} may be`,
+    );
+    return end;
+  });
 }
 
 export function buildSample(
@@ -101,6 +126,7 @@ export function buildSample(
   turns: readonly CommittedTurn[],
   records: readonly TurnRecord[],
   maxSeqLen?: number,
+  maxTrimTokens = 0,
 ): Sample {
   assert.equal(
     records.length,
@@ -108,7 +134,8 @@ export function buildSample(
     `session ${sessionId}: ${records.length} records for ${turns.length} turns`,
   );
   const full = turns.length === 0 ? [] : turns[turns.length - 1]!.checkpoint;
-  const { length, lastTurn, cut } = cutPoint(turns, maxSeqLen);
+  const ends = turnEnds(sessionId, turns, full, maxTrimTokens);
+  const { length, lastTurn, cut } = cutPoint(turns, ends, maxSeqLen);
   const firstPrompt = turns.length === 0 ? 0 : Math.min(turns[0]!.promptLength, length);
   const responseLength = length - firstPrompt;
   const lossMask = new Uint8Array(responseLength);
@@ -118,7 +145,7 @@ export function buildSample(
   let routed: (() => Buffer) | undefined;
   for (let k = 0; k <= lastTurn; k++) {
     const turn = turns[k]!;
-    // Each prompt extends the previous checkpoint in full (prompt-builder.ts builds it so).
+    // Each prompt extends the previous turn as far as the sample keeps it (prompt-builder.ts builds it so).
     assert.equal(
       firstDifference(turn.checkpoint, full, 0, previousEnd),
       -1,
@@ -141,24 +168,24 @@ export function buildSample(
       -1,
       `session ${sessionId}: record ${k} completion tokens`,
     );
-    const end = Math.min(turn.checkpoint.length, length);
+    const end = Math.min(ends[k]!, length);
     const start = Math.min(turn.promptLength, end);
     for (let p = start; p < end; p++) {
       lossMask[p - firstPrompt] = 1;
       logProbs[p - firstPrompt] = facts.logprobs[p - turn.promptLength]!;
     }
     // A turn whose whole completion max_seq_len cut away is not listed.
-    if (end > start || end === turn.checkpoint.length) {
+    if (end > start || end === ends[k]) {
       const entry: SampleTurn = {
         prompt_start: previousEnd,
         completion_start: start,
         completion_end: end,
         finish_reason: facts.finishReason,
       };
-      if (end < turn.checkpoint.length) entry.truncated = true;
+      if (end < ends[k]!) entry.truncated = true;
       sampleTurns.push(entry);
     }
-    previousEnd = turn.checkpoint.length;
+    previousEnd = ends[k]!;
     routed = facts.routedExperts;
   }
   const sample: Sample = {
