@@ -6,6 +6,7 @@ import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import { defaultFamily } from "./default.ts";
 import { FAMILY_NAMES, isFamilyName, type FamilyFactory, type TitoFamily, type TitoFamilyName } from "./family.ts";
+import { glm47Family } from "./glm47.ts";
 import { qwen3Family } from "./qwen3.ts";
 
 export type {
@@ -24,6 +25,7 @@ export { newToolCallId } from "./tool-call-id.ts";
 const FACTORIES: Partial<Record<TitoFamilyName, FamilyFactory>> = {
   default: defaultFamily,
   qwen3: qwen3Family,
+  glm47: glm47Family,
 };
 
 const has = (folder: TokenizerFolder, ...tokens: string[]) => tokens.every((t) => folder.tokenId(t) !== undefined);

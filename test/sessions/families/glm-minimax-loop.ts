@@ -1,0 +1,91 @@
+// A TITO turn loop without HTTP, for the GLM and MiniMax family tests: the engine "writes"
+// family.formatCompletion(turn) and stops with a given stop token; the client gets the
+// parsed message back and sends it with its next request, as a real client does.
+import * as assert from "uvu/assert";
+import type { ChatMessage } from "../../../sessions/chat-template.ts";
+import { compareTrajectories, type MismatchType } from "../../../sessions/drift.ts";
+import type { AssistantTurn, TitoFamily } from "../../../sessions/families/index.ts";
+import type { TurnRecord } from "../../../sessions/journal/records.ts";
+import { planPrompt, renderOrThrow, type PromptContext } from "../../../sessions/prompt-builder.ts";
+import type { Trajectory } from "../../../sessions/trajectory.ts";
+
+export function counter(prefix = "call_"): () => string {
+  let n = 0;
+  return () => `${prefix}${++n}`;
+}
+
+/** The assistant message a client gets for a completion text (and sends back next turn). */
+export function messageOf(
+  family: TitoFamily,
+  text: string,
+  tools: unknown[] | undefined,
+  kwargs: Readonly<Record<string, unknown>>,
+  newId: () => string,
+): ChatMessage {
+  const { malformedToolCalls, ...parsed } = family.parseCompletion(text, { tools, kwargs, newId });
+  assert.is(malformedToolCalls, 0, `the completion parses: ${text}`);
+  return { role: "assistant", ...parsed };
+}
+
+export interface Played {
+  /** The assistant message the client got. */
+  message: ChatMessage;
+  promptIds: number[];
+  completionIds: number[];
+  record: TurnRecord;
+}
+
+/**
+ * One turn: plans the prompt for `request`, checks it extends the previous checkpoint (all
+ * of it, or all but `maxTrimTokens` ids), "generates" `turn` ending with `stop`, commits.
+ */
+export function playTurn(
+  ctx: PromptContext,
+  t: Trajectory,
+  request: ChatMessage[],
+  turn: AssistantTurn,
+  stop: string,
+  tools: unknown[] | undefined,
+  newId: () => string,
+): Played {
+  const { folder, family } = ctx;
+  const previous = [...t.currentIds];
+  const plan = planPrompt(ctx, t, request, tools);
+  assert.is(plan.rollbackToTurns, undefined);
+  const must = Math.max(0, previous.length - family.maxTrimTokens);
+  assert.equal(plan.promptIds.slice(0, must), previous.slice(0, must), "the prompt extends the checkpoint");
+  const text = family.formatCompletion(turn, ctx.kwargs);
+  const completionIds = [...folder.encode(text), folder.tokenId(stop)!];
+  const message = messageOf(family, folder.decode(completionIds), tools, ctx.kwargs, newId);
+  t.commit({ promptIds: plan.promptIds, completionIds, messages: [...request, message], tools }, family.maxTrimTokens);
+  return { message, promptIds: plan.promptIds, completionIds, record: generateRecord(plan.promptIds, completionIds) };
+}
+
+/** The drift classes between the trajectory and a canonical render of its messages. */
+export function driftTypes(ctx: PromptContext, t: Trajectory): MismatchType[] {
+  const text = renderOrThrow(ctx.renderer, t.messages, {
+    addGenerationPrompt: false,
+    kwargs: ctx.kwargs,
+    tools: t.lastTools,
+  });
+  return compareTrajectories(ctx.folder, ctx.family, ctx.folder.encode(text), t.currentIds).map((m) => m.type);
+}
+
+/** A stored SGLang /generate record of a turn (logprob -1 per generated token). */
+function generateRecord(promptIds: readonly number[], completionIds: readonly number[]): TurnRecord {
+  const reply = JSON.stringify({
+    text: "",
+    meta_info: {
+      finish_reason: { type: "stop" },
+      output_token_logprobs: completionIds.map((id) => [-1, id, null]),
+    },
+  });
+  return {
+    timestamp: 0,
+    method: "POST",
+    path: "/generate",
+    statusCode: 200,
+    request: Buffer.from(JSON.stringify({ input_ids: promptIds })),
+    response: [Buffer.from(reply)],
+  };
+}
