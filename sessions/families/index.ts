@@ -7,6 +7,7 @@ import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import { defaultFamily } from "./default.ts";
 import { FAMILY_NAMES, isFamilyName, type FamilyFactory, type TitoFamily, type TitoFamilyName } from "./family.ts";
 import { glm47Family } from "./glm47.ts";
+import { minimaxM25Family, minimaxM27Family } from "./minimax.ts";
 import { qwen3Family } from "./qwen3.ts";
 
 export type {
@@ -26,6 +27,8 @@ const FACTORIES: Partial<Record<TitoFamilyName, FamilyFactory>> = {
   default: defaultFamily,
   qwen3: qwen3Family,
   glm47: glm47Family,
+  minimax_m25: minimaxM25Family,
+  minimax_m27: minimaxM27Family,
 };
 
 const has = (folder: TokenizerFolder, ...tokens: string[]) => tokens.every((t) => folder.tokenId(t) !== undefined);
