@@ -5,6 +5,7 @@
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import { defaultFamily } from "./default.ts";
+import { deepseekV32Family, deepseekV4Family } from "./deepseek.ts";
 import { FAMILY_NAMES, isFamilyName, type FamilyFactory, type TitoFamily, type TitoFamilyName } from "./family.ts";
 import { glm47Family } from "./glm47.ts";
 import { minimaxM25Family, minimaxM27Family } from "./minimax.ts";
@@ -29,6 +30,8 @@ const FACTORIES: Partial<Record<TitoFamilyName, FamilyFactory>> = {
   glm47: glm47Family,
   minimax_m25: minimaxM25Family,
   minimax_m27: minimaxM27Family,
+  deepseekv32: deepseekV32Family,
+  deepseekv4: deepseekV4Family,
 };
 
 const has = (folder: TokenizerFolder, ...tokens: string[]) => tokens.every((t) => folder.tokenId(t) !== undefined);
