@@ -154,7 +154,10 @@ test("drop_thinking: false keeps history and is append-only; true drops it unles
   const turn2 = [...turn1, { role: "user", content: "thanks" }];
   assert.ok(render(turn2, true, PIN, []).startsWith(render(turn1, false, PIN, [])));
   const drop = { drop_thinking: true };
-  assert.ok(render(turn2, true, drop, []).includes("Rome?<｜Assistant｜></think>Sunny.<｜end▁of▁sentence｜>"), "reasoning dropped");
+  assert.ok(
+    render(turn2, true, drop, []).includes("Rome?<｜Assistant｜></think>Sunny.<｜end▁of▁sentence｜>"),
+    "reasoning dropped",
+  );
   assert.not.ok(render(turn2, true, drop, []).startsWith(render(turn1, false, drop, [])));
   assert.is(render(turn2, true, drop), render(turn2, true), "tools force drop_thinking off");
 });
