@@ -7,7 +7,8 @@
 // enable_thinking / thinking as one switch. Later turns are rendered as a diff of the real
 // history: V4 folds tool results and user text into one block, and V3.2 writes a tool
 // run's closing opener only when something follows it, so neither renders a run alone as
-// it renders in context. Completions are parsed in dsml-completion.ts.
+// it renders in context (and V3.2's tool text meets its generation prompt in plain text,
+// which must be encoded in one piece). Completions are parsed in dsml-completion.ts.
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import {

@@ -11,6 +11,7 @@ import { encodeDeepseekV32 } from "../../../sessions/families/deepseekv32-encode
 import { detectFamily, selectFamily, type TitoFamily } from "../../../sessions/families/index.ts";
 import { planPrompt, promptContext, type PromptContext } from "../../../sessions/prompt-builder.ts";
 import { loadTokenizerFolder } from "../../../sessions/tokenizer-folder.ts";
+import { serverKwargs, TurnKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { deepseekFolder, deepseekV3NpmDir, remappedDeepseekDir } from "../../helpers/deepseek-folder.ts";
 import { WEATHER_TOOL } from "../fixtures.ts";
@@ -275,6 +276,48 @@ test("rendering a tool run alone would lose its opener when a user follows: why 
   const plan = planPrompt(promptContext(folder, segments, PIN), t, [...history, ...appended], tools);
   const text = folder.decode(plan.promptIds.slice(t.currentIds.length));
   assert.ok(text.includes("</function_results><｜User｜>ok?"), "segment by segment the opener is missing: " + text);
+});
+
+test("a request's thinking:true replaces a server enable_thinking:false (one alias group); the pin stays", () => {
+  for (const fam of [family, selectFamily(deepseekFolder("deepseek_v4"))]) {
+    const kwargs = new TurnKwargs(fam, serverKwargs(fam, { enable_thinking: false }));
+    const merged = kwargs.of({ thinking: true });
+    assert.equal(merged, { drop_thinking: false, thinking: true });
+    assert.ok(render(m0, true, merged).endsWith("<｜Assistant｜><think>"));
+    assert.ok(render(m0, true, kwargs.base).endsWith("<｜Assistant｜></think>"));
+  }
+});
+
+test("against the synthetic base, user, tool, assistant+user, two assistants+user render the real suffix (text)", () => {
+  const segments = { ...family, increment: "segments" as const };
+  const appends: ChatMessage[][] = [
+    [{ role: "user", content: "More?" }],
+    [
+      { role: "tool", tool_call_id: "c1", content: "sunny" },
+      { role: "tool", tool_call_id: "c2", content: "rain" },
+    ],
+    [
+      { role: "assistant", content: "Injected.", reasoning_content: "i" },
+      { role: "user", content: "More?" },
+    ],
+    [
+      { role: "assistant", content: "One.", reasoning_content: "" },
+      { role: "assistant", content: "Two.", reasoning_content: "2" },
+      { role: "user", content: "More?" },
+    ],
+  ];
+  for (const appended of appends) {
+    const t = new Trajectory("synthetic");
+    play(t, promptContext(folder, segments, PIN), segments, m0, twoCalls);
+    const request = [...t.messages, ...appended];
+    const plan = planPrompt(promptContext(folder, segments, PIN), t, request, tools);
+    // The text is the real suffix. The ids are not after a tool run: its "</function_results>"
+    // and the generation prompt's "\n\n<think>" meet in plain text, and encoded apart they give
+    // ">" + "\n\n" where the whole render has ">\n\n" (the other reason V3.2 diffs the history).
+    assert.is(folder.decode(plan.promptIds), render(request, true), JSON.stringify(appended));
+    const sameIds = JSON.stringify(plan.promptIds) === JSON.stringify(folder.encode(render(request, true)));
+    assert.is(sameIds, appended[0]!.role !== "tool", JSON.stringify(appended));
+  }
 });
 
 test("drift classes: count, type, assistant text (soft), non-assistant text (hard)", () => {
