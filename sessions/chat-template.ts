@@ -2,6 +2,7 @@
 // Normalizes on a copy, never the caller's objects: content null -> "", tool-call
 // `arguments` given as a JSON string -> an object (templates index arguments as objects).
 import { Template } from "@huggingface/jinja";
+import { TokenizerLoadError } from "./errors.ts";
 import type { TokenizerFolder } from "./tokenizer-folder.ts";
 
 export type ChatMessage = Record<string, unknown> & { role: string };
@@ -27,6 +28,10 @@ const compiledSources = new Map<string, Template>();
 export function templateOf(folder: TokenizerFolder): Template {
   let template = compiled.get(folder);
   if (!template) {
+    if (folder.chatTemplate === "")
+      throw new TokenizerLoadError(
+        `tokenizer folder ${folder.dir} has no chat template: neither tokenizer_config.json's chat_template nor chat_template.jinja`,
+      );
     template = new Template(folder.chatTemplate);
     compiled.set(folder, template);
   }

@@ -207,7 +207,7 @@ export class SessionCore {
         promptIds: turn.promptIds,
         promptText: turn.promptText,
         family: this.#ctx.family,
-        templateKwargs: turn.kwargs,
+        templateKwargs: this.#ctx.family.engineKwargs?.(turn.kwargs) ?? turn.kwargs,
         headers: req.headers,
         signal,
       });

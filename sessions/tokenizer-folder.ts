@@ -12,6 +12,7 @@ export interface TokenizerFolder {
   readonly dir: string;
   readonly tokenizer: Tokenizer;
   readonly config: Record<string, unknown>;
+  /** The folder's chat template; "" when it ships none (see templateOf). */
   readonly chatTemplate: string;
   /** config.json's `model_type`, when the folder has one (DeepSeek V3.2/V4 are told apart only by it). */
   readonly modelType?: string;
@@ -97,13 +98,10 @@ export function loadTokenizerFolder(dir: string): TokenizerFolder {
     chatTemplate = found?.template;
   }
   if (typeof chatTemplate !== "string") {
+    // None at all is allowed: DeepSeek V3.2/V4 ship an encoder instead, and their families
+    // render in code. A family that needs the folder's template refuses to start without one.
     const path = join(dir, "chat_template.jinja");
-    if (!existsSync(path)) {
-      throw new TokenizerLoadError(
-        `tokenizer folder ${dir} has no chat template: neither tokenizer_config.json's chat_template nor chat_template.jinja`,
-      );
-    }
-    chatTemplate = readFileSync(path, "utf8");
+    chatTemplate = existsSync(path) ? readFileSync(path, "utf8") : "";
   }
   let tokenizer: Tokenizer;
   try {

@@ -82,6 +82,7 @@ function deepseekFamily(folder: TokenizerFolder, v: Variant): TitoFamily {
     appendRoles: v.appendRoles,
     pinnedKwargs: { drop_thinking: false },
     kwargAliases: [THINKING_KWARGS],
+    engineKwargs: (kwargs) => ({ ...kwargs, thinking: thinkingMode(kwargs) === "thinking" }),
     renderer: v.renderer,
     increment: "history",
     sglangParsers: v.sglangParsers,

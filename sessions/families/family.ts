@@ -86,6 +86,12 @@ export interface TitoFamily {
   readonly appendRoles: readonly string[];
   /** Template kwargs merged into every render and forwarded to the engine; a request may not contradict one. */
   readonly pinnedKwargs: Readonly<Record<string, unknown>>;
+  /**
+   * The kwargs the engine gets as `chat_template_kwargs` for a turn rendered with `kwargs`
+   * (default: `kwargs` as they are). DeepSeek adds the effective `thinking` flag, which
+   * SGLang's deepseek-v3 reasoning parser needs to split reasoning at all.
+   */
+  engineKwargs?(kwargs: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>>;
   /** Kwarg names that mean one switch: a request that sets one replaces the server's value of all. */
   readonly kwargAliases?: readonly (readonly string[])[];
   /** Jinja source of the family's own append-only template, used instead of the folder's. */
