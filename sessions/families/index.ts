@@ -9,7 +9,9 @@ import { deepseekV32Family, deepseekV4Family } from "./deepseek.ts";
 import { FAMILY_NAMES, isFamilyName, type FamilyFactory, type TitoFamily, type TitoFamilyName } from "./family.ts";
 import { glm47Family } from "./glm47.ts";
 import { minimaxM25Family, minimaxM27Family } from "./minimax.ts";
-import { qwen3Family } from "./qwen3.ts";
+import { nemotron3Family } from "./nemotron3.ts";
+import { qwen3Family, qwennextFamily } from "./qwen3.ts";
+import { qwen35Family } from "./qwen35.ts";
 
 export type {
   AssistantTurn,
@@ -27,6 +29,9 @@ export { newToolCallId } from "./tool-call-id.ts";
 const FACTORIES: Partial<Record<TitoFamilyName, FamilyFactory>> = {
   default: defaultFamily,
   qwen3: qwen3Family,
+  qwennext: qwennextFamily,
+  qwen35: qwen35Family,
+  nemotron3: nemotron3Family,
   glm47: glm47Family,
   minimax_m25: minimaxM25Family,
   minimax_m27: minimaxM27Family,

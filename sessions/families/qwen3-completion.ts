@@ -4,7 +4,10 @@
 // would have. Two deliberate differences: a tool-call block that does not parse stays in
 // the content verbatim (SGLang drops it), and text after the calls stays too (SGLang
 // keeps only the text before the first call); the client sees everything the model wrote.
+// The reasoning split and the stop-text cut are shared with the Qwen3-Coder XML parser
+// (qwen3-coder-completion.ts: Qwen3.5, Nemotron 3).
 import type { ParsedCompletion, ToolCall, ToolCallIdSource } from "./family.ts";
+import { stripNewlines } from "./chatml.ts";
 import { newToolCallId } from "./tool-call-id.ts";
 
 // The engine may or may not put the stop token's text at the end of the completion.
@@ -14,8 +17,16 @@ const THINK_CLOSE = "</think>";
 const CALL_OPEN = "<tool_call>";
 const CALL_CLOSE = "</tool_call>";
 
-export function parseQwen3Completion(text: string, newId: ToolCallIdSource = newToolCallId): ParsedCompletion {
-  const { reasoning, rest } = splitReasoning(withoutStopText(text));
+/**
+ * `promptOpened`: the generation prompt ended inside an open think block (Qwen3-Thinking-2507,
+ * Qwen3-Next, Qwen3.5 with thinking on), so the completion starts in its reasoning.
+ */
+export function parseQwen3Completion(
+  text: string,
+  newId: ToolCallIdSource = newToolCallId,
+  promptOpened = false,
+): ParsedCompletion {
+  const { reasoning, rest } = splitQwen3Reasoning(withoutStopText(text), promptOpened);
   const { content, calls, malformed } = splitToolCalls(rest, newId);
   const parsed: ParsedCompletion = { content, malformedToolCalls: malformed };
   if (reasoning) parsed.reasoning_content = reasoning;
@@ -23,7 +34,7 @@ export function parseQwen3Completion(text: string, newId: ToolCallIdSource = new
   return parsed;
 }
 
-function withoutStopText(text: string): string {
+export function withoutStopText(text: string): string {
   for (let cut = true; cut;) {
     cut = false;
     for (const stop of STOP_TEXTS)
@@ -36,20 +47,15 @@ function withoutStopText(text: string): string {
 }
 
 /**
- * Newlines only: the template writes reasoning as "<think>\n" + r.strip("\n") + "\n</think>",
- * so stripping exactly those renders the model's own think block again.
+ * SGLang's `qwen3` reasoning split: the reasoning and the rest. Newlines around the
+ * reasoning are stripped: the templates write "<think>\n" + r.strip("\n") + "\n</think>",
+ * so stripping exactly those renders the model's own think block again. Reasoning ends at
+ * the first `</think>`, or at a `<tool_call>` when it never closes; left open at the end (a
+ * length cut), all of it is reasoning.
  */
-function stripNewlines(text: string): string {
-  let start = 0;
-  let end = text.length;
-  while (start < end && text.charCodeAt(start) === 0x0a) start++;
-  while (end > start && text.charCodeAt(end - 1) === 0x0a) end--;
-  return text.slice(start, end);
-}
-
-function splitReasoning(text: string): { reasoning: string; rest: string } {
+export function splitQwen3Reasoning(text: string, promptOpened = false): { reasoning: string; rest: string } {
   let inner = text.trimStart();
-  const opened = inner.startsWith(THINK_OPEN);
+  const opened = promptOpened || inner.startsWith(THINK_OPEN);
   while (inner.startsWith(THINK_OPEN)) inner = inner.slice(THINK_OPEN.length);
   if (!opened) inner = text;
   const close = inner.indexOf(THINK_CLOSE);

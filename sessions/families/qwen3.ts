@@ -1,57 +1,70 @@
-// The Qwen3 family (ChatML turns): the model stops at <|im_end|> but the template writes
-// "<|im_end|>\n" after every turn, so the boundary puts the newline back before what
-// follows. Completions are parsed in qwen3-completion.ts (think blocks and <tool_call>
-// JSON blocks).
-import { SessionConfigError } from "../errors.ts";
+// The Qwen3 families (ChatML turns, FAMILIES.md §2.1–2.2): `qwen3` (hybrid thinking, the
+// enable_thinking switch) and `qwennext` (Qwen3-Thinking-2507 / Qwen3-Next-Thinking: the
+// generation prompt always opens `<think>\n`, so the completion starts inside its
+// reasoning). Both render with their own append-only template (qwen3-template.ts) with
+// clear_thinking pinned false; the boundary is ChatML's (chatml.ts). Completions are parsed
+// in qwen3-completion.ts (think blocks and <tool_call> JSON blocks).
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
+import { chatmlBasics, stripNewlines } from "./chatml.ts";
 import type { AssistantTurn, TitoFamily } from "./family.ts";
 import { parseQwen3Completion } from "./qwen3-completion.ts";
+import { QWEN3_TEMPLATE, QWENNEXT_TEMPLATE } from "./qwen3-template.ts";
+import { argumentsObject, templateJson } from "./tool-args.ts";
 
-/** JSON with Python's json.dumps separators, as the template's `tojson` writes arguments. */
-function pyJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(pyJson).join(", ")}]`;
-  if (value !== null && typeof value === "object")
-    return `{${Object.entries(value as Record<string, unknown>)
-      .map(([k, v]) => `${JSON.stringify(k)}: ${pyJson(v)}`)
-      .join(", ")}}`;
-  return JSON.stringify(value) ?? "null";
-}
-
-function formatQwen3(turn: AssistantTurn, kwargs?: Readonly<Record<string, unknown>>): string {
-  let text = "";
-  if (kwargs?.enable_thinking !== false && turn.reasoning_content !== undefined)
-    text += `<think>\n${turn.reasoning_content}\n</think>\n\n`;
-  text += turn.content;
+/** Content and `<tool_call>` JSON blocks as the template writes them (one newline before each call but a first with no content). */
+function contentAndCalls(turn: AssistantTurn): string {
+  let text = turn.content;
   turn.tool_calls?.forEach((call, i) => {
     if (i > 0 || turn.content) text += "\n";
-    const args =
-      typeof call.function.arguments === "string" ? JSON.parse(call.function.arguments) : call.function.arguments;
-    text += `<tool_call>\n{"name": ${JSON.stringify(call.function.name)}, "arguments": ${pyJson(args)}}\n</tool_call>`;
+    const args = templateJson(argumentsObject(call.function.arguments));
+    text += `<tool_call>\n{"name": ${JSON.stringify(call.function.name)}, "arguments": ${args}}\n</tool_call>`;
   });
   return text;
 }
 
+/**
+ * Qwen3 after `<|im_start|>assistant\n`: the think block the template writes for every
+ * assistant (clear_thinking=false), empty when the turn has no reasoning, then content and
+ * calls. With enable_thinking=false the generation prompt already wrote an empty block.
+ */
+function formatQwen3(turn: AssistantTurn, kwargs?: Readonly<Record<string, unknown>>): string {
+  const think =
+    kwargs?.enable_thinking === false ? "" : `<think>\n${stripNewlines(turn.reasoning_content ?? "")}\n</think>\n\n`;
+  return think + contentAndCalls(turn);
+}
+
+/** Qwen3-Next after `<|im_start|>assistant\n<think>\n`: the rest of the think block, content and calls. */
+function formatQwenNext(turn: AssistantTurn): string {
+  return `${stripNewlines(turn.reasoning_content ?? "")}\n</think>\n\n${contentAndCalls(turn)}`;
+}
+
+const ALL_ROLES = ["tool", "user", "system", "assistant"];
+
 export function qwen3Family(folder: TokenizerFolder): TitoFamily {
-  const imStart = folder.tokenId("<|im_start|>");
-  const imEnd = folder.tokenId("<|im_end|>");
-  const newline = folder.encode("\n");
-  if (imStart === undefined || imEnd === undefined || newline.length !== 1)
-    throw new SessionConfigError(
-      `tito family qwen3 needs <|im_start|>, <|im_end|> and a one-token newline in ${folder.dir}`,
-    );
-  const nl = newline[0]!;
   return {
     name: "qwen3",
-    maxTrimTokens: 0,
-    trailingTokenIds: new Set([nl]),
-    appendRoles: ["tool", "user", "system", "assistant"],
-    pinnedKwargs: {},
+    ...chatmlBasics(folder, "qwen3", "assistant"),
+    appendRoles: ALL_ROLES,
+    // The stock template drops the reasoning of assistants before the last user query: a
+    // new user turn would rewrite history. False keeps every think block.
+    pinnedKwargs: { clear_thinking: false },
+    template: QWEN3_TEMPLATE,
     sglangParsers: { reasoning: "qwen3", toolCall: "qwen25" },
-    stopTokens: ["<|im_end|>"],
-    // The model stops at <|im_end|>, the template writes "<|im_end|>\n": put the newline back.
-    boundaryIds: (accumulated) => (accumulated.length > 0 && accumulated[accumulated.length - 1] === imEnd ? [nl] : []),
-    isAssistantSegment: (prevSpecial, text) => prevSpecial === imStart && text.startsWith("assistant"),
     parseCompletion: (text, context) => parseQwen3Completion(text, context?.newId),
     formatCompletion: formatQwen3,
+  };
+}
+
+export function qwennextFamily(folder: TokenizerFolder): TitoFamily {
+  return {
+    name: "qwennext",
+    ...chatmlBasics(folder, "qwennext", "assistant"),
+    appendRoles: ALL_ROLES,
+    pinnedKwargs: { clear_thinking: false },
+    template: QWENNEXT_TEMPLATE,
+    sglangParsers: { reasoning: "qwen3", toolCall: "qwen25" },
+    // The generation prompt opened the think block: the completion starts in its reasoning.
+    parseCompletion: (text, context) => parseQwen3Completion(text, context?.newId, true),
+    formatCompletion: formatQwenNext,
   };
 }

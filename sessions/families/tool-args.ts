@@ -254,3 +254,35 @@ export function argumentsObject(args: unknown): Record<string, unknown> {
 
 /** An argument value as the templates write it: a string as is, anything else as JSON. */
 export const argumentText = (value: unknown): string => (typeof value === "string" ? value : templateJson(value));
+
+const STRING_TYPES = ["string", "str", "text", "varchar", "char", "enum"];
+const INTEGER_PREFIXES = ["int", "uint", "long", "short", "unsigned"];
+
+/**
+ * A Qwen3-Coder argument value (SGLang `qwen3_coder`, used by Qwen3.5 and Nemotron 3):
+ * `null` (any case) is null for every parameter; an undeclared parameter stays the raw
+ * text; else by the declared type, `null` aside: a string type keeps the raw text; an
+ * integer or number type reads the number; a boolean `true`/`false` (any case); an object
+ * or array type reads JSON, then a Python literal; any other type a Python literal. What
+ * its type does not read stays the raw text — also for a boolean, where SGLang makes it
+ * false: the client sees what the model wrote, and it renders back the same.
+ */
+export function qwen3CoderArgumentValue(raw: string, declaredTypes: readonly string[]): unknown {
+  if (raw.toLowerCase() === "null") return null;
+  const types = declaredTypes.filter((t) => t !== "null");
+  if (declaredTypes.length === 0 || types.some((t) => STRING_TYPES.includes(t))) return raw;
+  const type = types[0] ?? "null";
+  const text = raw.trim();
+  if (INTEGER_PREFIXES.some((p) => type.startsWith(p))) return INTEGER.test(text) ? Number(text) : raw;
+  if (type.startsWith("num") || type.startsWith("float")) return FLOAT.test(text) ? Number(text) : raw;
+  if (type === "boolean" || type === "bool" || type === "binary") {
+    const lower = text.toLowerCase();
+    return lower === "true" ? true : lower === "false" ? false : raw;
+  }
+  if (["object", "array", "arr"].includes(type) || type.startsWith("dict") || type.startsWith("list")) {
+    const parsed = readJson(raw) ?? pythonLiteral(raw);
+    return parsed === undefined ? raw : parsed.value;
+  }
+  const literal = pythonLiteral(raw);
+  return literal === undefined ? raw : literal.value;
+}
