@@ -1,0 +1,276 @@
+// The qwen35 family (Qwen3.5) on a synthetic folder with Qwen3.5's ChatML ids: detection and
+// settings (FAMILIES.md §6), its fixed template's layout (tools block, trimmed contents,
+// Qwen3-Coder XML calls, no mid-session system), the pinned clear_thinking, the parser
+// against the template, drift classes, and a TITO loop whose prompts equal a fresh render.
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import type { ChatMessage } from "../../../sessions/chat-template.ts";
+import { compareTrajectories } from "../../../sessions/drift.ts";
+import { AppendRoleError, SessionConfigError, TemplateRenderError } from "../../../sessions/errors.ts";
+import { detectFamily, selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
+import { generationPromptInputs } from "../../../sessions/generation-prompt.ts";
+import { planPrompt, promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
+import { serverKwargs } from "../../../sessions/template-kwargs.ts";
+import { Trajectory } from "../../../sessions/trajectory.ts";
+import { qwen35Folder } from "./chatml-folders.ts";
+import { counter, driftTypes, playTurn } from "./glm-minimax-loop.ts";
+
+const folder = qwen35Folder();
+const family = selectFamily(folder);
+const ctx = promptContext(folder, family, { ...serverKwargs(family) });
+const IM_START = folder.tokenId("<|im_start|>")!;
+const IM_END = folder.tokenId("<|im_end|>")!;
+const NL = folder.encode("\n")[0]!;
+const render = (messages: ChatMessage[], addGenerationPrompt: boolean, kwargs = ctx.kwargs, withTools = tools) =>
+  renderOrThrow(ctx.renderer, messages, { addGenerationPrompt, kwargs: { ...kwargs }, tools: withTools });
+
+const tools = [
+  {
+    type: "function",
+    function: {
+      name: "get_weather",
+      parameters: {
+        type: "object",
+        properties: { city: { type: "string" }, days: { type: "integer" }, hourly: { type: "boolean" } },
+      },
+    },
+  },
+  {
+    type: "function",
+    function: {
+      name: "search",
+      parameters: { type: "object", properties: { query: { type: "string" }, filters: { type: "object" } } },
+    },
+  },
+];
+const call = (name: string, args: Record<string, unknown>) => ({
+  type: "function" as const,
+  function: { name, arguments: args },
+});
+const TWO_CALLS: AssistantTurn = {
+  content: "Let me check.",
+  reasoning_content: "Two lookups.",
+  tool_calls: [
+    call("get_weather", { city: "Paris", days: 2, hourly: true }),
+    call("search", { query: "Rome 42", filters: { lang: "it", n: [1, 2] } }),
+  ],
+};
+const history: ChatMessage[] = [
+  { role: "system", content: "  You are a weather bot.\n" },
+  { role: "user", content: "Weather in Paris, and search Rome? " },
+];
+
+test("settings: Qwen3.5 ids detect qwen35; no system appends; pinned clear_thinking; qwen3/qwen3_coder", () => {
+  assert.is(IM_START, 248045);
+  assert.is(detectFamily(folder), "qwen35");
+  assert.is(family.name, "qwen35");
+  assert.is(family.maxTrimTokens, 0);
+  assert.equal([...family.trailingTokenIds], [NL]);
+  assert.equal(family.appendRoles, ["tool", "user", "assistant"]);
+  assert.equal(family.pinnedKwargs, { clear_thinking: false });
+  assert.equal(family.sglangParsers, { reasoning: "qwen3", toolCall: "qwen3_coder" });
+  assert.equal(family.stopTokens, ["<|im_end|>"]);
+  assert.equal(family.boundaryIds([1, IM_END]), [NL]);
+  assert.equal(family.boundaryIds([IM_END, 1]), []);
+  assert.equal(family.boundaryIds([]), []);
+  assert.ok(family.isAssistantSegment(IM_START, "assistant\n<think>\n"));
+  assert.not.ok(family.isAssistantSegment(IM_START, "user\n"));
+  assert.equal(generationPromptInputs(ctx.renderer.template!), ["enable_thinking"]);
+  assert.throws(
+    () => selectFamily(qwen35Folder("<|im_end|>"), "qwen35"),
+    (e: unknown) => e instanceof SessionConfigError && /<\|im_end\|>/.test(String(e)),
+  );
+});
+
+test("template layout: tools then the user's system text, trimmed contents, XML calls, one header per tool run", () => {
+  const messages: ChatMessage[] = [
+    ...history,
+    {
+      role: "assistant",
+      content: " Let me check. ",
+      reasoning_content: "\nneed tool\n",
+      tool_calls: [call("get_weather", { city: "Paris" }), call("search", { query: "x", filters: { a: null } })],
+    },
+    { role: "tool", tool_call_id: "a", content: " sunny " },
+    { role: "tool", tool_call_id: "b", content: "2 results" },
+  ];
+  const text = render(messages, true, ctx.kwargs, [tools[0]]);
+  assert.is(
+    text,
+    "<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>\n" +
+      '{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": ' +
+      '{"city": {"type": "string"}, "days": {"type": "integer"}, "hourly": {"type": "boolean"}}}}}\n</tools>' +
+      "\n\nIf you choose to call a function ONLY reply in the following format with NO suffix:\n\n" +
+      "<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>\n" +
+      "<parameter=example_parameter_2>\nThis is the value for the second parameter\nthat can span\nmultiple lines\n" +
+      "</parameter>\n</function>\n</tool_call>\n\n<IMPORTANT>\nReminder:\n" +
+      "- Function calls MUST follow the specified format: an inner <function=...></function> block must be nested " +
+      "within <tool_call></tool_call> XML tags\n- Required parameters MUST be specified\n" +
+      "- You may provide optional reasoning for your function call in natural language BEFORE the function call, " +
+      "but NOT after\n- If there is no function call available, answer the question like normal with your current " +
+      "knowledge and do not tell the user about function calls\n</IMPORTANT>\n\nYou are a weather bot.<|im_end|>\n" +
+      "<|im_start|>user\nWeather in Paris, and search Rome?<|im_end|>\n" +
+      // FAMILIES.md §2.3's rendered history example, then a second call after one newline.
+      "<|im_start|>assistant\n<think>\nneed tool\n</think>\n\nLet me check.\n\n<tool_call>\n<function=get_weather>\n" +
+      "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=search>\n" +
+      '<parameter=query>\nx\n</parameter>\n<parameter=filters>\n{"a": null}\n</parameter>\n</function>\n</tool_call><|im_end|>\n' +
+      "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\n2 results\n</tool_response><|im_end|>\n" +
+      "<|im_start|>assistant\n<think>\n",
+  );
+  assert.is(
+    render(history, true, { ...ctx.kwargs, enable_thinking: false }, []),
+    "<|im_start|>system\nYou are a weather bot.<|im_end|>\n<|im_start|>user\nWeather in Paris, and search Rome?<|im_end|>\n" +
+      "<|im_start|>assistant\n<think>\n\n</think>\n\n",
+  );
+  const parts: ChatMessage[] = [{ role: "user", content: [{ type: "image" }, { type: "text", text: "What is it?" }] }];
+  assert.is(
+    render(parts, false, ctx.kwargs, []),
+    "<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>What is it?<|im_end|>\n",
+  );
+});
+
+test("a system message after the first raises, so a system append is refused before rendering", () => {
+  assert.throws(
+    () => render([...history, { role: "system", content: "late" }], true),
+    (e: unknown) => e instanceof TemplateRenderError && /System message must be at the beginning/.test(String(e)),
+  );
+  const t = new Trajectory("sys");
+  playTurn(ctx, t, history, { content: "Hi.", reasoning_content: "r" }, "<|im_end|>", tools, counter());
+  assert.throws(
+    () => planPrompt(ctx, t, [...t.messages, { role: "system", content: "late" }], tools),
+    (e: unknown) => e instanceof AppendRoleError,
+  );
+});
+
+test("clear_thinking must be pinned false: by default a new user query drops earlier reasoning", () => {
+  const before: ChatMessage[] = [...history, { role: "assistant", content: "Sunny.", reasoning_content: "easy" }];
+  const after: ChatMessage[] = [...before, { role: "user", content: "Thanks." }];
+  assert.not.ok(render(after, false, {}).startsWith(render(before, false, {})), "default: not append-only");
+  assert.ok(render(after, false).startsWith(render(before, false)), "pinned: append-only");
+  assert.ok(render(after, false).includes("<|im_start|>assistant\n<think>\neasy\n</think>\n\nSunny.<|im_end|>\n"));
+});
+
+test("round trip: formatCompletion is the template's text after the prompt and parses back (thinking on and off)", () => {
+  for (const kwargs of [ctx.kwargs, { ...ctx.kwargs, enable_thinking: false }]) {
+    const turn: AssistantTurn =
+      kwargs.enable_thinking === false ? { ...TWO_CALLS, reasoning_content: undefined } : TWO_CALLS;
+    const prompt = render(history, true, kwargs);
+    const full = render([...history, { role: "assistant", ...turn }], false, kwargs);
+    assert.ok(full.startsWith(prompt) && full.endsWith("<|im_end|>\n"));
+    const generated = full.slice(prompt.length, -"<|im_end|>\n".length);
+    assert.is(family.formatCompletion(turn, kwargs), generated);
+    const { malformedToolCalls, ...message } = family.parseCompletion(generated + "<|im_end|>", {
+      tools,
+      kwargs,
+      newId: counter(),
+    });
+    assert.is(malformedToolCalls, 0);
+    assert.is(message.content, "Let me check.\n\n", "the text before the first call, not trimmed");
+    assert.is(message.reasoning_content, turn.reasoning_content);
+    assert.equal(
+      message.tool_calls!.map((c) => [c.id, c.function.name, JSON.parse(c.function.arguments)]),
+      turn.tool_calls!.map((c, i) => [`call_${i + 1}`, c.function.name, c.function.arguments]),
+    );
+    assert.is(render([...history, { role: "assistant", ...message }], false, kwargs), full);
+    assert.is(family.formatCompletion(message, kwargs), generated);
+  }
+});
+
+test("parser: length cut inside reasoning or a call, malformed blocks, text after the calls", () => {
+  const parse = (text: string) => family.parseCompletion(text, { tools, kwargs: ctx.kwargs, newId: counter() });
+  assert.equal(parse("still thinking"), { content: "", reasoning_content: "still thinking", malformedToolCalls: 0 });
+  const block = (name: string) =>
+    `<tool_call>\n<function=${name}>\n<parameter=city>\nOslo\n</parameter>\n</function>\n</tool_call>`;
+  const cut = parse(`r\n</think>\n\n${block("get_weather")}\n<tool_call>\n<function=get_we`);
+  assert.equal(
+    [cut.tool_calls!.length, cut.malformedToolCalls, cut.content],
+    [1, 0, "\n<tool_call>\n<function=get_we"],
+  );
+  const junk = "<tool_call>\nno function here\n</tool_call>";
+  const bad = parse(`r\n</think>\n\nSure.\n\n${junk}\n${block("get_weather")}\nDone.`);
+  assert.equal([bad.content, bad.tool_calls!.length, bad.malformedToolCalls], [`Sure.\n\n${junk}\n\nDone.`, 1, 1]);
+  // Thinking off: the prompt closed the block, so nothing is reasoning.
+  const off = family.parseCompletion("Hello.<|im_end|>", { kwargs: { enable_thinking: false } });
+  assert.equal(off, { content: "Hello.", malformedToolCalls: 0 });
+});
+
+test("drift classes: changed assistant text is soft, changed user text is hard, specials are counted", () => {
+  const messages: ChatMessage[] = [...history, { role: "assistant", content: "Sunny.", reasoning_content: "r" }];
+  const ids = (m: ChatMessage[]) => folder.encode(render(m, false));
+  const expected = ids(messages);
+  const types = (actual: number[]) => compareTrajectories(folder, family, expected, actual).map((m) => m.type);
+  assert.equal(types(expected), []);
+  assert.equal(types(ids([...history, { role: "assistant", content: "Sunny!", reasoning_content: "r" }])), [
+    "assistant_text",
+  ]);
+  assert.equal(types(ids([history[0]!, { role: "user", content: "Other?" }, messages[2]!])), ["non_assistant_text"]);
+  const end = expected.indexOf(IM_END);
+  assert.equal(types([...expected.slice(0, end), ...expected.slice(end + 1)]), ["special_token_count"]);
+  const swapped = [...expected];
+  swapped[end] = folder.tokenId("<|endoftext|>")!;
+  assert.equal(types(swapped), ["special_token_type"]);
+});
+
+test("TITO loop: tool run, user append, injected assistant; every prompt equals a fresh render, no drift", () => {
+  const t = new Trajectory("qwen35");
+  const newId = counter();
+  const first = playTurn(ctx, t, history, TWO_CALLS, "<|im_end|>", tools, newId);
+  const [c1, c2] = first.message.tool_calls as Array<{ id: string }>;
+  const r2: ChatMessage[] = [
+    ...history,
+    first.message,
+    { role: "tool", tool_call_id: c1!.id, content: "sunny" },
+    { role: "tool", tool_call_id: c2!.id, content: "3 results" },
+  ];
+  const second = playTurn(
+    ctx,
+    t,
+    r2,
+    { content: "Paris is sunny.", reasoning_content: "Sum up." },
+    "<|im_end|>",
+    tools,
+    newId,
+  );
+  const junction = first.promptIds.length + first.completionIds.length;
+  assert.is(second.promptIds[junction], NL, "the newline put back");
+  assert.is(
+    folder.decode(second.promptIds.slice(junction + 1)),
+    "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\n3 results\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n",
+  );
+  const r3: ChatMessage[] = [...r2, second.message, { role: "user", content: "And Rome tomorrow?" }];
+  const third = playTurn(
+    ctx,
+    t,
+    r3,
+    { content: "", reasoning_content: "One call.", tool_calls: [call("get_weather", { city: "Rome", days: 1 })] },
+    "<|im_end|>",
+    tools,
+    newId,
+  );
+  const r4: ChatMessage[] = [
+    ...r3,
+    third.message,
+    { role: "tool", tool_call_id: (third.message.tool_calls as Array<{ id: string }>)[0]!.id, content: "rain" },
+    { role: "assistant", content: "(injected note)" },
+    { role: "user", content: "Summary?" },
+  ];
+  const fourth = playTurn(
+    ctx,
+    t,
+    r4,
+    { content: "Rain in Rome.", reasoning_content: "Wrap up." },
+    "<|im_end|>",
+    tools,
+    newId,
+  );
+  for (const [played, request] of [
+    [first, history],
+    [second, r2],
+    [third, r3],
+    [fourth, r4],
+  ] as const)
+    assert.equal(played.promptIds, folder.encode(render(request, true)));
+  assert.equal(driftTypes(ctx, t), []);
+});
+
+test.run();
