@@ -1,7 +1,8 @@
 // Tool-call arguments written as XML-ish text (one value per tag, no JSON around them), as
-// GLM-4.7 and MiniMax M2 models write them: the declared tools and their parameter types
-// (from the request's JSON schemas), the value conversions of SGLang's parsers, and the
-// JSON the chat templates' `tojson` writes for non-string values (formatCompletion).
+// GLM-4.7, MiniMax M2 and the Qwen3-Coder format (Qwen3.5, Nemotron 3) write them: the
+// declared tools and their parameter types (from the request's JSON schemas), the value
+// conversions of SGLang's parsers, and the JSON the chat templates' `tojson` writes for
+// non-string values (formatCompletion).
 
 /** The `function` object of the declared tool `name` in `tools` (OpenAI shape, or bare functions). */
 function declared(tools: readonly unknown[] | undefined, name: string): Record<string, unknown> | undefined {
