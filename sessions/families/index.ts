@@ -8,6 +8,8 @@ import { defaultFamily } from "./default.ts";
 import { deepseekV32Family, deepseekV4Family } from "./deepseek.ts";
 import { FAMILY_NAMES, isFamilyName, type FamilyFactory, type TitoFamily, type TitoFamilyName } from "./family.ts";
 import { glm47Family } from "./glm47.ts";
+import { inklingFamily } from "./inkling.ts";
+import { kimi25Family, kimi26Family } from "./kimi.ts";
 import { minimaxM25Family, minimaxM27Family } from "./minimax.ts";
 import { nemotron3Family } from "./nemotron3.ts";
 import { qwen3Family, qwennextFamily } from "./qwen3.ts";
@@ -33,10 +35,13 @@ const FACTORIES: Partial<Record<TitoFamilyName, FamilyFactory>> = {
   qwen35: qwen35Family,
   nemotron3: nemotron3Family,
   glm47: glm47Family,
+  kimi25: kimi25Family,
+  kimi26: kimi26Family,
   minimax_m25: minimaxM25Family,
   minimax_m27: minimaxM27Family,
   deepseekv32: deepseekV32Family,
   deepseekv4: deepseekV4Family,
+  inkling: inklingFamily,
 };
 
 const has = (folder: TokenizerFolder, ...tokens: string[]) => tokens.every((t) => folder.tokenId(t) !== undefined);
