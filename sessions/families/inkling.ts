@@ -4,10 +4,11 @@
 // model stops, and the next message starts right after it: no boundary fix, no trim. The
 // family renders with its own template (inkling-template.ts). Drift reports split only at
 // the four role tokens, so a message's blocks are one segment per message opener.
-// The template writes a one-time effort block before the first non-system message (after
-// the messages when all are system ones), which a lone appended message rendered after a
-// dummy system message would repeat, so later turns render the appended messages against
-// the real history ("history" increment). Completions are parsed in inkling-completion.ts.
+// The template writes a one-time effort block before the first non-system message, or
+// after the messages when all are system ones. Rendered after the prompt builder's lone
+// dummy system message, an appended system message would land before that block, not
+// after it (no common prefix), so later turns render the appended messages against the
+// real history ("history" increment). Completions are parsed in inkling-completion.ts.
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import type { TitoFamily } from "./family.ts";

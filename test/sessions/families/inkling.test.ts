@@ -321,12 +321,12 @@ test("FAMILIES' worked example: the completion tail and the tool increment", () 
   );
 });
 
-test("why history increments: a lone appended message after a dummy system repeats the effort block", () => {
+test("why history increments: a system message appended after a lone dummy system has no common prefix", () => {
   const segments = promptContext(folder, { ...family, increment: "segments" }, ctx.kwargs);
   const t = new Trajectory("segments");
   playTurn(segments, t, history, { content: "Hi." }, STOP, undefined, counter());
-  // A system append: the lone system message renders the effort block after itself, which
-  // a render of the dummy system alone put at its end: no common prefix.
+  // [dummy system] renders "dummy, effort"; [dummy system, appended system] renders
+  // "dummy, appended, effort": the second does not extend the first.
   assert.throws(
     () => planPrompt(segments, t, [...t.messages, { role: "system", content: "Be brief." }]),
     (e: unknown) => e instanceof TokenizationError,
