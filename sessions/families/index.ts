@@ -7,9 +7,11 @@ import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import { defaultFamily } from "./default.ts";
 import { deepseekV32Family, deepseekV4Family } from "./deepseek.ts";
 import { FAMILY_NAMES, isFamilyName, type FamilyFactory, type TitoFamily, type TitoFamilyName } from "./family.ts";
+import { gemma3Family } from "./gemma3.ts";
 import { glm47Family } from "./glm47.ts";
 import { inklingFamily } from "./inkling.ts";
 import { kimi25Family, kimi26Family } from "./kimi.ts";
+import { llama3Family } from "./llama3.ts";
 import { minimaxM25Family, minimaxM27Family } from "./minimax.ts";
 import { nemotron3Family } from "./nemotron3.ts";
 import { qwen3Family, qwennextFamily } from "./qwen3.ts";
@@ -42,6 +44,8 @@ const FACTORIES: Partial<Record<TitoFamilyName, FamilyFactory>> = {
   deepseekv32: deepseekV32Family,
   deepseekv4: deepseekV4Family,
   inkling: inklingFamily,
+  llama3: llama3Family,
+  gemma3: gemma3Family,
 };
 
 const has = (folder: TokenizerFolder, ...tokens: string[]) => tokens.every((t) => folder.tokenId(t) !== undefined);

@@ -1,0 +1,105 @@
+// Splits a Llama 3.x completion's text (decoded with special tokens kept) into content and
+// tool calls the way SGLang's `llama3` tool-call detector does: the calls are JSON objects
+// `{"name": …, "parameters": {…}}` (or `"arguments"`), separated by ";", either after a
+// `<|python_tag|>` (the text before it is the content) or making up the whole completion
+// when it starts with "{". There is no reasoning. House differences, as in
+// qwen3-completion.ts: an object that does not parse as a call stays in the content and is
+// counted (SGLang drops it); one still open at the end (a length cut) stays in the content
+// uncounted; text after the calls stays in the content.
+import type { ParsedCompletion, ToolCall, ToolCallIdSource } from "./family.ts";
+import { newToolCallId } from "./tool-call-id.ts";
+
+// The engine may or may not leave the stop token's text at the end.
+const STOP_TEXTS = ["<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"];
+export const PYTHON_TAG = "<|python_tag|>";
+const SEPARATOR = ";";
+
+export function parseLlama3Completion(text: string, newId: ToolCallIdSource = newToolCallId): ParsedCompletion {
+  text = withoutStopText(text);
+  const tag = text.indexOf(PYTHON_TAG);
+  if (tag === -1 && !text.startsWith("{")) return { content: text, malformedToolCalls: 0 };
+  const before = tag === -1 ? "" : text.slice(0, tag);
+  const action = tag === -1 ? text : text.slice(tag + PYTHON_TAG.length);
+  const { calls, rest, malformed } = splitCalls(action, newId);
+  const parsed: ParsedCompletion = { content: (before + rest).trim(), malformedToolCalls: malformed };
+  if (calls.length > 0) parsed.tool_calls = calls;
+  return parsed;
+}
+
+function withoutStopText(text: string): string {
+  for (let cut = true; cut; ) {
+    cut = false;
+    for (const stop of STOP_TEXTS)
+      if (text.endsWith(stop)) {
+        text = text.slice(0, -stop.length);
+        cut = true;
+      }
+  }
+  return text;
+}
+
+const isSpace = (c: string | undefined) => c === " " || c === "\n" || c === "\t" || c === "\r";
+
+function skipSpace(text: string, at: number): number {
+  while (at < text.length && isSpace(text[at])) at++;
+  return at;
+}
+
+/** The index just past the object opening at `start` (strings and escapes respected), or -1 if it never closes. */
+function objectEnd(text: string, start: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === "\\") i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === "{") depth++;
+    else if (c === "}" && --depth === 0) return i + 1;
+  }
+  return -1;
+}
+
+/**
+ * The `;`-separated objects at the start of `action`: each one a call or, when it does not
+ * parse as one, content. Parsing stops at anything that is not an object (that text, and
+ * an object the length limit cut open, is content).
+ */
+function splitCalls(action: string, newId: ToolCallIdSource): { calls: ToolCall[]; rest: string; malformed: number } {
+  const calls: ToolCall[] = [];
+  let rest = "";
+  let malformed = 0;
+  let at = skipSpace(action, 0);
+  while (at < action.length && action[at] === "{") {
+    const end = objectEnd(action, at);
+    if (end === -1) break;
+    const body = action.slice(at, end);
+    const call = toolCall(body, newId);
+    if (call) calls.push(call);
+    else {
+      rest += body;
+      malformed++;
+    }
+    at = skipSpace(action, end);
+    if (action[at] !== SEPARATOR) break;
+    at = skipSpace(action, at + 1);
+  }
+  return { calls, rest: rest + action.slice(at), malformed };
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** `{"name": string, "parameters" | "arguments": object}`, else undefined. */
+function toolCall(json: string, newId: ToolCallIdSource): ToolCall | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  if (!isObject(value) || typeof value.name !== "string" || value.name === "") return undefined;
+  const args = value.parameters ?? value.arguments ?? {};
+  if (!isObject(args)) return undefined;
+  return { id: newId(), type: "function", function: { name: value.name, arguments: JSON.stringify(args) } };
+}
