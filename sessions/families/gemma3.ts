@@ -25,7 +25,7 @@ import type { AssistantTurn, TitoFamily } from "./family.ts";
 const STOP_TEXTS = ["<end_of_turn>", "<eos>"];
 
 function withoutStopText(text: string): string {
-  for (let cut = true; cut; ) {
+  for (let cut = true; cut;) {
     cut = false;
     for (const stop of STOP_TEXTS)
       if (text.endsWith(stop)) {

@@ -27,7 +27,7 @@ export function parseLlama3Completion(text: string, newId: ToolCallIdSource = ne
 }
 
 function withoutStopText(text: string): string {
-  for (let cut = true; cut; ) {
+  for (let cut = true; cut;) {
     cut = false;
     for (const stop of STOP_TEXTS)
       if (text.endsWith(stop)) {
