@@ -300,7 +300,11 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
       // Loaded only when needed: with a real engine the host never holds the simulator's
       // HTTP server and tokenizer code.
       const { startSimEngine } = await import("../sim-engine/sim-engine.ts");
-      engine = await startSimEngine({ tokenizerDir: opts.tokenizerDir, latencyMs: opts.simLatencyMs });
+      engine = await startSimEngine({
+        tokenizerDir: opts.tokenizerDir,
+        titoFamily: opts.titoFamily,
+        latencyMs: opts.simLatencyMs,
+      });
     }
     const engineUrl = opts.engineUrl ?? engine!.url;
     const specs = childSpecs(opts, engineUrl, instanceId, socketDir, dataDir);

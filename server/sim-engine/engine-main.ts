@@ -7,12 +7,15 @@ import { startSimEngine, type SimEngineOptions } from "./sim-engine.ts";
 
 const USAGE = `Usage: npm run engine -- [flags]
 
-The simulated engine (deterministic replies, Qwen tool calls) on the three engine APIs:
+The simulated engine (deterministic replies, tool calls in the model family's format) on
+the three engine APIs:
 POST /v1/chat/completions (patched SGLang), /generate (SGLang), /v1/completions (vLLM).
 
   --host HOST                   listen address (default 127.0.0.1)
   --port PORT                   listen port, 0 = a free one (default 30000)
   --tokenizer DIR               Hugging Face tokenizer folder (default: bundled Qwen3)
+  --tito-family NAME            the family whose format replies are written in and whose
+                                stop token ends them (default: detected from the tokenizer)
   --latency-ms MS               simulated generation time per chat request (default 0)
   --routed-experts-bytes N      routed_experts payload size, bytes before base64 (default 4096)
   --always-routed-experts       add routed_experts even when the request does not ask
@@ -47,6 +50,7 @@ function parse(argv: string[]): SimEngineOptions {
         host: { type: "string" },
         port: { type: "string" },
         tokenizer: { type: "string" },
+        "tito-family": { type: "string" },
         "latency-ms": { type: "string" },
         "routed-experts-bytes": { type: "string" },
         "always-routed-experts": { type: "boolean" },
@@ -69,6 +73,7 @@ function parse(argv: string[]): SimEngineOptions {
     host: values.host ?? "127.0.0.1",
     port: integer("port", values.port, 30000),
     tokenizerDir: values.tokenizer,
+    titoFamily: values["tito-family"],
     latencyMs: integer("latency-ms", values["latency-ms"], 0),
     routedExpertsBytes: integer("routed-experts-bytes", values["routed-experts-bytes"], 4096),
     alwaysRoutedExperts: values["always-routed-experts"] ?? false,

@@ -1,7 +1,7 @@
 // The token-level "model" behind the stock engine APIs (SGLang /generate, vLLM
 // /v1/completions): from prompt ids to completion ids, the way an engine produces them.
 // Owns reading a prompt from its ids (decoded, then the same facts and tool choice as the
-// chat route), the completion text in Qwen's format (optional reasoning, a tool call or a
+// chat route), the completion text in Qwen's format (ended by the model family's stop token) (optional reasoning, a tool call or a
 // sentence, or a structured-output JSON value), the per-token stop checks (stop token,
 // stop strings, max tokens, in each engine's order), the text an engine reports, and the
 // request checks both token routes share (BadRequest is the 400 a route answers in its
@@ -38,7 +38,7 @@ export interface Completion {
   finish: Finish;
 }
 
-/** The model's stop token: Qwen's end of turn, else the tokenizer's eos. */
+/** The stop token when the model family names none: Qwen's end of turn, else the tokenizer's eos. */
 export function eosIdOf(folder: TokenizerFolder): number | undefined {
   return folder.tokenId("<|im_end|>") ?? folder.tokenId(String(folder.config.eos_token ?? ""));
 }
@@ -86,15 +86,17 @@ function firstStop(text: string, stop: readonly string[]): string | undefined {
 
 /**
  * Generates the completion token by token: the ids are exactly the tokenizer's ids of the
- * completion text followed by the stop token, cut where the first check fires.
+ * completion text followed by the stop token (`stopId`: the model family's), cut where the
+ * first check fires.
  */
 export function generate(
   folder: TokenizerFolder,
   promptIds: readonly number[],
   limits: Limits,
   reasoning = false,
+  stopId = eosIdOf(folder),
 ): Completion {
-  const eos = eosIdOf(folder);
+  const eos = stopId;
   const all = folder.encode(completionText(folder, promptIds, limits.schema, reasoning));
   if (eos !== undefined) all.push(eos);
   const max = limits.maxTokens;

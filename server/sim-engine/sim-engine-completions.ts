@@ -100,6 +100,7 @@ export function runCompletions(
   folder: TokenizerFolder,
   body: CompletionsBody,
   reasoning: boolean,
+  stopId?: number,
 ): { promptIds: number[]; completion: Completion } {
   if (body.stream) throw new BadRequest("stream: true is not supported by the simulated engine");
   if (body.echo) throw new BadRequest("echo: true is not supported by the simulated engine");
@@ -118,6 +119,7 @@ export function runCompletions(
       lengthFirst: false,
     },
     reasoning,
+    stopId,
   );
   return { promptIds, completion };
 }
@@ -157,9 +159,9 @@ export function completionLogprobs(
 export function completionsResponse(
   folder: TokenizerFolder,
   body: CompletionsBody,
-  options: { model: string; reasoning: boolean },
+  options: { model: string; reasoning: boolean; stopId?: number },
 ): Record<string, unknown> {
-  const { promptIds, completion } = runCompletions(folder, body, options.reasoning);
+  const { promptIds, completion } = runCompletions(folder, body, options.reasoning, options.stopId);
   const ids = completion.ids;
   const withIds = body.return_token_ids === true;
   const logprobs =

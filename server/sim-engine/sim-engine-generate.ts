@@ -93,6 +93,7 @@ export function runGenerate(
   folder: TokenizerFolder,
   body: GenerateBody,
   reasoning: boolean,
+  stopId?: number,
 ): { promptIds: number[]; completion: Completion; maxTokens: number | undefined } {
   if (body.stream) throw new BadRequest("stream: true is not supported by the simulated engine");
   const sp = body.sampling_params ?? {};
@@ -112,6 +113,7 @@ export function runGenerate(
       lengthFirst: true,
     },
     reasoning,
+    stopId,
   );
   return { promptIds, completion, maxTokens };
 }
@@ -120,9 +122,9 @@ export function runGenerate(
 export function generateResponse(
   folder: TokenizerFolder,
   body: GenerateBody,
-  options: { reasoning: boolean; withRoutedExperts: boolean },
+  options: { reasoning: boolean; withRoutedExperts: boolean; stopId?: number },
 ): Record<string, unknown> {
-  const { promptIds, completion, maxTokens } = runGenerate(folder, body, options.reasoning);
+  const { promptIds, completion, maxTokens } = runGenerate(folder, body, options.reasoning, options.stopId);
   const sp = body.sampling_params ?? {};
   const ids = completion.ids;
   const meta: Record<string, unknown> = {

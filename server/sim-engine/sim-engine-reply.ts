@@ -1,12 +1,11 @@
 // The simulated engine's "model": a deterministic reply derived from the prompt.
-// Owns reply choice (plain text or a Qwen-format tool call of the first tool, shared by
-// every engine API), reading the facts it needs from a decoded Qwen prompt (turn count,
-// last turn, offered tools), and the chat route's completion ids, logprobs and
-// SGLang-shaped response object.
+// Owns reply choice (plain text or a call of the first tool, shared by every engine API;
+// written in Qwen's format here, in the model family's by sim-engine-model.ts), reading the
+// facts it needs from a decoded Qwen prompt (turn count, last turn, offered tools), and the
+// chat route's logprobs and SGLang-shaped response object.
 // It never touches HTTP and never keeps state between requests: the same prompt
 // always yields the same reply (apart from the response id and timestamp).
 import { randomUUID } from "node:crypto";
-import type { TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 
 const SENTENCES = [
   "The weather looks calm and clear today.",
@@ -31,6 +30,7 @@ export interface PromptFacts {
 
 export interface SimReply {
   content: string;
+  reasoningContent?: string;
   toolCalls?: Array<{ id: string; type: "function"; function: { name: string; arguments: string } }>;
   completionIds: number[];
   finish: "stop" | "tool_calls" | "length";
@@ -178,28 +178,6 @@ export function planReply(facts: PromptFacts): ReplyPlan {
   };
 }
 
-/** The reply for a prompt, truncated to `maxTokens` when given. */
-export function buildReply(folder: TokenizerFolder, facts: PromptFacts, maxTokens?: number): SimReply {
-  const imEnd = folder.tokenId("<|im_end|>") ?? folder.tokenId(String(folder.config.eos_token ?? ""));
-  const plan = planReply(facts);
-  const text = plan.text;
-  const toolCalls: SimReply["toolCalls"] = plan.tool && [
-    {
-      id: `call_${hashIds(facts.ids).toString(16).padStart(8, "0")}${facts.turn}`,
-      type: "function",
-      function: { name: plan.tool.name, arguments: plan.tool.arguments },
-    },
-  ];
-  const completionIds = folder.encode(text);
-  if (imEnd !== undefined) completionIds.push(imEnd);
-  if (maxTokens !== undefined && completionIds.length > maxTokens) {
-    const cut = completionIds.slice(0, Math.max(0, maxTokens));
-    return { content: folder.decode(cut), completionIds: cut, finish: "length" };
-  }
-  if (toolCalls) return { content: "", toolCalls, completionIds, finish: "tool_calls" };
-  return { content: text, completionIds, finish: "stop" };
-}
-
 /** Marker value replaced by the routed_experts bytes when the body is written (see sim-engine-payload.ts). */
 export const ROUTED_EXPERTS_MARKER = "__tito_sim_routed_experts__";
 
@@ -208,12 +186,12 @@ export function responseObject(
   model: string,
   promptTokens: number,
   reply: SimReply,
-  imEnd: number | undefined,
+  stopId: number | undefined,
   withRoutedExperts: boolean,
 ): Record<string, unknown> {
   const id = randomUUID().replace(/-/g, "");
   const ids = reply.completionIds;
-  const matchedStop = reply.finish !== "length" && ids.length > 0 && ids[ids.length - 1] === imEnd;
+  const matchedStop = reply.finish !== "length" && ids.length > 0 && ids[ids.length - 1] === stopId;
   const metaInfo: Record<string, unknown> = {
     id,
     prompt_tokens: promptTokens,
@@ -223,11 +201,12 @@ export function responseObject(
       reply.finish === "length"
         ? { type: "length", length: ids.length }
         : matchedStop
-          ? { type: "stop", matched: imEnd }
+          ? { type: "stop", matched: stopId }
           : { type: "stop" },
   };
   if (withRoutedExperts) metaInfo.routed_experts = ROUTED_EXPERTS_MARKER;
   const message: Record<string, unknown> = { role: "assistant", content: reply.content };
+  if (reply.reasoningContent !== undefined) message.reasoning_content = reply.reasoningContent;
   if (reply.toolCalls) message.tool_calls = reply.toolCalls;
   return {
     id,

@@ -3,15 +3,20 @@
 // and `GET /v1/models`. It stands in for the GPU engine in tests, `npm start` and
 // benchmarks.
 //
+// The model writes in a TITO family's format (`titoFamily`, default: detected from the
+// tokenizer folder) and stops at the family's first stop token (sim-engine-model.ts).
+//
 // Routes:
 // - `POST /v1/chat/completions`, the patched-SGLang API: reads `input_ids` (decoded with
 //   the tokenizer) or renders `messages`, then replies (sim-engine-reply.ts): plain text,
-//   or a Qwen-format call of the first tool when `tools` are given and the last turn is
-//   not a tool result.
+//   or a call of the first tool when `tools` are given and the last turn is not a tool
+//   result, written with the family's formatCompletion and parsed back with its
+//   parseCompletion, as SGLang runs its parsers (a family with no call format answers in
+//   text).
 // - `POST /generate`, stock SGLang's native API (sim-engine-generate.ts), and
 //   `POST /v1/completions`, stock vLLM's completions API (sim-engine-completions.ts): the
 //   same choice made on the decoded prompt ids, whose rendered tools it reads, written
-//   as a real Qwen3 completion (sim-engine-completion.ts).
+//   as a real Qwen3 completion (sim-engine-completion.ts), ended by the family's stop token.
 // Modes:
 // - default: as above.
 // - `prebuilt` (benchmarks): replies built before timing, keyed by the turn; see
@@ -28,9 +33,10 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from "fastify";
-import { renderChat, type ChatMessage } from "../../sessions/chat-template.ts";
+import type { ChatMessage } from "../../sessions/chat-template.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
-import { buildReply, factsFromText, responseObject, type PromptFacts } from "./sim-engine-reply.ts";
+import { responseObject } from "./sim-engine-reply.ts";
+import { buildReply, chatFacts, requestKwargs, simModel, type SimModel } from "./sim-engine-model.ts";
 import { RoutedExpertsPayload, responseChunks } from "./sim-engine-payload.ts";
 import { PrebuiltReplies, type PrebuiltApi, type PrebuiltOptions } from "./sim-engine-prebuilt.ts";
 import { BadRequest } from "./sim-engine-completion.ts";
@@ -48,6 +54,8 @@ export interface SimEngineOptions {
   tokenizerDir?: string; // default bundledQwen3Dir()
   /** An already loaded folder (skips the load); wins over tokenizerDir. */
   tokenizerFolder?: TokenizerFolder;
+  /** The TITO family whose format replies are written in (default: detected from the folder). */
+  titoFamily?: string;
   host?: string; // default 127.0.0.1
   port?: number; // default 0
   latencyMs?: number; // simulated generation time per chat request, default 0
@@ -125,35 +133,10 @@ function send(reply: FastifyReply, chunks: Buffer[], length?: number): FastifyRe
 
 interface EngineContext {
   folder: TokenizerFolder;
+  model: SimModel;
   options: SimEngineOptions;
-  model: string;
+  modelName: string;
   counter: { requests: number };
-}
-
-function promptFacts(folder: TokenizerFolder, body: ChatBody): PromptFacts {
-  const tools = Array.isArray(body.tools) ? body.tools : [];
-  if (Array.isArray(body.input_ids)) {
-    const ids = body.input_ids;
-    return { ids, tools, ...factsFromText(folder.decode(ids)) };
-  }
-  if (!Array.isArray(body.messages)) throw new BadRequest("the request needs `messages` or `input_ids`");
-  let text: string;
-  try {
-    text = renderChat(folder, body.messages, {
-      tools,
-      addGenerationPrompt: true,
-      kwargs: body.chat_template_kwargs ?? undefined,
-    });
-  } catch (err) {
-    throw new BadRequest(`cannot render messages with the chat template: ${(err as Error).message}`);
-  }
-  const last = body.messages[body.messages.length - 1];
-  return {
-    ids: folder.encode(text),
-    tools,
-    turn: body.messages.filter((m) => m.role === "assistant").length,
-    afterToolResult: last?.role === "tool",
-  };
 }
 
 type ErrorBody = (message: string, status: number) => unknown;
@@ -167,10 +150,10 @@ function errorShape(body: ErrorBody) {
 }
 
 const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
-  const { folder, options, model, counter } = ctx;
+  const { folder, options, modelName: model, counter } = ctx;
   const payload = new RoutedExpertsPayload();
   const routedBytes = Math.max(0, Math.floor(options.routedExpertsBytes ?? 4096));
-  const imEnd = folder.tokenId("<|im_end|>") ?? folder.tokenId(String(folder.config.eos_token ?? ""));
+  const { stopId } = ctx.model;
 
   // The chat route's errors (and the pre-built mode's) keep the engine's original `{error}` shape.
   app.setErrorHandler(errorShape((message) => ({ error: message })));
@@ -211,13 +194,13 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     counter.requests++;
     const body = (request.body ?? {}) as ChatBody;
     if (body.stream) throw new BadRequest("stream: true is not supported by the simulated engine");
-    const facts = promptFacts(folder, body);
+    const facts = chatFacts(ctx.model, body);
     if (options.latencyMs) await sleep(options.latencyMs);
     await options.beforeReply?.(body, "/v1/chat/completions");
     const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
-    const simReply = buildReply(folder, facts, maxTokens);
+    const simReply = buildReply(ctx.model, facts, requestKwargs(ctx.model, body), maxTokens);
     const withR3 = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
-    const response = responseObject(model, facts.ids.length, simReply, imEnd, withR3);
+    const response = responseObject(model, facts.ids.length, simReply, stopId, withR3);
     return send(reply, responseChunks(response, payload, routedBytes));
   });
 
@@ -229,7 +212,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       counter.requests++;
       const body = (request.body ?? {}) as GenerateBody;
       const withRoutedExperts = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
-      const response = generateResponse(folder, body, { reasoning, withRoutedExperts });
+      const response = generateResponse(folder, body, { reasoning, withRoutedExperts, stopId });
       if (options.latencyMs) await sleep(options.latencyMs);
       await options.beforeReply?.(body, "/generate");
       return send(reply, responseChunks(response, payload, routedBytes));
@@ -242,7 +225,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     async (request, reply) => {
       counter.requests++;
       const body = (request.body ?? {}) as CompletionsBody;
-      const response = completionsResponse(folder, body, { model, reasoning });
+      const response = completionsResponse(folder, body, { model, reasoning, stopId });
       if (options.latencyMs) await sleep(options.latencyMs);
       await options.beforeReply?.(body, "/v1/completions");
       return send(reply, [Buffer.from(JSON.stringify(response), "utf8")]);
@@ -255,7 +238,8 @@ export function buildSimEngineApp(options: SimEngineOptions = {}, counter = { re
   const folder = options.tokenizerFolder ?? loadTokenizerFolder(options.tokenizerDir ?? bundledQwen3Dir());
   // Bodies of 100+ MiB (long histories, big tool results) must be accepted.
   const app = Fastify({ logger: options.logger ?? false, bodyLimit: 1024 * 1024 * 1024 });
-  app.register(engineRoutes, { folder, options, model: options.model ?? "tito-sim", counter });
+  const model = simModel(folder, options.titoFamily);
+  app.register(engineRoutes, { folder, model, options, modelName: options.model ?? "tito-sim", counter });
   return app;
 }
 
