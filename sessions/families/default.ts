@@ -5,15 +5,31 @@
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import type { TitoFamily } from "./family.ts";
 
+/** Role tokens known to be added without the special flag, and whether each opens assistant text. */
+const ROLE_TOKENS: ReadonlyArray<[string, boolean]> = [
+  ["<｜User｜>", false],
+  ["<｜Assistant｜>", true],
+];
+
 export function defaultFamily(folder: TokenizerFolder): TitoFamily {
   const assistantSpecials = new Set<number>();
   for (const id of folder.specialTokenIds) if (/assistant/i.test(folder.decode([id]))) assistantSpecials.add(id);
+  // Role tokens some tokenizers add without the special flag (DeepSeek V3/R1): they still
+  // delimit turns, so drift segments split at them too.
+  const driftSpecialIds = new Set(folder.specialTokenIds);
+  for (const [text, assistant] of ROLE_TOKENS) {
+    const id = folder.tokenId(text);
+    if (id === undefined) continue;
+    driftSpecialIds.add(id);
+    if (assistant) assistantSpecials.add(id);
+  }
   const eos = folder.config.eos_token;
   const eosText = typeof eos === "string" ? eos : (eos as { content?: unknown } | undefined)?.content;
   return {
     name: "default",
     maxTrimTokens: 0,
     trailingTokenIds: new Set(),
+    driftSpecialIds,
     appendRoles: ["tool", "user", "system", "assistant"],
     pinnedKwargs: {},
     sglangParsers: {},

@@ -30,7 +30,7 @@ export type {
 export { FAMILY_NAMES, isFamilyName } from "./family.ts";
 export { newToolCallId } from "./tool-call-id.ts";
 
-const FACTORIES: Partial<Record<TitoFamilyName, FamilyFactory>> = {
+const FACTORIES: Record<TitoFamilyName, FamilyFactory> = {
   default: defaultFamily,
   qwen3: qwen3Family,
   qwennext: qwennextFamily,
@@ -90,7 +90,5 @@ export function selectFamily(folder: TokenizerFolder, name?: string): TitoFamily
   if (name !== undefined && !isFamilyName(name))
     throw new SessionConfigError(`unknown tito family ${JSON.stringify(name)}; known: ${FAMILY_NAMES.join(", ")}`);
   const chosen = name ?? detectFamily(folder);
-  const factory = FACTORIES[chosen];
-  if (!factory) throw new SessionConfigError(`tito family ${chosen} is not built yet`);
-  return factory(folder);
+  return FACTORIES[chosen](folder);
 }
