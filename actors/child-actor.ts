@@ -31,6 +31,13 @@ export interface ChildStatus {
   info?: Record<string, unknown>;
 }
 export type ChildEscalation = { type: "escalate"; name: string; reason: string };
+/** A report the child made beyond its ready message (the router's rollout state), for the supervisor. */
+export interface ChildReport {
+  type: "report";
+  name: string;
+  pid: number | null;
+  message: Exclude<ChildToHost, { type: "ready" }>;
+}
 
 interface ChildState {
   status: "waiting" | "starting" | "running" | "stopping" | "stopped";
@@ -49,7 +56,7 @@ export interface ChildActorOptions {
 }
 
 /** What a child actor tells its parent (the supervisor). */
-type ToParent = ChildStatus | ChildEscalation;
+type ToParent = ChildStatus | ChildEscalation | ChildReport;
 type Context = MessageContext<ChildActorMessage, ToParent>;
 
 export function spawnChildActor(parent: Ref<ToParent>, options: ChildActorOptions): Ref<ChildActorMessage> {
@@ -106,8 +113,13 @@ export function spawnChildActor(parent: Ref<ToParent>, options: ChildActorOption
     msg: Extract<ChildActorMessage, { type: "message" }>,
     ctx: Context,
   ): ChildState => {
-    if (msg.pid !== (state.proc?.pid ?? null) || state.status !== "starting" || msg.message?.type !== "ready")
+    if (msg.pid !== (state.proc?.pid ?? null)) return state; // a previous incarnation
+    if (msg.message?.type === "rollout") {
+      if (state.status === "starting" || state.status === "running")
+        dispatch(ctx.parent, { type: "report", name, pid: msg.pid, message: msg.message } satisfies ChildReport);
       return state;
+    }
+    if (state.status !== "starting" || msg.message?.type !== "ready") return state;
     policy.noteReady(Date.now());
     // Tell the supervisor first: whoever sees the event then already sees the new tree.
     tell(ctx.parent, "running", msg.pid, msg.message.info);

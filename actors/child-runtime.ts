@@ -7,6 +7,8 @@ import type { ChildToHost } from "./control-messages.ts";
 export interface ChildRuntime<Config> {
   config: Config & { name: string; epoch: number };
   ready(info: Record<string, unknown>): void;
+  /** Reports to the host; resolves once the message is written to the IPC channel (it survives our death then). */
+  report(message: ChildToHost): Promise<void>;
   /** Messages the host sends (HostToRouter for the router). */
   onMessage(listener: (message: unknown) => void): void;
   /** Runs once before the process exits on SIGTERM/SIGINT or host loss; keep it short. */
@@ -48,6 +50,16 @@ export function startChildRuntime<Config>(): ChildRuntime<Config> {
     config,
     ready(info) {
       process.send!({ type: "ready", info } satisfies ChildToHost);
+    },
+    report(message) {
+      return new Promise((resolve) => {
+        try {
+          // The callback runs once the message is handed to the channel (or it failed: the host is gone).
+          process.send!(message, undefined, undefined, () => resolve());
+        } catch {
+          resolve();
+        }
+      });
     },
     onMessage(listener) {
       process.on("message", listener);

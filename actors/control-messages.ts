@@ -20,8 +20,29 @@ export interface TreeSnapshot {
   shards: Array<{ index: number; pid: number | null; restarts: number; state: string }>;
 }
 
+/**
+ * The rollout door's state (docs/rl-loop.md): the router owns it while it runs and reports
+ * every change; the host keeps the last one and starts a restarted router with it.
+ */
+export interface RolloutState {
+  state: "running" | "paused";
+  /** The policy version turns are sent under; null until the first resume. */
+  weight_version: string | null;
+  /** While paused: the `in_flight` mode of the pause. */
+  mode: "drain" | "abort" | "keep" | null;
+  /** While paused: when the pause began (ms since the epoch). */
+  paused_at: number | null;
+}
+
+/** An event of the rollout door, published by the host's event log (actor "router"). */
+export interface RolloutEvent {
+  kind: "paused" | "resumed";
+  detail: Record<string, unknown>;
+}
+
 /** Child -> host. */
-export type ChildToHost = { type: "ready"; info: Record<string, unknown> };
+export type ChildToHost =
+  { type: "ready"; info: Record<string, unknown> } | { type: "rollout"; rollout: RolloutState; event?: RolloutEvent };
 
 /** Host -> router process. */
 export type HostToRouter =

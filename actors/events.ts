@@ -2,7 +2,17 @@
 // the bounded in-memory ring the event-log actor appends to. Kinds are never renamed.
 
 export type EventKind =
-  "spawned" | "ready" | "exited" | "restarting" | "restarted" | "escalated" | "stopping" | "stopped";
+  | "spawned"
+  | "ready"
+  | "exited"
+  | "restarting"
+  | "restarted"
+  | "escalated"
+  | "stopping"
+  | "stopped"
+  // The rollout door (the router's POST /admin/pause and /admin/resume; docs/rl-loop.md).
+  | "paused"
+  | "resumed";
 
 export interface SupervisionEvent {
   seq: number;

@@ -2,7 +2,14 @@
 // events and errors, and the control messages its children speak. Never imports sessions/.
 export { SupervisionTree, type SupervisionTreeOptions } from "./supervision-tree.ts";
 export type { ChildSpec } from "./child-process.ts";
-export type { ChildToHost, HostToRouter, ShardRoute, TreeSnapshot } from "./control-messages.ts";
+export type {
+  ChildToHost,
+  HostToRouter,
+  RolloutEvent,
+  RolloutState,
+  ShardRoute,
+  TreeSnapshot,
+} from "./control-messages.ts";
 export { EventRing, formatEvent, type EventKind, type EventListener, type SupervisionEvent } from "./events.ts";
 export { defaultRestartPolicy, RestartPolicy, type RestartPolicyOptions } from "./restart-policy.ts";
 export { ActorQueryTimeoutError, ChildExitedError, SessionServerFailedError, SupervisionError } from "./errors.ts";

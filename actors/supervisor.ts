@@ -5,7 +5,13 @@
 // that child and leaves the rest to its own `escalate` message, handled in the mailbox.
 import type { ChildProcess } from "node:child_process";
 import { dispatch, query, spawn, type ActorSystemRef, type MessageContext, type Ref } from "./nact.ts";
-import { spawnChildActor, type ChildActorMessage, type ChildEscalation, type ChildStatus } from "./child-actor.ts";
+import {
+  spawnChildActor,
+  type ChildActorMessage,
+  type ChildEscalation,
+  type ChildReport,
+  type ChildStatus,
+} from "./child-actor.ts";
 import type { ChildSpec } from "./child-process.ts";
 import type { HostToRouter, ShardRoute, TreeSnapshot } from "./control-messages.ts";
 import type { EventDraft, EventRing } from "./events.ts";
@@ -27,7 +33,11 @@ export interface SupervisorConfig {
 }
 
 export type SupervisorMessage =
-  ChildStatus | ChildEscalation | { type: "forward-to-router"; message: HostToRouter } | { type: "shutdown" };
+  | ChildStatus
+  | ChildEscalation
+  | ChildReport
+  | { type: "forward-to-router"; message: HostToRouter }
+  | { type: "shutdown" };
 
 interface SupervisorState {
   tree: TreeSnapshot;
@@ -93,6 +103,16 @@ export function spawnSupervisor(system: ActorSystemRef, config: SupervisorConfig
     return state;
   };
 
+  // The router's rollout state lives here between router processes: the router's spec
+  // config is what a restarted router starts from, so it comes up paused if it was.
+  const onReport = (state: SupervisorState, msg: ChildReport): SupervisorState => {
+    if (msg.name !== config.router.name || msg.message.type !== "rollout") return state;
+    config.router.config.rollout = msg.message.rollout;
+    const event = msg.message.event;
+    if (event) publish({ actor: msg.name, kind: event.kind, pid: msg.pid, detail: event.detail });
+    return state;
+  };
+
   const stopAll = async (state: SupervisorState, _ctx: unknown) => {
     const stopOne = (ref: Ref<ChildActorMessage>) =>
       query(ref, { type: "stop" }, config.graceMs + 5_000).catch(() => undefined);
@@ -148,6 +168,8 @@ export function spawnSupervisor(system: ActorSystemRef, config: SupervisorConfig
             return onChild(state, msg);
           case "escalate":
             return await onEscalate(state, msg, ctx);
+          case "report":
+            return onReport(state, msg);
           case "forward-to-router":
             toRouter(state, msg.message);
             return state;

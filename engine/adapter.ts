@@ -41,7 +41,7 @@ export async function proxyToEngine(options: AdapterOptions, req: EngineProxyReq
 /** What an adapter's reader makes of a 200 reply. */
 export type TurnOutcome = Pick<
   EngineCompletion,
-  "requestHasConversation" | "completionIds" | "message" | "clientBody" | "headers"
+  "requestHasConversation" | "completionIds" | "message" | "clientBody" | "headers" | "engineWeightVersion"
 >;
 
 /** POSTs one turn's `request` to `path` and reads a 200 reply with `read` (which throws coded errors). */

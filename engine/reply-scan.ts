@@ -1,7 +1,8 @@
 // Validates an engine chat reply and builds the client copy without parsing the whole
 // body (the checks and the client copy of docs/http.md, "Chat"). One structural pass over the bytes
 // finds choices[0].message and choices[0].meta_info.{output_token_logprobs,
-// completion_tokens} (only those slices go through JSON.parse) and the spans of every
+// completion_tokens, weight_version} (only those slices go through JSON.parse), the
+// top-level metadata.weight_version (SGLang's OpenAI routes), and the spans of every
 // choice's meta_info.routed_experts / indexer_topk, which the client copy leaves out.
 // It never copies or re-serializes the body: it reads the chunks as received, and the
 // client copy is a list of views into them.
@@ -26,6 +27,15 @@ export interface ScannedReply {
   clientBody: Buffer[];
   /** Whether any R3 payload was cut out. */
   strippedR3: boolean;
+  /** The engine's policy version: choices[0].meta_info.weight_version, else metadata.weight_version. */
+  engineWeightVersion?: string;
+}
+
+/** An engine's `weight_version` value as text (SGLang sends a string; a number is taken too), else undefined. */
+export function weightVersionOf(value: unknown): string | undefined {
+  if (typeof value === "string") return value;
+  if (typeof value === "number" && Number.isFinite(value)) return String(value);
+  return undefined;
 }
 
 interface Edit {
@@ -54,6 +64,7 @@ interface FirstChoice {
   logprobs?: [number, number];
   completionTokens?: [number, number];
   promptTokens?: [number, number];
+  weightVersion?: [number, number];
 }
 
 function scanChoice(scan: JsonScanner, start: number, first: FirstChoice | undefined, edits: Edit[]): number | void {
@@ -85,6 +96,10 @@ function scanChoice(scan: JsonScanner, start: number, first: FirstChoice | undef
         first.completionTokens = [inner.valueStart, (inner.valueEnd = scan.skipValue(inner.valueStart))];
         return inner.valueEnd;
       }
+      if (first && scan.keyIs(inner, "weight_version")) {
+        first.weightVersion = [inner.valueStart, (inner.valueEnd = scan.skipValue(inner.valueStart))];
+        return inner.valueEnd;
+      }
     });
     const edit = metaInfoEdit(scan, members, r3);
     if (edit) edits.push(edit);
@@ -102,8 +117,14 @@ export function scanReply(body: Buffer | readonly Buffer[], quotes?: readonly nu
   const start = scan.ws(0);
   if (bytes.at(start) !== 0x7b) scan.fail("expected a JSON object", start);
   let first: FirstChoice = {};
+  let metadataVersion: [number, number] | undefined;
   const edits: Edit[] = [];
   const end = scan.members(start, (m) => {
+    if (scan.keyIs(m, "metadata") && bytes.at(m.valueStart) === 0x7b)
+      return scan.members(m.valueStart, (md) => {
+        if (scan.keyIs(md, "weight_version"))
+          return (metadataVersion = [md.valueStart, scan.skipValue(md.valueStart)])[1];
+      });
     if (!scan.keyIs(m, "choices") || bytes.at(m.valueStart) !== 0x5b) return;
     // A repeated "choices" key: JSON.parse keeps the last one, so validation does too;
     // R3 payloads are cut from every copy, since the bytes of each reach the client.
@@ -161,5 +182,8 @@ export function scanReply(body: Buffer | readonly Buffer[], quotes?: readonly nu
     promptTokens: first.promptTokens ? scan.parse(...first.promptTokens) : undefined,
     clientBody,
     strippedR3: edits.length > 0,
+    engineWeightVersion: weightVersionOf(
+      first.weightVersion ? scan.parse(...first.weightVersion) : metadataVersion && scan.parse(...metadataVersion),
+    ),
   };
 }

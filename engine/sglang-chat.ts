@@ -37,6 +37,7 @@ export function sglangChatEngine(options: AdapterOptions): Engine {
           message: scanned.message,
           clientBody: scanned.clientBody,
           headers: res.headers,
+          engineWeightVersion: scanned.engineWeightVersion,
         };
       });
     },

@@ -1,7 +1,8 @@
 // The `sglang-generate` engine API: stock SGLang's native `POST /generate` with the prompt
 // as `input_ids`. The reply's `meta_info.output_token_logprobs` carries the generated ids
 // (stop token included) and their logprobs, `text` the decoded completion; the server
-// builds the OpenAI reply from them (token-reply.ts). The reply can carry many MiB of
+// builds the OpenAI reply from them (token-reply.ts); `meta_info.weight_version`, when
+// present, is the engine's own policy version. The reply can carry many MiB of
 // routing replay, so it is scanned as bytes: only `text` and the few meta_info members a
 // turn needs are parsed, and the routing payload stays in the record, never in the reply.
 import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
@@ -9,6 +10,7 @@ import { EngineReplyError } from "../sessions/errors.ts";
 import { JsonScanner } from "../buffers/json-scan.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
 import { tokenOutcome } from "./token-reply.ts";
+import { weightVersionOf } from "./reply-scan.ts";
 import { definedJson, readSampling, withIds } from "./token-request.ts";
 
 const GENERATE_PATH = "/generate";
@@ -18,6 +20,8 @@ interface GenerateFacts {
   completionIds: number[];
   finish: "stop" | "length";
   promptTokens: number;
+  /** meta_info.weight_version, when the engine reports its policy version. */
+  weightVersion?: string;
 }
 
 type Span = [number, number];
@@ -25,7 +29,7 @@ type Span = [number, number];
 /** The members of a /generate reply a turn needs, each checked; any failure is a 502. */
 export function scanGenerateReply(body: readonly Buffer[], quotes?: readonly number[]): GenerateFacts {
   const scan = new JsonScanner(body, { invalid: EngineReplyError.notJson, quotes });
-  const spans: { text?: Span; logprobs?: Span; finish?: Span; prompt?: Span; completion?: Span } = {};
+  const spans: { text?: Span; logprobs?: Span; finish?: Span; prompt?: Span; completion?: Span; version?: Span } = {};
   const take = (key: keyof typeof spans, start: number) => (spans[key] = [start, scan.skipValue(start)])[1];
   const start = scan.ws(0);
   if (scan.buf.at(start) !== 0x7b) scan.fail("expected a JSON object", start);
@@ -37,6 +41,7 @@ export function scanGenerateReply(body: readonly Buffer[], quotes?: readonly num
       if (scan.keyIs(mi, "finish_reason")) return take("finish", mi.valueStart);
       if (scan.keyIs(mi, "prompt_tokens")) return take("prompt", mi.valueStart);
       if (scan.keyIs(mi, "completion_tokens")) return take("completion", mi.valueStart);
+      if (scan.keyIs(mi, "weight_version")) return take("version", mi.valueStart);
     });
   });
   if (scan.ws(end) !== scan.buf.length) scan.fail("unexpected data after the JSON value", scan.ws(end));
@@ -66,6 +71,7 @@ export function scanGenerateReply(body: readonly Buffer[], quotes?: readonly num
     completionIds,
     finish: finish?.type === "length" ? "length" : "stop",
     promptTokens: typeof promptTokens === "number" ? promptTokens : -1,
+    weightVersion: spans.version ? weightVersionOf(scan.parse(...spans.version)) : undefined,
   };
 }
 
@@ -99,7 +105,7 @@ export function sglangGenerateEngine(options: AdapterOptions): Engine {
           throw new EngineReplyError(
             `the engine generated from ${facts.promptTokens} prompt tokens, not the ${turn.promptIds.length} input_ids sent`,
           );
-        return tokenOutcome(options, turn, facts);
+        return { ...tokenOutcome(options, turn, facts), engineWeightVersion: facts.weightVersion };
       });
     },
     proxy: (req) => proxyToEngine(options, req),

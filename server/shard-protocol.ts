@@ -26,12 +26,22 @@ export type ShardRequest =
   | SessionOp<"create">
   | SessionOp<"get">
   | SessionOp<"delete">
-  | ForwardOp<"chat">
+  | ChatOp
   | ForwardOp<"samples">
   | ForwardOp<"proxy">
   | { op: "health" }
   | { op: "metrics" }
+  // A pause with in_flight "abort": every chat turn in flight on the worker aborts its
+  // engine request and answers a retryable 503 unless it already committed.
+  | { op: "abort-turns" }
   | ListOp;
+
+/**
+ * A chat turn. `weightVersion`: the policy version current when the router sent it (the
+ * rollout door; null before the first resume), kept in the turn's record. A router from
+ * before weight versions leaves it out.
+ */
+export type ChatOp = ForwardOp<"chat"> & { weightVersion?: string | null };
 
 /** One page of a shard's session ids: up to `limit` ids greater than `after` ("" = from the start), in id order. */
 export type ListOp = { op: "list"; after: string; limit: number };
@@ -73,6 +83,7 @@ const SHAPES: { [O in ShardOp]: ShapeOf<Extract<ShardRequest, { op: O }>> } = {
   proxy: "forward",
   health: "bare",
   metrics: "bare",
+  "abort-turns": "bare",
   list: "page",
 };
 
@@ -114,6 +125,9 @@ export function readShardRequest(meta: Meta): { ok: true; request: ShardRequest 
           : (notString(meta, "sessionId", "method", "path", "query") ??
             (isObject(meta.headers) ? undefined : "headers"));
   if (wrong !== undefined) return { ok: false, problem: `op "${op}" without a valid ${wrong}` };
+  const version = meta.weightVersion;
+  if (op === "chat" && version !== undefined && version !== null && typeof version !== "string")
+    return { ok: false, problem: `op "chat" with a weightVersion that is not a string` };
   return { ok: true, request: meta as ShardRequest };
 }
 

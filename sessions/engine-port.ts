@@ -53,6 +53,8 @@ export interface EngineCompletion {
   clientBody: Buffer[];
   /** Reply headers for the client. */
   headers: Record<string, string>;
+  /** The engine's own policy version (`meta_info.weight_version`), when the reply carried one. */
+  engineWeightVersion?: string;
   /**
    * Set when `response` lives in pooled buffers: hands them back. Nothing may keep a view of
    * `response` or `clientBody` after it (the core copies what it sends on first).

@@ -30,6 +30,17 @@ export class SessionNotFoundError extends TitoError {
   }
 }
 
+/** The session was deleted for being idle longer than --session-idle-ttl-s (also after a worker restart). */
+export class SessionExpiredError extends TitoError {
+  constructor(sessionId: string) {
+    super(
+      "TITO_ERR_SESSION_EXPIRED",
+      404,
+      `session expired: session_id=${sessionId} (it was idle longer than --session-idle-ttl-s and was deleted)`,
+    );
+  }
+}
+
 /** A caller-supplied session id is already taken: never silently reuse a trajectory. */
 export class SessionExistsError extends TitoError {
   constructor(sessionId: string) {

@@ -14,7 +14,9 @@ import {
   SessionConfigError,
   SessionNotFoundError,
   TitoError,
+  UpstreamAbortedError,
 } from "./errors.ts";
+import { IdleExpiry } from "./idle-expiry.ts";
 import { planPrompt, promptContext, renderOrThrow, type PromptContext } from "./prompt-builder.ts";
 import { MemoryRecordStore, sessionBodyEnds, type RecordStore } from "./journal/records.ts";
 import { SessionRegistry } from "./registry.ts";
@@ -62,6 +64,16 @@ export interface SessionCoreOptions {
   logger?: Logger;
   /** Where records live; the in-memory store by default. */
   recordStore?: RecordStore;
+  /** Delete sessions idle longer than this many seconds (idle-expiry.ts); 0 or absent: never. */
+  sessionIdleTtlS?: number;
+  /** Called once per session idle expiry deleted (a metric). */
+  onSessionExpired?: () => void;
+}
+
+/** What the router says about a chat turn besides the client's request. */
+export interface TurnContext {
+  /** The policy version current when the router sent the turn (docs/rl-loop.md); kept in its record. */
+  weightVersion?: string | null;
 }
 
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -118,6 +130,7 @@ export class SessionCore {
   readonly #records: RecordStore;
   readonly #engine: Engine;
   readonly #log?: Logger;
+  readonly #idle?: IdleExpiry;
 
   constructor(options: SessionCoreOptions) {
     const folder = options.tokenizerFolder ?? loadTokenizerFolder(options.tokenizerDir ?? bundledQwen3Dir());
@@ -129,6 +142,13 @@ export class SessionCore {
     this.#records = options.recordStore ?? new MemoryRecordStore();
     this.#engine = options.engine;
     this.#log = options.logger;
+    if ((options.sessionIdleTtlS ?? 0) > 0)
+      this.#idle = new IdleExpiry({
+        ...options,
+        ttlMs: options.sessionIdleTtlS! * 1000,
+        registry: this.#registry,
+        records: this.#records,
+      });
   }
 
   /** The model family the sessions follow (chosen or detected). */
@@ -156,6 +176,8 @@ export class SessionCore {
   async recover(): Promise<ReplayCounts> {
     const rebuilder = sessionRebuilder(this.#registry);
     await this.#records.recover(rebuilder);
+    // A replayed session's idle time starts now.
+    for (const id of this.#registry.ids()) this.#idle?.touch(id);
     return rebuilder.counts();
   }
 
@@ -168,6 +190,7 @@ export class SessionCore {
         this.#registry.forget(t.id); // not acknowledged: the session does not exist
         throw err;
       }
+      this.#idle?.touch(t.id);
       return json(200, { session_id: t.id });
     });
   }
@@ -175,6 +198,7 @@ export class SessionCore {
   async get(sessionId: string): Promise<CoreResponse> {
     return this.#guard(async () => {
       const t = this.#registry.get(sessionId);
+      this.#idle?.touch(sessionId);
       // Under the lock: records and token ids from the same committed state.
       return t.lock.run(() => {
         if (t.closing) throw new SessionNotFoundError(sessionId, this.#registry.notFoundHint);
@@ -193,11 +217,23 @@ export class SessionCore {
   async delete(sessionId: string): Promise<CoreResponse> {
     return this.#guard(async () => {
       await this.#registry.delete(sessionId, (t) => this.#records.drop(t.id));
+      this.#idle?.forget(sessionId);
       return { status: 204, headers: {}, body: Buffer.alloc(0) };
     });
   }
 
-  async chat(sessionId: string, req: CoreRequest, signal?: AbortSignal): Promise<CoreResponse> {
+  async chat(
+    sessionId: string,
+    req: CoreRequest,
+    signal?: AbortSignal,
+    context: TurnContext = {},
+  ): Promise<CoreResponse> {
+    // Busy from the first moment: idle expiry never takes a session with a turn in flight.
+    if (this.#idle) return this.#idle.busy(sessionId, () => this.#chat(sessionId, req, signal, context));
+    return this.#chat(sessionId, req, signal, context);
+  }
+
+  async #chat(sessionId: string, req: CoreRequest, signal: AbortSignal | undefined, context: TurnContext) {
     return this.#guard(async () => {
       const t = this.#registry.get(sessionId);
       const turn = await t.lock.run(() => this.#prepare(t, req.body));
@@ -228,6 +264,9 @@ export class SessionCore {
             tools: turn.tools,
           };
           t.verify(input, this.#ctx.family.maxTrimTokens);
+          // A caller that gave up (its client left, or a pause aborted the turn) gets no commit:
+          // it never saw this reply, and will send the turn again.
+          if (signal?.aborted) throw new UpstreamAbortedError({ cause: signal.reason });
           // Stored before it is applied or acknowledged: a failed write leaves the session as it was.
           const record = {
             timestamp: Date.now() / 1000,
@@ -237,6 +276,8 @@ export class SessionCore {
             request: res.request,
             response: res.response,
             responseCrc: res.responseCrc,
+            weightVersion: context.weightVersion ?? null,
+            engineWeightVersion: res.engineWeightVersion,
           };
           await this.#records.append(t.id, record, {
             index: t.assistantCount,
@@ -261,6 +302,7 @@ export class SessionCore {
   async samples(sessionId: string, req: CoreRequest): Promise<CoreResponse> {
     return this.#guard(async () => {
       const t = this.#registry.get(sessionId);
+      this.#idle?.touch(sessionId);
       const request = parseSampleRequest(req.body, req.query, req.headers);
       // Under the lock: turns and records from the same committed state.
       const encoded = await t.lock.run(async () => {
@@ -283,6 +325,7 @@ export class SessionCore {
   }
 
   async close(): Promise<void> {
+    this.#idle?.close();
     await this.#engine.close();
     await this.#records.close();
   }

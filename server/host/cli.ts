@@ -55,6 +55,12 @@ Options:
                                /get_model_info)
   --body-limit BYTES           largest request body, 413 above (default 67108864)
   --shard-wait-ms N            how long a request waits for a restarting shard (default 10000)
+  --hold-timeout-ms N          how long a chat turn waits at the door while the server
+                               is paused for a weight update (POST /admin/pause) before a
+                               503 with Retry-After (default 600000; docs/rl-loop.md)
+  --session-idle-ttl-s N       delete sessions idle longer than N seconds, journalled
+                               like a DELETE; later requests get 404 "session expired"
+                               (default 0: never)
   --sim-latency-ms N           simulated generation time of the built-in engine (default 0)
   --log-level LEVEL            pino level: fatal|error|warn|info|debug|trace|silent (default info)
   -h, --help                   show this help
@@ -86,6 +92,8 @@ const FLAGS = {
   "agent-proxy-allow": { type: "string" },
   "body-limit": { type: "string" },
   "shard-wait-ms": { type: "string" },
+  "hold-timeout-ms": { type: "string" },
+  "session-idle-ttl-s": { type: "string" },
   "sim-latency-ms": { type: "string" },
   "log-level": { type: "string" },
   help: { type: "boolean", short: "h" },
@@ -152,6 +160,8 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       .filter(Boolean),
     bodyLimit: num("body-limit", values["body-limit"]),
     shardWaitMs: num("shard-wait-ms", values["shard-wait-ms"]),
+    holdTimeoutMs: num("hold-timeout-ms", values["hold-timeout-ms"]),
+    sessionIdleTtlS: num("session-idle-ttl-s", values["session-idle-ttl-s"]),
     simLatencyMs: num("sim-latency-ms", values["sim-latency-ms"]),
     logLevel: values["log-level"],
   };

@@ -44,3 +44,10 @@ export class CreateSessionError extends ServerError {
     super("TITO_ERR_CREATE_SESSION", status, `creating a session failed (${status}): ${message}`);
   }
 }
+
+/** server.pause(), resume() or rollout() got a non-200 from the router's admin route. */
+export class RolloutRequestError extends ServerError {
+  constructor(route: string, status: number, message: string) {
+    super("TITO_ERR_ROLLOUT_REQUEST", status, `${route} failed (${status}): ${message}`);
+  }
+}

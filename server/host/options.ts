@@ -66,6 +66,10 @@ export interface SessionServerOptions {
   bodyLimit?: number;
   /** How long a request for a restarting shard waits for the new worker. Default 10000. */
   shardWaitMs?: number;
+  /** How long a chat turn waits at the rollout door while paused (POST /admin/pause) before a retryable 503. Default 600000. */
+  holdTimeoutMs?: number;
+  /** Sessions idle longer than this many seconds are deleted (journalled like a DELETE); later requests get 404 `session expired`. 0 = never. Default 0. */
+  sessionIdleTtlS?: number;
   /** SIGTERM -> SIGKILL grace when stopping a child. Default 5000. */
   shutdownGraceMs?: number;
   /** Give up starting after this long. Default 120000. */
@@ -140,6 +144,8 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
     logLevel: options.logLevel ?? "info",
     bodyLimit: int("bodyLimit", options.bodyLimit ?? 64 * 1024 * 1024, 1),
     shardWaitMs: int("shardWaitMs", options.shardWaitMs ?? 10_000, 0),
+    holdTimeoutMs: int("holdTimeoutMs", options.holdTimeoutMs ?? 600_000, 1),
+    sessionIdleTtlS: int("sessionIdleTtlS", options.sessionIdleTtlS ?? 0, 0),
     shutdownGraceMs: int("shutdownGraceMs", options.shutdownGraceMs ?? 5_000, 0),
     startTimeoutMs: int("startTimeoutMs", options.startTimeoutMs ?? 120_000, 1),
     simLatencyMs: int("simLatencyMs", options.simLatencyMs ?? 0, 0),

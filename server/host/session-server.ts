@@ -5,7 +5,6 @@
 // for the GPU engine, for development and examples).
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { request as httpRequest } from "node:http";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -19,6 +18,14 @@ import {
 import { lockDataDir, type DataDirLock } from "./data-dir-lock.ts";
 import type { TrainingSample } from "../../sessions/index.ts";
 import { CreateSessionError, SamplesRequestError } from "./errors.ts";
+import { errorText, httpText } from "./http-text.ts";
+import {
+  RolloutClient,
+  type PauseOptions,
+  type PauseOutcome,
+  type ResumeOutcome,
+  type RolloutStatus,
+} from "./rollout-client.ts";
 import { resolveOptions, type ResolvedOptions, type SessionServerOptions } from "./options.ts";
 import type { SimEngine } from "../sim-engine/sim-engine.ts";
 import type { RouterConfig } from "../router/router-main.ts";
@@ -54,6 +61,16 @@ export interface SessionServer {
   createSession(sessionId?: string): Promise<CreatedSession>;
   /** POST {url}/sessions/{id}/samples (JSON): the session as one training sample; rejects with SamplesRequestError on a non-200. */
   samples(sessionId: string, opts?: { maxSeqLen?: number }): Promise<TrainingSample>;
+  /**
+   * Closes the rollout door for a weight update (POST /admin/pause; docs/rl-loop.md): new
+   * turns wait at the door; turns in flight are drained (default), aborted, or kept.
+   * Resolves when the pause has taken effect; rejects with RolloutRequestError.
+   */
+  pause(opts?: PauseOptions): Promise<PauseOutcome>;
+  /** Sets the policy version later turns are sent under and opens the door (POST /admin/resume). */
+  resume(weightVersion: string): Promise<ResumeOutcome>;
+  /** Where the door stands (GET /admin/rollout): state, weight version, held and in-flight turns. */
+  rollout(): Promise<RolloutStatus>;
 }
 
 export interface CreatedSession {
@@ -64,21 +81,13 @@ export interface CreatedSession {
   sessionToken?: string;
 }
 
-/** The JSON error message of a non-200 body, else its text. */
-function errorText(text: string): string {
-  try {
-    return (JSON.parse(text) as { error?: string }).error ?? text;
-  } catch {
-    return text; // not our JSON error body (a proxy in between?): keep the text
-  }
-}
-
 class ServerHandle extends EventEmitter implements SessionServer {
   readonly url: string;
   readonly engineUrl: string;
   readonly #tree: SupervisionTree;
   readonly #cleanup: () => Promise<void>;
   readonly #authToken: string | undefined;
+  readonly #rollout: RolloutClient;
   #stopping: Promise<void> | undefined;
 
   constructor(url: string, engineUrl: string, tree: SupervisionTree, cleanup: () => Promise<void>, authToken?: string) {
@@ -88,6 +97,7 @@ class ServerHandle extends EventEmitter implements SessionServer {
     this.engineUrl = engineUrl;
     this.#tree = tree;
     this.#cleanup = cleanup;
+    this.#rollout = new RolloutClient(url, () => this.#headers());
     tree.on("event", (event: SupervisionEvent) => this.emit("event", event));
   }
 
@@ -135,6 +145,18 @@ class ServerHandle extends EventEmitter implements SessionServer {
     });
     if (res.status !== 200) throw new SamplesRequestError(sessionId, res.status, errorText(res.text));
     return JSON.parse(res.text) as TrainingSample;
+  }
+
+  pause(opts?: PauseOptions): Promise<PauseOutcome> {
+    return this.#rollout.pause(opts);
+  }
+
+  resume(weightVersion: string): Promise<ResumeOutcome> {
+    return this.#rollout.resume(weightVersion);
+  }
+
+  rollout(): Promise<RolloutStatus> {
+    return this.#rollout.rollout();
   }
 
   shutdown(): Promise<void> {
@@ -190,6 +212,7 @@ function childSpecs(
     authToken: opts.authToken,
     agentProxyAllow: opts.agentProxyAllow,
     logLevel: opts.logLevel,
+    holdTimeoutMs: opts.holdTimeoutMs,
   };
   const shards = Array.from({ length: opts.workers }, (_, index) => {
     const config: WorkerConfig = {
@@ -210,6 +233,7 @@ function childSpecs(
       durability: opts.durability,
       dataDir,
       fsync: opts.fsync,
+      sessionIdleTtlS: opts.sessionIdleTtlS,
     };
     // --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
     return {
@@ -227,34 +251,6 @@ function childSpecs(
     },
     shards,
   };
-}
-
-/**
- * One request to the router, answered as text. node:http rather than fetch(): the host
- * otherwise sends nothing over HTTP, and the first fetch() loads Node's bundled undici and
- * compiles its WASM parser, which grows the host's RSS for no use here (docs/benchmark.md).
- */
-function httpText(
-  url: string,
-  init: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {},
-): Promise<{ status: number; text: string; headers: NodeJS.Dict<string | string[]> }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      url,
-      { method: init.method ?? "GET", headers: init.headers, timeout: init.timeoutMs },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (chunk: Buffer) => chunks.push(chunk));
-        res.on("end", () =>
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8"), headers: res.headers }),
-        );
-        res.on("error", reject);
-      },
-    );
-    req.on("timeout", () => req.destroy(new Error(`no answer from ${url} within ${init.timeoutMs} ms`)));
-    req.on("error", reject);
-    req.end(init.body);
-  });
 }
 
 async function waitHealthy(url: string, deadline: number): Promise<void> {

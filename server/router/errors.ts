@@ -36,3 +36,21 @@ export class ForbiddenError extends RouterError {
     super("TITO_ERR_FORBIDDEN", 403, message);
   }
 }
+
+/** A chat turn waited at the rollout door (the server paused) longer than --hold-timeout-ms; retryable. */
+export class HoldTimeoutError extends RouterError {
+  constructor(holdTimeoutMs: number) {
+    super(
+      "TITO_ERR_HOLD_TIMEOUT",
+      503,
+      `turn held at the door for ${holdTimeoutMs} ms while the server is paused for a weight update (--hold-timeout-ms); retry it after resume`,
+    );
+  }
+}
+
+/** An admin request (POST /admin/pause, /admin/resume) with a body the router cannot use. */
+export class InvalidAdminRequestError extends RouterError {
+  constructor(message: string) {
+    super("TITO_ERR_INVALID_ADMIN_REQUEST", 400, `invalid admin request: ${message}`);
+  }
+}

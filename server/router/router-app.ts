@@ -16,6 +16,8 @@ import { statusRoutes, type RouterStatus } from "./router-status.ts";
 import { sendError } from "./router-relay.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import { authHook, DEFAULT_AGENT_PROXY_ALLOW, SessionTokens } from "./router-auth.ts";
+import { adminRoutes } from "./router-admin.ts";
+import { RolloutDoor } from "./rollout-door.ts";
 
 export interface RouterAppOptions {
   links: ShardLinks;
@@ -26,7 +28,12 @@ export interface RouterAppOptions {
   /** Engine paths a session token may GET through its proxy (default DEFAULT_AGENT_PROXY_ALLOW). */
   agentProxyAllow?: readonly string[];
   logger?: Logger | false;
+  /** The rollout door chat turns pass (default: an open one that reports to nobody). */
+  door?: RolloutDoor;
 }
+
+/** Default --hold-timeout-ms, for a router app built without a door (tests). */
+const DEFAULT_HOLD_TIMEOUT_MS = 600_000;
 
 export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   const { links, status, bodyLimit, authToken } = options;
@@ -56,7 +63,9 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
     reply.header("x-tito-instance", status.instanceId);
   });
 
-  const metrics = new RouterMetrics(status);
+  const door = options.door ?? new RolloutDoor({ holdTimeoutMs: DEFAULT_HOLD_TIMEOUT_MS });
+  const metrics = new RouterMetrics(status, door);
+  door.observer = metrics.rollout;
   const tokens = authToken ? new SessionTokens(authToken) : undefined;
   if (authToken) {
     const policy = { adminToken: authToken, agentProxyAllow: options.agentProxyAllow ?? DEFAULT_AGENT_PROXY_ALLOW };
@@ -79,6 +88,7 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   // fastify-plugin: the metrics hook must see every route, not only its own plugin's.
   app.register(fp(metricsRoutes), { links, metrics });
   app.register(statusRoutes, { links, status });
-  app.register(sessionRoutes, { links, metrics, tokens });
+  app.register(sessionRoutes, { links, metrics, tokens, door });
+  app.register(adminRoutes, { door });
   return app;
 }

@@ -1,8 +1,10 @@
 // Entry point of the router process. Tokenizer-free by rule: it imports transport/ and
 // the control-message types, never sessions/. The host tells it where each worker
-// listens (ShardRoute) and pushes the tree and events for /supervision.
+// listens (ShardRoute) and pushes the tree and events for /supervision; it starts with the
+// rollout state the host kept (a restarted router comes up paused if the last one was).
 import pino from "pino";
-import { startChildRuntime, type HostToRouter } from "../../actors/index.ts";
+import { startChildRuntime, type HostToRouter, type RolloutState } from "../../actors/index.ts";
+import { RolloutDoor } from "./rollout-door.ts";
 import { buildRouterApp } from "./router-app.ts";
 import { addEvents, type RouterStatus } from "./router-status.ts";
 import { ShardLinks } from "./shard-links.ts";
@@ -17,6 +19,10 @@ export interface RouterConfig {
   authToken?: string;
   agentProxyAllow: string[];
   logLevel: string;
+  /** How long a chat turn waits at the closed rollout door before a retryable 503. */
+  holdTimeoutMs: number;
+  /** The rollout state to start in: the host's copy of the last one a router reported. */
+  rollout?: RolloutState;
 }
 
 const runtime = startChildRuntime<RouterConfig>();
@@ -32,7 +38,16 @@ runtime.onMessage((raw) => {
   else if (message.type === "events") addEvents(status, message.events);
 });
 
+// Every change is reported to the host before it is acknowledged, so a restarted router
+// starts from it (paused, with the same weight version).
+const door = new RolloutDoor({
+  holdTimeoutMs: config.holdTimeoutMs,
+  initial: config.rollout,
+  report: (rollout, event) => runtime.report({ type: "rollout", rollout, event }),
+});
+
 const app = buildRouterApp({
+  door,
   links,
   status,
   bodyLimit: config.bodyLimit,

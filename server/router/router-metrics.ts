@@ -1,12 +1,15 @@
 // GET /metrics (Prometheus text, prom-client): the router's own counters — requests by
 // route and status, chat latency, in-flight requests and relayed bytes per shard, the
-// tree's state and restarts — merged with every reachable worker's metrics, fetched over
-// the transport. A shard that cannot answer in time is left out, never waited on long.
+// tree's state and restarts, the rollout door's series (rollout-metrics.ts) — merged with
+// every reachable worker's metrics, fetched over the transport. A shard that cannot
+// answer in time is left out, never waited on long.
 import type { FastifyInstance } from "fastify";
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { requestShard } from "../shard-protocol.ts";
 import type { RouterStatus } from "./router-status.ts";
 import type { ShardLinks } from "./shard-links.ts";
+import type { RolloutDoor } from "./rollout-door.ts";
+import { RolloutMetrics } from "./rollout-metrics.ts";
 
 const WORKER_METRICS_TIMEOUT_MS = 2_000;
 const TREE_STATES = ["starting", "running", "failed", "stopping", "stopped"];
@@ -18,9 +21,11 @@ export class RouterMetrics {
   readonly inflight: Gauge<"shard">;
   readonly relayedBytes: Counter<"shard">;
   readonly authRefusals: Counter<"route" | "status">;
+  readonly rollout: RolloutMetrics;
 
-  constructor(status: RouterStatus) {
+  constructor(status: RouterStatus, door?: RolloutDoor) {
     const registers = [this.registry];
+    this.rollout = new RolloutMetrics(registers, () => door);
     this.requests = new Counter({
       name: "tito_http_requests_total",
       help: "HTTP requests answered by the router, by route, method and status.",

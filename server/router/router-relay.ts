@@ -1,21 +1,39 @@
 // Relays one request to the worker that owns its shard and the worker's reply back,
 // unchanged: status, headers and body bytes are passed through, never parsed. A body
-// the worker streams is written to the socket piece by piece (pipeBody). Failure mapping (docs/http.md): no live
-// worker, or the worker died mid-request -> 503; the worker failed the request -> 502.
+// the worker streams is written to the socket piece by piece (pipeBody). A chat turn
+// passes the rollout door first (rollout-door.ts). Failure mapping (docs/http.md): no live
+// worker, or the worker died mid-request -> 503; held past --hold-timeout-ms -> 503 with
+// Retry-After; the worker failed the request -> 502.
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ChannelClosedError, RequestAbortedError, release } from "../../transport/index.ts";
 import { requestShard, type ShardRequest } from "../shard-protocol.ts";
-import { WorkerFailedError, WorkerUnavailableError } from "./errors.ts";
+import { HoldTimeoutError, WorkerFailedError, WorkerUnavailableError } from "./errors.ts";
+import type { RolloutDoor } from "./rollout-door.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import type { RouterMetrics } from "./router-metrics.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
+/** The Retry-After of a retryable 503 (a held turn that timed out, a turn a pause aborted). */
+export const RETRY_AFTER_S = 1;
 
 export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
   return reply
     .code(status)
     .header("content-type", JSON_TYPE)
     .send(JSON.stringify({ error: message }));
+}
+
+export interface RelayOptions {
+  metrics?: RouterMetrics;
+  /** A reply the router writes itself instead of a whole (not streamed) one, or undefined to relay it (session creation). */
+  rewrite?: (status: number) => { status: number; body: Buffer } | undefined;
+  /** Chat turns: pass the rollout door first; the op carries the weight version it is sent under. */
+  door?: RolloutDoor;
+}
+
+/** A retryable 503: the client should try the same request again later. */
+export function sendRetryable(reply: FastifyReply, message: string): FastifyReply {
+  return sendError(reply.header("retry-after", String(RETRY_AFTER_S)), 503, message);
 }
 
 export async function relay(
@@ -25,9 +43,7 @@ export async function relay(
   reply: FastifyReply,
   shardRequest: ShardRequest,
   body?: Buffer,
-  metrics?: RouterMetrics,
-  /** A reply the router writes itself instead of a whole (not streamed) one, or undefined to relay it (session creation). */
-  rewrite?: (status: number) => { status: number; body: Buffer } | undefined,
+  { metrics, rewrite, door }: RelayOptions = {},
 ): Promise<FastifyReply> {
   const label = { shard: String(shard) };
   reply.header("x-tito-shard", label.shard);
@@ -38,19 +54,35 @@ export async function relay(
     // The client went away before we answered: cancel the worker's work and its reply.
     if (!reply.raw.writableFinished) controller.abort();
   });
+  const turn = door?.enter(shard, controller.signal);
   let channel;
-  try {
-    channel = await links.acquire(shard, controller.signal);
-  } catch (err) {
-    request.log.warn({ shard, err: (err as WorkerUnavailableError).detail ?? String(err) }, "shard unavailable");
-    return sendError(reply, 503, new WorkerUnavailableError(shard, "unavailable").message);
-  }
   let res;
   let whole: Buffer[] | undefined;
   try {
-    res = await requestShard(channel, shardRequest, body, controller.signal);
+    // A turn held while paused, or sent back to the queue by a pause while its shard was
+    // restarting, waits at the door again: nothing is sent while the door is closed.
+    for (;;) {
+      await turn?.ready();
+      channel = await links.acquire(shard, controller.signal);
+      if (turn === undefined || turn.state === "passed") break;
+    }
+  } catch (err) {
+    if (turn) door!.finish(turn);
+    if (err instanceof RequestAbortedError) return reply; // the client left while its turn was held
+    if (err instanceof HoldTimeoutError) return sendRetryable(reply, err.message);
+    request.log.warn({ shard, err: (err as WorkerUnavailableError).detail ?? String(err) }, "shard unavailable");
+    return sendError(reply, 503, new WorkerUnavailableError(shard, "unavailable").message);
+  }
+  const sent = turn ? { ...shardRequest, weightVersion: door!.send(turn, channel) } : shardRequest;
+  try {
+    res = await requestShard(channel, sent, body, controller.signal);
+    if (turn) {
+      door!.finish(turn);
+      metrics?.rollout.turnAnswered(turn.weightVersion, res.status);
+    }
     if (!res.body.streaming) whole = await res.body.collect();
   } catch (err) {
+    if (turn) door!.finish(turn);
     if (err instanceof RequestAbortedError) return reply; // nobody is listening any more
     if (err instanceof ChannelClosedError) {
       request.log.warn({ shard }, "worker died with the request in flight");

@@ -11,12 +11,15 @@ import { mintSessionId, shardOf } from "./shard-hash.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import type { RouterMetrics } from "./router-metrics.ts";
 import type { SessionTokens } from "./router-auth.ts";
+import type { RolloutDoor } from "./rollout-door.ts";
 
 export interface SessionRoutesOptions {
   links: ShardLinks;
   metrics?: RouterMetrics;
   /** With an admin token: POST /sessions answers the new session's token beside its id. */
   tokens?: SessionTokens;
+  /** The rollout door every chat turn passes (rollout-door.ts). */
+  door?: RolloutDoor;
 }
 
 const PROXY_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"] as const;
@@ -34,21 +37,23 @@ function rawPathAndQuery(request: FastifyRequest, sessionId: string): { path: st
 
 export async function sessionRoutes(
   app: FastifyInstance,
-  { links, metrics, tokens }: SessionRoutesOptions,
+  { links, metrics, tokens, door }: SessionRoutesOptions,
 ): Promise<void> {
   const n = links.size;
   type IdRequest = FastifyRequest<{ Params: { id: string } }>;
   const bySessionId = (op: Extract<ShardOp, "get" | "delete">) => (request: IdRequest, reply: FastifyReply) => {
     const sessionId = request.params.id;
     const body = request.body as Buffer | undefined;
-    return relay(links, shardOf(sessionId, n), request, reply, { op, sessionId }, body, metrics);
+    return relay(links, shardOf(sessionId, n), request, reply, { op, sessionId }, body, { metrics });
   };
   const forward = (op: Extract<ShardOp, "chat" | "samples" | "proxy">) => (request: IdRequest, reply: FastifyReply) => {
     const sessionId = request.params.id;
     const { path, query } = rawPathAndQuery(request, sessionId);
     const shardRequest = { op, sessionId, method: request.method, path, query, headers: request.headers };
     const body = request.body as Buffer | undefined;
-    return relay(links, shardOf(sessionId, n), request, reply, shardRequest, body, metrics);
+    // Only chat turns reach the engine's generation: they alone pass the rollout door.
+    const options = op === "chat" ? { metrics, door } : { metrics };
+    return relay(links, shardOf(sessionId, n), request, reply, shardRequest, body, options);
   };
 
   // The router knows the id, so it writes the created body itself (with the session token
@@ -62,7 +67,7 @@ export async function sessionRoutes(
       return { status: created, body: Buffer.from(JSON.stringify(body)) };
     };
     const op = { op: "create", sessionId } as const;
-    return relay(links, shardOf(sessionId, n), request, reply, op, undefined, metrics, rewrite);
+    return relay(links, shardOf(sessionId, n), request, reply, op, undefined, { metrics, rewrite });
   };
   app.post("/sessions", (request, reply) => create(mintSessionId(), 200)(request, reply));
   app.put("/sessions/:id", (request: IdRequest, reply) => create(request.params.id, 201)(request, reply));

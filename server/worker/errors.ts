@@ -12,3 +12,14 @@ export class ShardRequestError extends WorkerError {
     super("TITO_ERR_SHARD_REQUEST", 500, `shard request not understood: ${problem}`);
   }
 }
+
+/** A pause with in_flight "abort" (POST /admin/pause) stopped this chat turn before it committed; retryable. */
+export class TurnAbortedError extends WorkerError {
+  constructor() {
+    super(
+      "TITO_ERR_TURN_ABORTED",
+      503,
+      "turn aborted: the server paused for a weight update (in_flight abort) and nothing was committed; send the same request again after resume",
+    );
+  }
+}

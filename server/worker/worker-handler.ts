@@ -2,11 +2,12 @@
 // core operation, and the core's {status, headers, body} goes back as the reply. The ops
 // and their metadata are server/shard-protocol.ts; a frame that is not one of them is
 // answered with a coded error (ShardRequestError), never a crash. The worker trusts the
-// router's routing; it knows nothing of HTTP servers.
+// router's routing; it knows nothing of HTTP servers. It keeps its chat turns in flight,
+// so a pause with in_flight "abort" (op abort-turns) can stop them before they commit.
 import type { Handler, IncomingBody, Reply } from "../../transport/index.ts";
-import type { CoreRequest, CoreResponse, SessionCore } from "../../sessions/index.ts";
+import { errorResponse, type CoreRequest, type CoreResponse, type SessionCore } from "../../sessions/index.ts";
 import { readShardRequest, type ListPage, type ShardReply, type ShardRequest } from "../shard-protocol.ts";
-import { ShardRequestError } from "./errors.ts";
+import { ShardRequestError, TurnAbortedError } from "./errors.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
 
 type ForwardRequest = Extract<ShardRequest, { method: string }>;
@@ -35,7 +36,35 @@ async function coreRequest(request: ForwardRequest, body: IncomingBody): Promise
   };
 }
 
+/** Seconds a client should wait before sending an aborted turn again (the router's Retry-After too). */
+const RETRY_AFTER_S = "1";
+
+/**
+ * Runs one chat turn that abort-turns can stop: registered before its first await, so an
+ * abort-turns behind it on the channel finds it. Stopped before its commit, it answers a
+ * retryable 503; a turn that committed first answers as it did (the commit decides, under
+ * the session lock: session-core.ts).
+ */
+async function abortableTurn(
+  turns: Set<AbortController>,
+  caller: AbortSignal,
+  run: (signal: AbortSignal) => Promise<CoreResponse>,
+): Promise<CoreResponse> {
+  const pause = new AbortController();
+  turns.add(pause);
+  try {
+    const res = await run(AbortSignal.any([caller, pause.signal]));
+    if (!pause.signal.aborted || res.status === 200) return res;
+    const aborted = errorResponse(new TurnAbortedError());
+    aborted.headers["retry-after"] = RETRY_AFTER_S;
+    return aborted;
+  } finally {
+    turns.delete(pause);
+  }
+}
+
 export function workerHandler(core: SessionCore, metrics: WorkerMetrics): Handler {
+  const turns = new Set<AbortController>();
   return async (req) => {
     const read = readShardRequest(req.meta);
     // Checked before anything is counted, so a bad op never becomes a metrics label.
@@ -58,7 +87,18 @@ export function workerHandler(core: SessionCore, metrics: WorkerMetrics): Handle
       case "delete":
         return track(() => core.delete(request.sessionId));
       case "chat":
-        return track(async () => core.chat(request.sessionId, await coreRequest(request, req.body), req.signal));
+        return track(() =>
+          abortableTurn(turns, req.signal, async (signal) =>
+            core.chat(request.sessionId, await coreRequest(request, req.body), signal, {
+              weightVersion: request.weightVersion ?? null,
+            }),
+          ),
+        );
+      case "abort-turns": {
+        const aborted = turns.size;
+        for (const turn of turns) turn.abort(new TurnAbortedError());
+        return toReply(jsonResponse(200, { aborted }));
+      }
       case "samples":
         return track(async () => core.samples(request.sessionId, await coreRequest(request, req.body)));
       case "proxy":

@@ -21,7 +21,7 @@ import { WorkerMetrics } from "./worker-metrics.ts";
 /** What the host passes a worker: the session core's plain options, its engine, and its shard. */
 export type WorkerConfig = Omit<
   SessionCoreOptions,
-  "engine" | "tokenizerFolder" | "notFoundHint" | "logger" | "recordStore"
+  "engine" | "tokenizerFolder" | "notFoundHint" | "logger" | "recordStore" | "onSessionExpired"
 > & {
   engineUrl: string;
   engineApi: EngineApi;
@@ -64,7 +64,16 @@ async function openStore(): Promise<RecordStore> {
 }
 
 const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
-  const { tokenizerDir, titoFamily, chatTemplateKwargs, allowedAppendRoles, index, epoch, durability } = config;
+  const {
+    tokenizerDir,
+    titoFamily,
+    chatTemplateKwargs,
+    allowedAppendRoles,
+    index,
+    epoch,
+    durability,
+    sessionIdleTtlS,
+  } = config;
   const engine = createEngine({
     api: config.engineApi,
     engineUrl: config.engineUrl,
@@ -91,6 +100,8 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
         : undefined,
     logger,
     recordStore,
+    sessionIdleTtlS,
+    onSessionExpired: metrics.sessionExpired,
   };
 };
 const metrics = new WorkerMetrics(config.index, () => core.sessionCount());

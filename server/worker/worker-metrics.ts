@@ -14,6 +14,7 @@ export class WorkerMetrics {
   readonly #replyBytes: Counter<"op">;
   readonly #inflight: Gauge;
   readonly #malformedToolCalls: Counter;
+  readonly #expired: Counter;
 
   constructor(shard: number, sessionCount: () => number) {
     this.registry.setDefaultLabels({ shard: String(shard) });
@@ -43,6 +44,11 @@ export class WorkerMetrics {
       help: "Tool-call blocks in token-level completions that did not parse (left in the content).",
       registers,
     });
+    this.#expired = new Counter({
+      name: "tito_sessions_expired_total",
+      help: "Sessions deleted for being idle longer than --session-idle-ttl-s.",
+      registers,
+    });
     this.#inflight = new Gauge({
       name: "tito_worker_inflight_requests",
       help: "Requests the worker is handling now.",
@@ -60,6 +66,10 @@ export class WorkerMetrics {
 
   observeUpstream = (o: UpstreamObservation): void => {
     this.#engine.observe({ path: o.path, status: String(o.status) }, o.seconds);
+  };
+
+  sessionExpired = (): void => {
+    this.#expired.inc();
   };
 
   observeMalformedToolCalls = (count: number): void => {

@@ -37,13 +37,18 @@ export interface TurnMeta {
   assistant: ChatMessage;
   /** The prompt's messages and tools, when the request sent upstream does not carry them. */
   conversation?: { messages: readonly ChatMessage[]; tools?: readonly unknown[] };
+  /** The weight version the turn was sent under; absent when none was set (and in journals from before it). */
+  weightVersion?: string;
+  /** The engine's `meta_info.weight_version`, when it reported one. */
+  engineWeightVersion?: string;
 }
 
 export type EntryMeta =
   | { kind: typeof EntryKind.CREATE; id: string }
   | ({ kind: typeof EntryKind.TURN } & TurnMeta)
   | { kind: typeof EntryKind.TRUNCATE; id: string; count: number }
-  | { kind: typeof EntryKind.DELETE; id: string };
+  // `reason` "expired": idle expiry; absent for a client's DELETE (and in journals from before expiry).
+  | { kind: typeof EntryKind.DELETE; id: string; reason?: "expired" };
 
 /** Payload bytes whose CRC-32 is already known (computed as they arrived): not read again to encode them. */
 export interface ChecksummedBytes {

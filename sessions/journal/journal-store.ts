@@ -15,6 +15,8 @@ import {
   recordHead,
   recordMiddle,
   recordSeparator,
+  type DeleteReason,
+  type RecordFields,
   type RecordStore,
   type ReplayVisitor,
   type TurnRecord,
@@ -23,11 +25,7 @@ import {
 import { RecordStream, type BodyPart } from "./record-stream.ts";
 import assert from "node:assert";
 
-interface RecordLocation {
-  timestamp: number;
-  method: string;
-  path: string;
-  statusCode: number;
+interface RecordLocation extends RecordFields {
   segment: Segment;
   /** Absolute offset of the request bytes; the reply bytes follow them. */
   requestAt: number;
@@ -41,6 +39,8 @@ class SessionEntry implements SegmentUser {
   records: RecordLocation[] = [];
   /** The segment holding this session's delete entry. */
   tombstone: Segment | undefined;
+  /** Why it was deleted; a delete entry written again keeps it. */
+  reason: DeleteReason | undefined;
   constructor(readonly id: string) {}
 }
 
@@ -118,6 +118,9 @@ export class JournalRecordStore implements RecordStore {
       completionIds: turn.completionIds,
       assistant: turn.assistant,
       ...(turn.conversation === undefined ? {} : { conversation: turn.conversation }),
+      // Written only when set, so a turn without them is the entry older code wrote.
+      ...(typeof record.weightVersion === "string" ? { weightVersion: record.weightVersion } : {}),
+      ...(record.engineWeightVersion === undefined ? {} : { engineWeightVersion: record.engineWeightVersion }),
     };
     const response =
       record.responseCrc === undefined ? record.response : [{ parts: record.response, crc: record.responseCrc }];
@@ -142,10 +145,10 @@ export class JournalRecordStore implements RecordStore {
     note(entry, segment);
   }
 
-  async drop(sessionId: string): Promise<void> {
+  async drop(sessionId: string, reason?: DeleteReason): Promise<void> {
     const entry = this.#live(sessionId);
-    const { segment } = await this.#log.append(encodeEntry({ kind: EntryKind.DELETE, id: sessionId }));
-    kill(entry, segment);
+    const { segment } = await this.#log.append(encodeEntry(deleteMeta(sessionId, reason)));
+    kill(entry, segment, reason);
     await this.compact([...entry.segments, segment]);
   }
 
@@ -241,7 +244,7 @@ export class JournalRecordStore implements RecordStore {
       if (![...user.segments].some((other) => other !== segment)) continue;
       // The id was created again since: a delete written now would hit the new session.
       if (this.#sessions.get(user.id) !== user) return false;
-      const { segment: to } = await this.#log.append(encodeEntry({ kind: EntryKind.DELETE, id: user.id }));
+      const { segment: to } = await this.#log.append(encodeEntry(deleteMeta(user.id, user.reason)));
       segment.tombstones.delete(user);
       user.tombstone = to;
       to.tombstones.add(user);
@@ -262,10 +265,15 @@ export class JournalRecordStore implements RecordStore {
       return;
     }
     if (meta.kind === EntryKind.DELETE) {
-      // A delete whose session left nothing behind (its entries were compacted) is moot.
-      if (!entry) return;
-      if (!entry.dead) visitor.deleted(meta.id);
-      kill(entry, segment);
+      const reason = meta.reason === "expired" ? meta.reason : undefined;
+      // A delete whose session left nothing behind (its entries were compacted) is moot,
+      // but an expiry is still worth remembering: a later request hears "expired".
+      if (!entry) {
+        if (reason) visitor.deleted(meta.id, reason);
+        return;
+      }
+      if (!entry.dead) visitor.deleted(meta.id, reason);
+      kill(entry, segment, reason);
       return;
     }
     if (!entry) {
@@ -317,15 +325,24 @@ function note(entry: SessionEntry, segment: Segment): void {
   segment.data.add(entry);
 }
 
-function kill(entry: SessionEntry, tombstone: Segment): void {
+function kill(entry: SessionEntry, tombstone: Segment, reason: DeleteReason | undefined): void {
   entry.dead = true;
   entry.records = [];
   entry.tombstone = tombstone;
+  entry.reason = reason;
   tombstone.tombstones.add(entry);
 }
 
-function locationFields(r: { timestamp: number; method: string; path: string; statusCode: number }) {
-  return { timestamp: r.timestamp, method: r.method, path: r.path, statusCode: r.statusCode };
+function deleteMeta(id: string, reason: DeleteReason | undefined): EntryMeta {
+  return reason === undefined ? { kind: EntryKind.DELETE, id } : { kind: EntryKind.DELETE, id, reason };
+}
+
+/** A record's fields as kept beside its location; a version of the wrong type (not ours) reads as none. */
+function locationFields(r: RecordFields): RecordFields {
+  const fields: RecordFields = { timestamp: r.timestamp, method: r.method, path: r.path, statusCode: r.statusCode };
+  if (typeof r.weightVersion === "string") fields.weightVersion = r.weightVersion;
+  if (typeof r.engineWeightVersion === "string") fields.engineWeightVersion = r.engineWeightVersion;
+  return fields;
 }
 
 async function readRange(segment: Segment, position: number, length: number): Promise<Buffer> {

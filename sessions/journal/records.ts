@@ -18,7 +18,14 @@ export interface TurnRecord {
   response: readonly Buffer[];
   /** CRC-32 of the response bytes, when known (a journal then need not read them again). */
   responseCrc?: number;
+  /** The policy version current when the router sent the turn (docs/rl-loop.md); null or absent: none was set. */
+  weightVersion?: string | null;
+  /** The engine's own `meta_info.weight_version`, when its reply carried one. */
+  engineWeightVersion?: string;
 }
+
+/** Why a session was deleted: by a client (DELETE), or for being idle (--session-idle-ttl-s). */
+export type DeleteReason = "expired";
 
 /**
  * What a journal needs, besides the record, to rebuild a committed turn on replay. A chat
@@ -44,7 +51,8 @@ export interface ReplayVisitor {
   created(sessionId: string): void;
   committed(sessionId: string, turn: ReplayedTurn): void;
   truncated(sessionId: string, count: number): void;
-  deleted(sessionId: string): void;
+  /** `reason` is absent for a client's DELETE (and in journals from before expiry). */
+  deleted(sessionId: string, reason?: DeleteReason): void;
 }
 
 /**
@@ -61,7 +69,7 @@ export interface RecordStore {
   append(sessionId: string, record: TurnRecord, turn: TurnState): Promise<void>;
   /** Keeps the first `count` records (a rollback). */
   truncate(sessionId: string, count: number): Promise<void>;
-  drop(sessionId: string): Promise<void>;
+  drop(sessionId: string, reason?: DeleteReason): Promise<void>;
   /** Every record read back whole (training samples); a journal reads them from disk. */
   list(sessionId: string): Promise<TurnRecord[]>;
   /** `head`, the records as JSON array members, then `tail`: as of now, later changes unseen. */
@@ -110,11 +118,22 @@ export class MemoryRecordStore implements RecordStore {
 
 const COMMA = Buffer.from(",");
 
+/** The fields of a record besides its request and response bytes. */
+export type RecordFields = Pick<
+  TurnRecord,
+  "timestamp" | "method" | "path" | "statusCode" | "weightVersion" | "engineWeightVersion"
+>;
+
 /** A record's JSON up to its request bytes; `recordMiddle` goes between request and response. */
-export function recordHead(record: Pick<TurnRecord, "timestamp" | "method" | "path" | "statusCode">): Buffer {
+export function recordHead(record: RecordFields): Buffer {
+  const engine =
+    record.engineWeightVersion === undefined
+      ? ""
+      : `"engine_weight_version":${JSON.stringify(record.engineWeightVersion)},`;
   return Buffer.from(
     `{"timestamp":${JSON.stringify(record.timestamp)},"method":${JSON.stringify(record.method)},` +
-      `"path":${JSON.stringify(record.path)},"status_code":${record.statusCode},"request":`,
+      `"path":${JSON.stringify(record.path)},"status_code":${record.statusCode},` +
+      `"weight_version":${JSON.stringify(record.weightVersion ?? null)},${engine}"request":`,
   );
 }
 export const recordMiddle = Buffer.from(',"response":');

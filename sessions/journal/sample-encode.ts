@@ -15,6 +15,8 @@ export interface TrainingSample {
   /** Over the response: the engine's logprob of each generated token, 0 elsewhere. */
   rollout_log_probs: number[];
   turns: SampleTurn[];
+  /** The weight version of the first turn (the stalest; turns are sent in order), null when it has none. */
+  oldest_weight_version: string | null;
   /** tokens.length - 1 rows of int32 (layers x top-k per token), when routing replay was on. */
   rollout_routed_experts?: number[][];
 }
@@ -38,13 +40,13 @@ function routedJsonChunks(data: Int32Array, rows: number, width: number): Buffer
   return chunks;
 }
 
-/** `{"session_id", "status", "response_length", "tokens", "loss_mask", "rollout_log_probs", "turns"[, "rollout_routed_experts"]}`. */
+/** `{"session_id", "status", "response_length", "tokens", "loss_mask", "rollout_log_probs", "turns", "oldest_weight_version"[, "rollout_routed_experts"]}`. */
 export function sampleJson(sample: Sample): EncodedSample {
   const head =
     `{"session_id":${JSON.stringify(sample.sessionId)},"status":${JSON.stringify(sample.status)},` +
     `"response_length":${sample.responseLength},"tokens":${JSON.stringify(sample.tokens)},` +
     `"loss_mask":[${sample.lossMask.join(",")}],"rollout_log_probs":${JSON.stringify(sample.logProbs)},` +
-    `"turns":${JSON.stringify(sample.turns)}`;
+    `"turns":${JSON.stringify(sample.turns)},"oldest_weight_version":${JSON.stringify(sample.oldestWeightVersion)}`;
   const body: Buffer[] = [Buffer.from(head)];
   const routed = sample.routedExperts;
   if (routed) {
@@ -59,8 +61,8 @@ export function sampleJson(sample: Sample): EncodedSample {
 /**
  * Tensors `tokens` (I64 [n]), `rollout_log_probs` (F32 [response_length]),
  * `rollout_routed_experts` (I32 [n - 1, width], when present), `loss_mask` (U8
- * [response_length]); `__metadata__` holds session_id, status, response_length and
- * turns (JSON), all as strings.
+ * [response_length]); `__metadata__` holds session_id, status, response_length,
+ * turns (JSON) and oldest_weight_version (when there is one), all as strings.
  */
 export function sampleSafetensors(sample: Sample): EncodedSample {
   const tensors: Record<string, Tensor> = {
@@ -75,6 +77,8 @@ export function sampleSafetensors(sample: Sample): EncodedSample {
     status: sample.status,
     response_length: String(sample.responseLength),
     turns: JSON.stringify(sample.turns),
+    // Metadata values are strings: absent when no turn has a version.
+    ...(sample.oldestWeightVersion === null ? {} : { oldest_weight_version: sample.oldestWeightVersion }),
   };
   return { contentType: "application/octet-stream", body: encodeSafetensors(tensors, metadata) };
 }

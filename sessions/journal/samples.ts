@@ -22,6 +22,10 @@ export interface SampleTurn {
   completion_start: number;
   completion_end: number;
   finish_reason: string | null;
+  /** The policy version current when the turn was sent (docs/rl-loop.md); null when none was set. */
+  weight_version: string | null;
+  /** The engine's own `meta_info.weight_version`, when it reported one. */
+  engine_weight_version?: string;
   /** Present (true) on the one turn max_seq_len cut short. */
   truncated?: true;
 }
@@ -35,6 +39,8 @@ export interface Sample {
   lossMask: Uint8Array;
   logProbs: number[];
   turns: SampleTurn[];
+  /** The first listed turn's weight_version: turns are sent in order, so it is the stalest one. */
+  oldestWeightVersion: string | null;
   /** Rows = tokens - 1 (SGLang returns routing for every token but the last generated one). */
   routedExperts?: { data: Int32Array; rows: number; width: number };
 }
@@ -176,12 +182,15 @@ export function buildSample(
     }
     // A turn whose whole completion max_seq_len cut away is not listed.
     if (end > start || end === ends[k]) {
+      const record = records[k]!;
       const entry: SampleTurn = {
         prompt_start: previousEnd,
         completion_start: start,
         completion_end: end,
         finish_reason: facts.finishReason,
+        weight_version: record.weightVersion ?? null,
       };
+      if (record.engineWeightVersion !== undefined) entry.engine_weight_version = record.engineWeightVersion;
       if (end < ends[k]!) entry.truncated = true;
       sampleTurns.push(entry);
     }
@@ -196,6 +205,7 @@ export function buildSample(
     lossMask,
     logProbs,
     turns: sampleTurns,
+    oldestWeightVersion: sampleTurns[0]?.weight_version ?? null,
   };
   // The last kept turn's payload covers every earlier token too: it alone is the sample's.
   if (routed)

@@ -52,8 +52,8 @@ export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { c
     truncated(sessionId, count) {
       registry.get(sessionId).rollbackTo(count);
     },
-    deleted(sessionId) {
-      registry.forget(sessionId);
+    deleted(sessionId, reason) {
+      registry.forget(sessionId, reason);
     },
     counts: () => ({
       sessions: registry.size,

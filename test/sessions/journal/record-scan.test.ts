@@ -243,8 +243,8 @@ test("a sample from vLLM records: the prompt list counts as input ids; no routed
   assert.equal([...sample.lossMask], [1, 1, 1, 0, 0, 0, 0, 1, 1]);
   assert.equal(sample.logProbs, [-0.5, 0, -0.125, 0, 0, 0, 0, -1, 0]);
   assert.equal(sample.turns, [
-    { prompt_start: 0, completion_start: 4, completion_end: 7, finish_reason: "stop" },
-    { prompt_start: 7, completion_start: 11, completion_end: 13, finish_reason: "stop" },
+    { prompt_start: 0, completion_start: 4, completion_end: 7, finish_reason: "stop", weight_version: null },
+    { prompt_start: 7, completion_start: 11, completion_end: 13, finish_reason: "stop", weight_version: null },
   ]);
   assert.is(sample.routedExperts, undefined);
 });

@@ -55,8 +55,8 @@ test("a stop id the next prompt replaced is cut from its turn: loss mask 0, the 
   assert.equal([...sample.lossMask], [1, 1, 0, 0, 0, 1, 1]);
   assert.equal(sample.logProbs, [-1, -2, 0, 0, 0, -4, -5]);
   assert.equal(sample.turns, [
-    { prompt_start: 0, completion_start: 3, completion_end: 5, finish_reason: "stop" },
-    { prompt_start: 5, completion_start: 8, completion_end: 10, finish_reason: "stop" },
+    { prompt_start: 0, completion_start: 3, completion_end: 5, finish_reason: "stop", weight_version: null },
+    { prompt_start: 5, completion_start: 8, completion_end: 10, finish_reason: "stop", weight_version: null },
   ]);
   assert.is(sample.status, "completed");
 });
@@ -91,7 +91,7 @@ test("max_seq_len counts a cut turn by where it ends in the sample", () => {
   // 5 tokens: all of turn 0 the sample keeps (its stop id is not in the sample), nothing of turn 1.
   const five = buildSample("s", turns, records, 5, 1);
   assert.equal(five.tokens, [1, 2, 3, 11, 12]);
-  assert.equal(five.turns, [{ prompt_start: 0, completion_start: 3, completion_end: 5, finish_reason: "stop" }]);
+  assert.equal(five.turns, [{ prompt_start: 0, completion_start: 3, completion_end: 5, finish_reason: "stop", weight_version: null }]);
   assert.is(five.status, "truncated");
   // 9 tokens: turn 1 cut inside its completion.
   const nine = buildSample("s", turns, records, 9, 1);
@@ -100,6 +100,7 @@ test("max_seq_len counts a cut turn by where it ends in the sample", () => {
     completion_start: 8,
     completion_end: 9,
     finish_reason: "stop",
+    weight_version: null,
     truncated: true,
   });
 });

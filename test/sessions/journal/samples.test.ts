@@ -71,6 +71,7 @@ function expectedFromRecords(records: SessionRecord[]) {
       completion_start: input.length,
       completion_end: input.length + entries.length,
       finish_reason: rec.response.choices[0].finish_reason,
+      weight_version: rec.weight_version,
     });
     tokens = [...input, ...entries.map((e) => e[1])];
     end = tokens.length;
@@ -234,6 +235,7 @@ test("bad requests are 400, unknown sessions 404", async () => {
     loss_mask: [],
     rollout_log_probs: [],
     turns: [],
+    oldest_weight_version: null,
   });
   await core.delete(id);
   const gone = await core.samples(id, req(""));

@@ -1,0 +1,85 @@
+// The admin routes of the RL loop (docs/rl-loop.md; docs/http.md, "Admin"): POST
+// /admin/pause closes the rollout door, POST /admin/resume sets the weight version and
+// opens it, GET /admin/rollout tells where it stands. With --auth-token they take only the
+// admin token: the auth hook lets a session token past nothing but chat and allowlisted
+// proxy GETs. Their small JSON bodies are the router's own API, read here; a session's
+// request and reply bodies never are.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Channel } from "../../transport/index.ts";
+import { requestShard } from "../shard-protocol.ts";
+import { InvalidAdminRequestError } from "./errors.ts";
+import { IN_FLIGHT_MODES, type InFlightMode, type RolloutDoor } from "./rollout-door.ts";
+import { sendError } from "./router-relay.ts";
+
+/** How long a pause with in_flight "abort" waits for one worker to take the abort. */
+const ABORT_TIMEOUT_MS = 5_000;
+const MAX_VERSION_CHARS = 256;
+
+/** The body as a JSON object with only `allowed` keys ({} when empty); throws InvalidAdminRequestError. */
+function adminBody(raw: unknown, allowed: readonly string[]): Record<string, unknown> {
+  const text = Buffer.isBuffer(raw) ? raw.toString("utf8").trim() : "";
+  if (text === "") return {};
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (err) {
+    throw new InvalidAdminRequestError(`the body is not JSON: ${(err as Error).message}`);
+  }
+  if (!body || typeof body !== "object" || Array.isArray(body))
+    throw new InvalidAdminRequestError("the body must be a JSON object");
+  const unknown = Object.keys(body).filter((k) => !allowed.includes(k));
+  if (unknown.length > 0)
+    throw new InvalidAdminRequestError(`unknown key ${unknown.join(", ")} (allowed: ${allowed.join(", ")})`);
+  return body as Record<string, unknown>;
+}
+
+/** Tells each worker to abort its chat turns in flight; a worker that is gone has failed them already. */
+async function abortTurns(channels: Channel[]): Promise<void> {
+  await Promise.allSettled(
+    channels.map(async (channel) => {
+      const res = await requestShard(channel, { op: "abort-turns" }, undefined, AbortSignal.timeout(ABORT_TIMEOUT_MS));
+      await res.body.collect();
+    }),
+  );
+}
+
+export async function adminRoutes(app: FastifyInstance, { door }: { door: RolloutDoor }): Promise<void> {
+  const refuse = (reply: FastifyReply, err: unknown) => {
+    if (err instanceof InvalidAdminRequestError) return sendError(reply, err.status, err.message);
+    throw err;
+  };
+
+  app.post("/admin/pause", async (request: FastifyRequest, reply) => {
+    let mode: InFlightMode;
+    try {
+      const given = adminBody(request.body, ["in_flight"]).in_flight ?? "drain";
+      if (!IN_FLIGHT_MODES.includes(given as InFlightMode))
+        throw new InvalidAdminRequestError(
+          `in_flight must be one of ${IN_FLIGHT_MODES.join(", ")}, got ${JSON.stringify(given)}`,
+        );
+      mode = given as InFlightMode;
+    } catch (err) {
+      return refuse(reply, err);
+    }
+    const outcome = await door.pause(mode, abortTurns);
+    return reply.send({ ...outcome, ...door.status() });
+  });
+
+  app.post("/admin/resume", async (request: FastifyRequest, reply) => {
+    let version: string;
+    try {
+      const given = adminBody(request.body, ["weight_version"]).weight_version;
+      if (typeof given !== "string" || given === "" || given.length > MAX_VERSION_CHARS)
+        throw new InvalidAdminRequestError(
+          `weight_version must be a non-empty string of at most ${MAX_VERSION_CHARS} characters, got ${JSON.stringify(given ?? null)}`,
+        );
+      version = given;
+    } catch (err) {
+      return refuse(reply, err);
+    }
+    const outcome = await door.resume(version);
+    return reply.send({ ...outcome, ...door.status() });
+  });
+
+  app.get("/admin/rollout", async (_request, reply) => reply.send(door.status()));
+}
