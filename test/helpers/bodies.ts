@@ -79,6 +79,10 @@ export interface SessionRecord {
   method: string;
   path: string;
   status_code: number;
+  /** The weight version current when the turn was sent; null when none was set. */
+  weight_version: string | null;
+  /** The engine's meta_info.weight_version, when it reported one. */
+  engine_weight_version?: string;
   request: UpstreamChatBody;
   response: ChatCompletion;
 }
@@ -101,6 +105,8 @@ export interface SampleTurnBody {
   completion_start: number;
   completion_end: number;
   finish_reason: string | null;
+  weight_version: string | null;
+  engine_weight_version?: string;
   truncated?: true;
 }
 
@@ -113,6 +119,7 @@ export interface SampleBody {
   loss_mask: number[];
   rollout_log_probs: number[];
   turns: SampleTurnBody[];
+  oldest_weight_version: string | null;
   /** Only with routing replay: `tokens.length - 1` rows. */
   rollout_routed_experts?: number[][];
 }
