@@ -91,7 +91,9 @@ test("max_seq_len counts a cut turn by where it ends in the sample", () => {
   // 5 tokens: all of turn 0 the sample keeps (its stop id is not in the sample), nothing of turn 1.
   const five = buildSample("s", turns, records, 5, 1);
   assert.equal(five.tokens, [1, 2, 3, 11, 12]);
-  assert.equal(five.turns, [{ prompt_start: 0, completion_start: 3, completion_end: 5, finish_reason: "stop", weight_version: null }]);
+  assert.equal(five.turns, [
+    { prompt_start: 0, completion_start: 3, completion_end: 5, finish_reason: "stop", weight_version: null },
+  ]);
   assert.is(five.status, "truncated");
   // 9 tokens: turn 1 cut inside its completion.
   const nine = buildSample("s", turns, records, 9, 1);
