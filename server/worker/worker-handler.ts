@@ -5,7 +5,7 @@
 // router's routing; it knows nothing of HTTP servers. It keeps its chat turns in flight,
 // so a pause with in_flight "abort" (op abort-turns) can stop them before they commit.
 import type { Handler, IncomingBody, Reply } from "../../transport/index.ts";
-import { errorResponse, type CoreRequest, type CoreResponse, type SessionCore } from "../../sessions/index.ts";
+import type { CoreRequest, CoreResponse, SessionCore } from "../../sessions/index.ts";
 import { readShardRequest, type ListPage, type ShardReply, type ShardRequest } from "../shard-protocol.ts";
 import { ShardRequestError, TurnAbortedError } from "./errors.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
@@ -55,7 +55,8 @@ async function abortableTurn(
   try {
     const res = await run(AbortSignal.any([caller, pause.signal]));
     if (!pause.signal.aborted || res.status === 200) return res;
-    const aborted = errorResponse(new TurnAbortedError());
+    const err = new TurnAbortedError();
+    const aborted = jsonResponse(err.status, { error: err.message });
     aborted.headers["retry-after"] = RETRY_AFTER_S;
     return aborted;
   } finally {
