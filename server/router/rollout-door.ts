@@ -237,7 +237,7 @@ export class RolloutDoor {
   #enqueue(turns: DoorTurn[], atFront: boolean): void {
     for (const turn of turns) {
       turn.hold();
-      turn.timer = setTimeout(() => this.#timeout(turn), this.#holdTimeoutMs).unref();
+      turn.timer = setTimeout(() => this.#timeout(turn), this.#holdTimeoutMs);
     }
     this.#queue = atFront ? [...turns, ...this.#queue] : [...this.#queue, ...turns];
   }
