@@ -2,6 +2,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { EngineReplyError } from "../../sessions/errors.ts";
 import { scanReply, R3_KEYS } from "../../engine/reply-scan.ts";
+import { scanGenerateReply } from "../../engine/sglang-generate.ts";
 
 /** What the client copy must equal: JSON.parse of the reply with every choice's R3 keys deleted. */
 function expectedClient(text: string): unknown {
@@ -271,6 +272,37 @@ test("a 16 MiB routed_experts string is cut without touching other bytes", () =>
     s.clientBody.every((b) => b.length === 1 || b.buffer === body.buffer),
     "views into the original bytes, not copies",
   );
+});
+
+test("the engine's weight_version: choices[0].meta_info first, else metadata; /generate's meta_info", () => {
+  const reply = (meta: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({
+      ...extra,
+      choices: [
+        {
+          message: { role: "assistant", content: "hi" },
+          meta_info: { output_token_logprobs: [[-0.5, 7]], completion_tokens: 1, ...meta },
+        },
+      ],
+    });
+  const version = (text: string) => scanReply(chunked(Buffer.from(text), ++checks)).engineWeightVersion;
+  assert.is(version(reply({ weight_version: "step-12" })), "step-12");
+  assert.is(version(reply({ weight_version: 12 })), "12", "a number is taken as its text");
+  assert.is(version(reply({}, { metadata: { weight_version: "default" } })), "default");
+  assert.is(version(reply({ weight_version: "a" }, { metadata: { weight_version: "b" } })), "a");
+  assert.is(version(reply({ weight_version: null })), undefined);
+  assert.is(version(reply({})), undefined);
+  const generate = (meta: Record<string, unknown>) =>
+    scanGenerateReply([
+      Buffer.from(
+        JSON.stringify({
+          text: "hi",
+          meta_info: { output_token_logprobs: [[-0.5, 7, null]], completion_tokens: 1, prompt_tokens: 3, ...meta },
+        }),
+      ),
+    ]).weightVersion;
+  assert.is(generate({ weight_version: "v9" }), "v9");
+  assert.is(generate({}), undefined);
 });
 
 test.run();
