@@ -65,6 +65,22 @@ test("a known op without its fields is refused by name, before the core runs it"
   assert.is(proxy.message, 'shard request not understood: op "proxy" without a valid headers');
   const get = await refused({ op: "get", sessionId: 7 });
   assert.is(get.message, 'shard request not understood: op "get" without a valid sessionId');
+  const versioned = await refused({
+    op: "chat",
+    sessionId: "s",
+    method: "POST",
+    path: "/v1/chat/completions",
+    query: "",
+    headers: {},
+    weightVersion: 3,
+  });
+  assert.is(versioned.message, 'shard request not understood: op "chat" with a weightVersion that is not a string');
+});
+
+test("abort-turns with no turn in flight aborts none", async () => {
+  const res = await requestShard(pair.client, { op: "abort-turns" });
+  assert.is(res.status, 200);
+  assert.equal(await json(res), { aborted: 0 });
 });
 
 test("a refused op is not counted: only known ops become metrics labels", async () => {
