@@ -12,6 +12,8 @@ import { buildRouterApp } from "../../server/router/router-app.ts";
 import { SessionTokens } from "../../server/router/router-auth.ts";
 import { RolloutDoor, type DoorTurn } from "../../server/router/rollout-door.ts";
 import { ShardLinks } from "../../server/router/shard-links.ts";
+import { parseServeArgs } from "../../server/host/cli.ts";
+import { resolveOptions } from "../../server/host/options.ts";
 
 const reports: Array<[RolloutState, RolloutEvent | undefined]> = [];
 const door = (holdTimeoutMs = 60_000, initial?: RolloutState) =>
@@ -191,6 +193,18 @@ test("with --auth-token the admin routes take the admin token only", async () =>
     assert.is((await as("admin-secret")).statusCode, 200, `${url} as the admin`);
   }
   await a.close();
+});
+
+test("--hold-timeout-ms and --session-idle-ttl-s: parsed, defaulted and checked", () => {
+  const parsed = parseServeArgs(["--hold-timeout-ms", "2500", "--session-idle-ttl-s", "3600"], {});
+  assert.ok(parsed !== "help");
+  const options = resolveOptions(parsed, { port: 0 });
+  assert.equal([options.holdTimeoutMs, options.sessionIdleTtlS], [2500, 3600]);
+  const defaults = resolveOptions({}, { port: 0 });
+  assert.equal([defaults.holdTimeoutMs, defaults.sessionIdleTtlS], [600_000, 0]);
+  assert.throws(() => resolveOptions({ holdTimeoutMs: 0 }, { port: 0 }), /holdTimeoutMs must be an integer between 1/);
+  assert.throws(() => resolveOptions({ sessionIdleTtlS: -1 }, { port: 0 }), /sessionIdleTtlS must be an integer/);
+  assert.throws(() => parseServeArgs(["--hold-timeout-ms", "soon"], {}), /--hold-timeout-ms must be a number/);
 });
 
 test.run();
