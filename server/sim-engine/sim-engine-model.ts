@@ -40,7 +40,10 @@ export function simModel(folder: TokenizerFolder, titoFamily?: string): SimModel
   }
   const stop = family.stopTokens[0];
   const stopId = (stop === undefined ? undefined : folder.tokenId(stop)) ?? eosIdOf(folder);
-  const renderer = family.renderer ?? jinjaRenderer(folder, family.template);
+  // A real engine renders messages with the model's own template; a folder that ships none
+  // (DeepSeek V3.2/V4) falls back to the family's renderer.
+  const renderer =
+    folder.chatTemplate !== "" ? jinjaRenderer(folder) : (family.renderer ?? jinjaRenderer(folder, family.template));
   return { folder, family, stopId, renderer };
 }
 

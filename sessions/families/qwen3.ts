@@ -24,12 +24,16 @@ function contentAndCalls(turn: AssistantTurn): string {
 
 /**
  * Qwen3 after `<|im_start|>assistant\n`: the think block the template writes for every
- * assistant (clear_thinking=false), empty when the turn has no reasoning, then content and
+ * assistant (clear_thinking=false; empty for reasoning_content ""), then content and
  * calls. With enable_thinking=false the generation prompt already wrote an empty block.
  */
 function formatQwen3(turn: AssistantTurn, kwargs?: Readonly<Record<string, unknown>>): string {
+  // A turn given without reasoning_content is written without a block (a model asked not
+  // to reason, like the simulated engine's chat route); "" writes the empty block.
   const think =
-    kwargs?.enable_thinking === false ? "" : `<think>\n${stripNewlines(turn.reasoning_content ?? "")}\n</think>\n\n`;
+    kwargs?.enable_thinking === false || turn.reasoning_content === undefined
+      ? ""
+      : `<think>\n${stripNewlines(turn.reasoning_content)}\n</think>\n\n`;
   return think + contentAndCalls(turn);
 }
 

@@ -221,11 +221,13 @@ test("round trip: formatCompletion is what the template renders after the prompt
     );
     assert.is(mine([...history, { role: "assistant", ...message }], false, { ...kwargs }), full);
   }
-  // No reasoning in thinking mode: the model writes an empty block, the template renders one.
-  const plain: AssistantTurn = { content: "Sunny." };
+  // Empty reasoning in thinking mode: the model writes an empty block, the template renders one.
+  const plain: AssistantTurn = { content: "Sunny.", reasoning_content: "" };
   const text = family.formatCompletion(plain, ctx.kwargs);
   assert.is(text, "<think>\n\n</think>\n\nSunny.");
   assert.is(mine([...history, { role: "assistant", ...plain }], false), mine(history, true) + text + "<|im_end|>\n");
+  // A turn given with no reasoning_content at all (a model that does not reason) has no block.
+  assert.is(family.formatCompletion({ content: "Sunny." }, ctx.kwargs), "Sunny.");
 });
 
 test("parser: a malformed block stays in the content and counts; one cut by the length limit does not count", () => {

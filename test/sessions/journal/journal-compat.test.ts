@@ -71,7 +71,11 @@ test("an old journal replays to the same sessions and records, each with weight_
       old.records.map((r) => ({ ...r, weight_version: null })),
       `${id}: the old records, byte for byte, plus the new field`,
     );
-    assert.equal(body.metadata, old.metadata);
+    // The ids are the journal's; the drift report is a fresh re-render with today's family
+    // renderer (qwen3's own template since the fixture was written), so it is not compared.
+    const { tito_session_mismatch: _now, ...ids } = body.metadata;
+    const { tito_session_mismatch: _then, ...oldIds } = old.metadata as Record<string, unknown>;
+    assert.equal(ids, oldIds);
   }
   const deleted = await c.get("deleted");
   assert.equal([deleted.status, (await json(deleted)).error], [404, "session not found: session_id=deleted"]);
