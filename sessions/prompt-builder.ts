@@ -50,10 +50,10 @@ export interface PromptPlan {
   promptIds: number[];
   /**
    * The committed checkpoint promptIds extends (its first ids, less the trailing ones the
-   * family's boundaryDrop left out); undefined on a first turn.
+   * family's boundaryDrop left out); undefined on a first turn (a retried one included).
    */
   base?: readonly number[];
-  /** Turns to keep when the request rolls back one turn; undefined when nothing rolls back. */
+  /** Turns to keep when the request rolls back one turn (0: a retried first turn); undefined when nothing rolls back. */
   rollbackToTurns?: number;
 }
 
@@ -200,16 +200,15 @@ function generationPromptIds(
   return ids;
 }
 
-/** Which committed turns survive when the request diverges from the stored messages. */
+/**
+ * Which committed turns survive when the request diverges from the stored messages: the
+ * last one whose messages the request still matches, or none (the empty session: a
+ * retried first turn). Either way at most one committed turn may be discarded.
+ */
 function planRollback(view: TrajectoryView, matched: number): number {
   const counts = view.turnMessageCounts;
   let keep = counts.length;
   while (keep > 0 && counts[keep - 1]! > matched) keep--;
-  if (keep === 0) {
-    throw new RollbackError(
-      `the request diverges from the session at message index ${matched}, before its first assistant turn`,
-    );
-  }
   const discarded = counts.length - keep;
   if (discarded > 1) {
     throw new RollbackError(
@@ -225,15 +224,14 @@ export function planPrompt(
   request: readonly ChatMessage[],
   tools?: unknown[],
 ): PromptPlan {
-  if (view.checkpoints.length === 0) {
-    const text = renderOrThrow(ctx.renderer, request, { addGenerationPrompt: true, kwargs: ctx.kwargs, tools });
-    return { promptIds: ctx.folder.encode(text) };
-  }
+  if (view.checkpoints.length === 0) return { promptIds: firstTurnIds(ctx, request, tools) };
   const matched = matchingPrefixLength(view.messages, request);
   let keptMessages = view.messages.length;
   let rollbackToTurns: number | undefined;
   if (matched < view.messages.length) {
     rollbackToTurns = planRollback(view, matched);
+    // Back to the empty session: the request is a first turn again.
+    if (rollbackToTurns === 0) return { promptIds: firstTurnIds(ctx, request, tools), rollbackToTurns };
     keptMessages = view.turnMessageCounts[rollbackToTurns - 1]!;
   }
   const appended = request.slice(keptMessages);
@@ -255,6 +253,12 @@ export function planPrompt(
   }
   for (const id of generationPromptIds(ctx, request, tools)) promptIds.push(id);
   return { promptIds, base, rollbackToTurns };
+}
+
+/** A first turn renders the whole conversation, generation prompt included. */
+function firstTurnIds(ctx: PromptContext, request: readonly ChatMessage[], tools?: unknown[]): number[] {
+  const text = renderOrThrow(ctx.renderer, request, { addGenerationPrompt: true, kwargs: ctx.kwargs, tools });
+  return ctx.folder.encode(text);
 }
 
 function lastAssistant(messages: readonly ChatMessage[], before: number): ChatMessage | undefined {

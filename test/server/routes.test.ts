@@ -113,6 +113,31 @@ test("a tool-calling multi-turn conversation is recorded with its exact tokens",
   assert.is(messages.length, 5);
 });
 
+test("a retried first turn (its reply lost) is a rollback to the empty session: one turn, the second try's", async () => {
+  const id = await newSession(base);
+  const messages = [{ role: "user", content: "What is the weather in Lisbon?" }];
+  const first = await chat(base, id, messages, { tools: [WEATHER_TOOL] });
+  assert.is(first.res.status, 200);
+  const again = await chat(base, id, messages, { tools: [WEATHER_TOOL] });
+  assert.is(again.res.status, 200, again.res.text);
+  assert.is.not(again.res.json.id, first.res.json.id, "a new generation, not a replay of the first reply");
+  const got = await call<SessionBody>(base, "GET", `/sessions/${id}`);
+  assert.is(got.json.records.length, 1, "the session holds one turn");
+  assert.is(got.json.records[0].response.id, again.res.json.id, "the record is the second try's");
+  const third = await chat(
+    base,
+    id,
+    [
+      ...messages,
+      again.message!,
+      { role: "tool", tool_call_id: again.message!.tool_calls![0].id, content: '{"temp_c": 19}' },
+    ],
+    { tools: [WEATHER_TOOL] },
+  );
+  assert.is(third.res.status, 200, "the session goes on from the retried turn");
+  assert.is((await call<SessionBody>(base, "GET", `/sessions/${id}`)).json.records.length, 2);
+});
+
 test("chat errors: invalid JSON 400, disallowed role 400, unknown session 404", async () => {
   const id = await newSession(base);
   const badJson = await call<ErrorBody>(base, "POST", `/sessions/${id}/v1/chat/completions`, "{not json");

@@ -129,10 +129,13 @@ test("one-step rollback is accepted, two-step refused", () => {
     () => planPrompt(ctx(), t, tooFar, tools),
     (e: unknown) => e instanceof RollbackError && /rollback failed: .*2 assistant turns/.test((e as Error).message),
   );
-  // Diverging before any assistant turn cannot roll back at all.
+  // Diverging before any assistant turn would discard all three turns.
   assert.throws(
     () => planPrompt(ctx(), t, [{ role: "user", content: "other" }], tools),
-    (e: unknown) => e instanceof RollbackError && (e as RollbackError).status === 400,
+    (e: unknown) =>
+      e instanceof RollbackError &&
+      (e as RollbackError).status === 400 &&
+      /at message index 0, which would discard 3 assistant turns/.test((e as Error).message),
   );
 
   t.rollbackTo(plan.rollbackToTurns!);
@@ -149,6 +152,34 @@ test("a request that only drops the last turn's reply rolls back and regenerates
   play(t, ctx(), r2, { role: "assistant", content: "Sunny." }, "Sunny.");
   const plan = planPrompt(ctx(), t, r2, tools);
   assert.is(plan.rollbackToTurns, 1);
+});
+
+test("a retried first turn rolls back to the empty session and renders as a first turn", () => {
+  const t = new Trajectory("h");
+  play(t, ctx(), m0, callMsg("c1", "Paris"), callText("Paris"));
+  // The client never saw turn 1's reply and sends the same first request again.
+  const again = planPrompt(ctx(), t, m0, tools);
+  assert.is(again.rollbackToTurns, 0);
+  assert.is(again.base, undefined);
+  assert.equal(again.promptIds, folder.encode(renderChat(folder, m0, { tools, addGenerationPrompt: true })));
+  // A different first request (an edited user message) is the same one-turn rollback.
+  const edited = [m0[0]!, { role: "user", content: "Weather in Oslo?" }];
+  const plan = planPrompt(ctx(), t, edited, tools);
+  assert.is(plan.rollbackToTurns, 0);
+  assert.equal(plan.promptIds, folder.encode(renderChat(folder, edited, { tools, addGenerationPrompt: true })));
+  t.rollbackTo(0);
+  assert.is(t.assistantCount, 0);
+  assert.equal(t.messages, []);
+  play(t, ctx(), edited, callMsg("c9", "Oslo"), callText("Oslo"));
+  assert.is(t.assistantCount, 1, "the retried first turn commits on the emptied session");
+
+  // With two turns committed, going back before the first would discard both: refused.
+  const r2 = [...edited, callMsg("c9", "Oslo"), { role: "tool", tool_call_id: "c9", content: "cold" }];
+  play(t, ctx(), r2, { role: "assistant", content: "Cold." }, "Cold.");
+  assert.throws(
+    () => planPrompt(ctx(), t, m0, tools),
+    (e: unknown) => e instanceof RollbackError && /would discard 2 assistant turns/.test((e as Error).message),
+  );
 });
 
 test("commit refuses a trajectory that does not extend the previous checkpoint (500)", () => {
