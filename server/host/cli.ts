@@ -174,19 +174,19 @@ async function serve(argv: string[]): Promise<number> {
     return 0;
   }
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  if (!parsed.engineUrl) log("tito-server: no --engine given: starting the built-in simulated engine");
+  // Said once the server is up: a start refused early (a locked --data-dir) started no engine.
   const server = await startSessionServer({ ...parsed, onEvent: (event) => log(formatEvent(event)) });
   const tree = server.tree();
-  if (!parsed.engineUrl) log(`tito-server: simulated engine at ${server.engineUrl}`);
-  process.stdout.write(
-    `tito-server ready url=${server.url} workers=${tree.shards.length} instance=${tree.instance_id}\n`,
-  );
+  if (!parsed.engineUrl)
+    log(`tito-server: no --engine given: the built-in simulated engine runs at ${server.engineUrl}`);
 
   return new Promise<number>((resolve) => {
     const stop = (signal: string) => {
       log(`tito-server: ${signal}: shutting down`);
       void server.shutdown().then(() => resolve(0));
     };
+    // Before the ready line: a supervisor that signals as soon as it reads the line must
+    // find the handlers in place (the write returns before the next statement runs).
     process.once("SIGINT", () => stop("SIGINT"));
     process.once("SIGTERM", () => stop("SIGTERM"));
     server.on("event", (event) => {
@@ -195,6 +195,9 @@ async function serve(argv: string[]): Promise<number> {
         void server.shutdown().then(() => resolve(1));
       }
     });
+    process.stdout.write(
+      `tito-server ready url=${server.url} workers=${tree.shards.length} instance=${tree.instance_id}\n`,
+    );
   });
 }
 

@@ -16,6 +16,7 @@ import {
   type TreeSnapshot,
 } from "../../actors/index.ts";
 import { lockDataDir, type DataDirLock } from "./data-dir-lock.ts";
+import { makeSocketDir, sweepStaleSocketDirs } from "./socket-dir.ts";
 import type { TrainingSample } from "../../sessions/index.ts";
 import { CreateSessionError, SamplesRequestError } from "./errors.ts";
 import { errorText, httpText } from "./http-text.ts";
@@ -272,26 +273,29 @@ async function waitHealthy(url: string, deadline: number): Promise<void> {
 export async function startSessionServer(options: SessionServerOptions = {}): Promise<SessionServer> {
   const opts = resolveOptions(options, { port: 0 });
   const instanceId = randomBytes(16).toString("hex");
-  const socketDir = mkdtempSync(join(tmpdir(), "tito-sock-"));
-  // A journal directory the caller named is theirs to keep; a default one lives as long as the server.
+  // The data directory's lock comes first: a server that may not run creates nothing.
   let dataDir: string | undefined;
-  let ownDataDir = false;
   let lock: DataDirLock | undefined;
+  if (opts.durability === "journal" && opts.dataDir !== undefined) {
+    mkdirSync((dataDir = resolve(opts.dataDir)), { recursive: true });
+    lock = lockDataDir(dataDir, instanceId);
+  }
+  await sweepStaleSocketDirs();
+  let socketDir: string | undefined;
+  // A journal directory the caller named is theirs to keep; a default one lives as long as the server.
+  let ownDataDir = false;
   let engine: SimEngine | undefined;
   let tree: SupervisionTree | undefined;
   const cleanup = async () => {
     await engine?.close();
-    rmSync(socketDir, { recursive: true, force: true });
+    if (socketDir) rmSync(socketDir, { recursive: true, force: true });
     lock?.release();
     if (ownDataDir && dataDir) rmSync(dataDir, { recursive: true, force: true });
   };
   try {
-    if (opts.durability === "journal") {
-      if (opts.dataDir !== undefined) {
-        mkdirSync((dataDir = resolve(opts.dataDir)), { recursive: true });
-        lock = lockDataDir(dataDir, instanceId);
-      } else [dataDir, ownDataDir] = [mkdtempSync(join(tmpdir(), "tito-data-")), true];
-    }
+    socketDir = makeSocketDir();
+    if (opts.durability === "journal" && dataDir === undefined)
+      [dataDir, ownDataDir] = [mkdtempSync(join(tmpdir(), "tito-data-")), true];
     if (!opts.engineUrl) {
       // Loaded only when needed: with a real engine the host never holds the simulator's
       // HTTP server and tokenizer code.

@@ -40,8 +40,14 @@ export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = 
 }
 
 /** Run the CLI to completion (for --help and bad flags). */
-export function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+export function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const proc = spawn(process.execPath, [BIN, ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env },
+  });
   let stdout = "";
   let stderr = "";
   proc.stdout!.on("data", (d) => (stdout += d));

@@ -1,6 +1,6 @@
 // The real CLI as a child process: ready line, flags, clean shutdown, no orphans,
 // fail-fast exit, and host death taking every child with it.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "uvu";
@@ -133,17 +133,61 @@ test("with --max-restarts 1, two deaths escalate: the CLI prints why and exits n
   assert.equal(await waitGone([...first, ...second], 5_000), []);
 });
 
-test("kill -9 of the host: every child exits within 5 s", async () => {
+test("kill -9 of the host: every child exits within 5 s; the next server sweeps its socket directory", async () => {
   // A killed host cannot remove its socket and data directories: keep them in ours.
   const tmp = join(dir, "host-tmp");
   mkdirSync(tmp);
-  const run = await startCli(["--port", "0", "--workers", "2", "--engine", engine.url, "--log-level", "warn"], {
-    env: { TMPDIR: tmp },
-  });
+  const args = ["--port", "0", "--workers", "2", "--engine", engine.url, "--log-level", "warn"];
+  const run = await startCli(args, { env: { TMPDIR: tmp } });
   const pids = await treePids(run.url);
   run.proc.kill("SIGKILL");
   await run.exit;
   assert.equal(await waitGone(pids, 5_000), []);
+  const left = readdirSync(tmp);
+  const sockDir = left.find((name) => name.startsWith(`tito-sock-${run.proc.pid}-`));
+  assert.ok(sockDir, `the killed host's socket directory is left behind: ${left.join(", ")}`);
+  // (The workers, exiting on their own, close their sockets: what is left is the directory.)
+  const inside = readdirSync(join(tmp, sockDir));
+  assert.ok(
+    inside.every((n) => n.endsWith(".sock")),
+    `nothing but sockets in it: ${inside.join(", ")}`,
+  );
+  const dataDir = left.find((name) => name.startsWith("tito-data-"));
+  assert.ok(dataDir, "and its journal directory");
+
+  const next = await startCli(args, { env: { TMPDIR: tmp } });
+  const now = readdirSync(tmp);
+  assert.not.ok(now.includes(sockDir), "the dead host's socket directory was swept");
+  assert.ok(now.includes(dataDir), "a data directory is never swept");
+  assert.ok(
+    now.some((name) => name.startsWith(`tito-sock-${next.proc.pid}-`)),
+    "the new host has its own",
+  );
+  // At once after the ready line, as a supervisor may: the handlers are in place before it is written.
+  next.proc.kill("SIGTERM");
+  assert.equal(await next.exit, { code: 0, signal: null });
+  assert.not.ok(
+    readdirSync(tmp).some((name) => name.startsWith("tito-sock-")),
+    "a clean shutdown removes its own directory",
+  );
+});
+
+test("a --data-dir locked by a live server is refused before anything starts or prints", async () => {
+  const locked = join(dir, "locked");
+  mkdirSync(locked);
+  writeFileSync(join(locked, "tito-server.lock"), JSON.stringify({ pid: process.pid, instance: "holder" }));
+  const tmp = join(dir, "locked-tmp");
+  mkdirSync(tmp);
+  // No --engine: before the fix, the simulated engine was announced (and started) first.
+  const res = await runCli(["serve", "--port", "0", "--workers", "1", "--data-dir", locked], { TMPDIR: tmp });
+  assert.is(res.code, 1);
+  assert.is(
+    res.stderr,
+    `tito-server: data directory ${locked} is in use by another tito-server (pid ${process.pid}): ` +
+      `one server per --data-dir. If no such server runs (the pid was reused), remove ${join(locked, "tito-server.lock")}\n`,
+  );
+  assert.is(res.stdout, "");
+  assert.equal(readdirSync(tmp), [], "no socket or data directory was made");
 });
 
 test.run();
