@@ -1,0 +1,121 @@
+// Chaos, bounded: 12 agents run tool loops through the HTTP front door for 30 s while a
+// random worker is killed with SIGKILL every few seconds and, now and then, the router.
+// The agents retry what got 502/503 or a connection error (test/helpers/retrying-agent.ts).
+// With the journal (the default durability) no session is lost, so at the end every
+// session's records must be exactly the turns its agent saw answered, in order; no
+// request may have waited past 15 s, and no answer may be a 500 or any other surprise.
+// Random choices come from a seeded generator; the seed is printed for a rerun.
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { randomBytes } from "node:crypto";
+import { startSessionServer, type SessionServer, type SupervisionEvent } from "../../index.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import { RetryingClient, toolLoopSession } from "../helpers/retrying-agent.ts";
+
+const AGENTS = 12;
+const WORKERS = 2;
+const CHAOS_MS = 30_000;
+const TURNS_PER_SESSION = 8;
+const REQUEST_BOUND_MS = 15_000;
+
+let engine: SimEngine;
+let server: SessionServer;
+const events: SupervisionEvent[] = [];
+
+/** mulberry32: a small seeded generator, so a failing run can be replayed. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+test.before(async () => {
+  // A little generation time, so kills land on turns in flight.
+  engine = await startSimEngine({ latencyMs: 15 });
+  server = await startSessionServer({
+    engineUrl: engine.url,
+    workers: WORKERS,
+    allowedAppendRoles: ["tool", "user"],
+    maxRestarts: 1_000, // the point is to survive the kills, not to escalate
+    restartBackoffMs: 50,
+    logLevel: "error",
+    onEvent: (event) => events.push(event),
+  });
+});
+test.after(async () => {
+  await server?.shutdown();
+  await engine?.close();
+});
+
+/** Kills a running child every 2–4 s until `until`: every fourth kill the router, else a random worker. */
+async function killer(random: () => number, until: number): Promise<{ workers: number; router: number }> {
+  const kills = { workers: 0, router: 0 };
+  while (Date.now() + 2_000 < until) {
+    await new Promise((resolve) => setTimeout(resolve, 2_000 + random() * 2_000));
+    const tree = server.tree();
+    const router = (kills.workers + kills.router) % 4 === 2;
+    const child = router ? tree.router : tree.shards[Math.floor(random() * WORKERS)]!;
+    if (child.state !== "running" || !child.pid) continue; // still restarting from the last kill
+    process.kill(child.pid, "SIGKILL");
+    if (router) kills.router++;
+    else kills.workers++;
+  }
+  return kills;
+}
+
+test("12 agents through 30 s of worker and router kills: records are exactly the answered turns", async () => {
+  const seed = Number(process.env.TITO_CHAOS_SEED ?? randomBytes(4).readUInt32LE(0));
+  const random = seeded(seed);
+  const until = Date.now() + CHAOS_MS;
+  const sessions = new Map<string, string[]>();
+  const clients: RetryingClient[] = [];
+  const agent = async (a: number) => {
+    const client = new RetryingClient(server.url, { timeoutMs: REQUEST_BOUND_MS, random: seeded(seed + a + 1) });
+    clients.push(client);
+    for (let s = 0; Date.now() < until; s++) {
+      const id = randomBytes(16).toString("hex");
+      await client.create(id);
+      sessions.set(id, []);
+      const answered = await toolLoopSession(client, id, TURNS_PER_SESSION, a * 100 + s, () => Date.now() >= until);
+      sessions.set(id, answered);
+    }
+  };
+  const [kills] = await Promise.all([killer(random, until), ...Array.from({ length: AGENTS }, (_, a) => agent(a))]);
+
+  const checker = new RetryingClient(server.url, { timeoutMs: REQUEST_BOUND_MS });
+  let exact = 0;
+  for (const [id, answered] of sessions) {
+    const recorded = await checker.recordIds(id);
+    assert.equal(recorded, answered, `session ${id}: records vs the turns its agent saw answered (seed ${seed})`);
+    exact++;
+  }
+  const sum = (pick: (c: RetryingClient) => number) => clients.reduce((n, c) => n + pick(c), 0);
+  const unexpected = [...clients, checker].flatMap((c) => c.stats.unexpected);
+  const turns = sum((c) => c.stats.turns);
+  const statuses: Record<string, number> = {};
+  for (const c of clients)
+    for (const [status, n] of Object.entries(c.stats.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+  const restarts = events.filter((e) => e.kind === "restarted").length;
+  console.log(
+    `chaos (seed ${seed}): ${turns} turns answered in ${sessions.size} sessions, all ${exact} exact; ` +
+      `killed ${kills.workers} workers and the router ${kills.router} times (${restarts} restarts); ` +
+      `${sum((c) => c.stats.retries)} retries, ${sum((c) => c.stats.connectionErrors)} connection errors, ` +
+      `statuses ${JSON.stringify(statuses)}`,
+  );
+  assert.equal(unexpected, [], `no 500, no hang past ${REQUEST_BOUND_MS} ms, no other surprise (seed ${seed})`);
+  assert.is(
+    sum((c) => c.stats.hung),
+    0,
+  );
+  assert.not.ok(statuses["500"], "no 500");
+  assert.ok(kills.workers >= 3 && kills.router >= 1, `kills that mean something: ${JSON.stringify(kills)}`);
+  assert.ok(turns >= 100, `the agents made progress through the chaos: ${turns} turns`);
+  server.check(); // the tree rode it out without escalating
+});
+
+test.run();
