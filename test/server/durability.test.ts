@@ -5,12 +5,24 @@
 // the same --data-dir; a records GET over 700 MiB streams whole (hashed as it arrives,
 // never buffered) with the worker's peak RSS under 1 GiB, before and after a replay;
 // `durability: "memory"` keeps the lost-session 404; a second server on a --data-dir in
-// use is refused. Restarts are awaited as supervision
+// use is refused; a full disk (a small tmpfs, when the test runs as root) fails turns with
+// a 500 naming ENOSPC and changes nothing until space is back. Restarts are awaited as supervision
 // events, never slept on.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import {
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DataDirInUseError, startSessionServer, type SessionServer } from "../../index.ts";
@@ -228,6 +240,78 @@ test("durability memory keeps today's behaviour: a restarted shard's sessions ar
     lost.json.error,
     `session not found: session_id=${id} (shard 0 restarted; sessions created on it before the restart were lost)`,
   );
+});
+
+/** A small tmpfs at `dir` (root only); undefined with the reason when it cannot be mounted. */
+function mountTmpfs(dir: string, size: string): string | undefined {
+  if (process.getuid?.() !== 0) return "not root";
+  try {
+    execFileSync("mount", ["-t", "tmpfs", "-o", `size=${size}`, "tmpfs", dir], { stdio: "pipe" });
+    return undefined;
+  } catch (err) {
+    return (err as Error).message.split("\n")[0];
+  }
+}
+
+/** Fills the file system of `path` with a file there until ENOSPC; returns the file. */
+function fillUp(path: string): string {
+  const fd = openSync(path, "w");
+  const block = Buffer.alloc(4096, 1);
+  try {
+    for (;;) writeSync(fd, block);
+  } catch (err) {
+    assert.is((err as NodeJS.ErrnoException).code, "ENOSPC");
+  } finally {
+    closeSync(fd);
+  }
+  return path;
+}
+
+test("a full disk (a small tmpfs): 500 naming ENOSPC, sessions not advanced, all well once space is back", async () => {
+  const disk = mkdtempSync(join(tmpdir(), "tito-full-disk-"));
+  const why = mountTmpfs(disk, "4m");
+  if (why !== undefined) {
+    console.log(`skipped the full-disk test: cannot mount a tmpfs (${why})`);
+    rmSync(disk, { recursive: true, force: true });
+    return;
+  }
+  try {
+    const dataDir = join(disk, "data");
+    const server = await start({ workers: 1, dataDir, fsync: "every" });
+    const [a, b] = [await newSession(server.url), await newSession(server.url)];
+    const messages = await converse(server.url, a, 1, "disk");
+    const before = await getBody(server.url, a);
+    const filler = fillUp(join(disk, "filler"));
+
+    // Each turn's entry carries a routing-replay reply of 128 KiB: it needs pages the disk has not.
+    messages.push({ role: "user", content: "a turn on a full disk" });
+    const segment = join(dataDir, "shard-0", "00000001.tj");
+    for (const [id, history] of [
+      [a, messages],
+      [b, [{ role: "user", content: "a first turn on a full disk" }]],
+    ] as const) {
+      const full = await chat<ErrorBody>(server.url, id, [...history]);
+      assert.is(full.res.status, 500, full.res.text);
+      assert.is(full.res.json.error, `journal write failed (${segment}): ENOSPC: no space left on device, write`);
+    }
+    assert.is(await getBody(server.url, a), before, "the failed turn left the session as it was");
+    assert.is(JSON.parse(await getBody(server.url, b)).records.length, 0);
+
+    rmSync(filler); // space is back
+    const ok = await chat(server.url, a, messages);
+    assert.is(ok.res.status, 200, ok.res.text);
+    assert.is((await chat(server.url, b, [{ role: "user", content: "a first turn on a full disk" }])).res.status, 200);
+    const after = await getBody(server.url, a);
+    assert.is(JSON.parse(after).records.length, 2, "the same turn went through");
+    // The failed writes were cut off the segment: a replay reads the same sessions back.
+    await killAndAwaitRestart(server, 0);
+    assert.is(await getBody(server.url, a), after);
+    assert.is(JSON.parse(await getBody(server.url, b)).records.length, 1);
+    await server.shutdown();
+  } finally {
+    execFileSync("umount", [disk]);
+    rmSync(disk, { recursive: true, force: true });
+  }
 });
 
 test.run();
