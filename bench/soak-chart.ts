@@ -1,7 +1,7 @@
 // A hand-written SVG chart of the soak (bench/soak.ts), in the manner of rollout-chart.ts:
 // left, each process's resident set over time; right, its open file descriptors; one
 // line per role (a killed worker's incarnations joined), the end of warm-up dashed, and
-// each role's post-warm-up slope in the legend. No dependency, no measuring.
+// each role's post-warm-up slope (and that of its last half) in the legend. No dependency, no measuring.
 import type { RoleVerdict, Sample } from "./soak-sampler.ts";
 
 const W = 1060;
@@ -65,7 +65,7 @@ function legend(series: [string, Sample[]][], verdicts: RoleVerdict[]): string[]
     const x = PAD.left + (i % 4) * 240;
     const y = 58 + Math.floor(i / 4) * 16;
     const detail = v
-      ? ` ${v.rssMiBPerHour.toFixed(1)} MiB/h, ${v.fdsPerHour.toFixed(1)} fd/h${v.basis === "restarted" ? " (per life)" : ""}${v.pass ? "" : " FAIL"}`
+      ? ` ${v.rssMiBPerHour.toFixed(0)} (${v.lateRssMiBPerHour.toFixed(0)}) MiB/h, ${v.fdsPerHour.toFixed(1)} (${v.lateFdsPerHour.toFixed(1)}) fd/h${v.basis === "restarted" ? " per life" : ""}${v.pass ? "" : " FAIL"}`
       : "";
     return [
       `<rect x="${x}" y="${y - 10}" width="12" height="12" fill="${COLORS[i % COLORS.length]}"/>`,

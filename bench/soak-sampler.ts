@@ -5,7 +5,8 @@
 // lived through it, over per-minute floors of RSS (the minimum, so a garbage collector's
 // sawtooth does not read as growth; a leak raises the floor) and per-minute medians of
 // fds; for a role that was killed again and again, over the values each incarnation had
-// just before its end. It only reads /proc; it never signals anything.
+// just before its end. Growth fails the run only when it goes on over the last half of
+// that window too (Thresholds). It only reads /proc; it never signals anything.
 import { readdirSync } from "node:fs";
 import { rssMiB } from "./rollout-proc-stats.ts";
 
@@ -82,11 +83,14 @@ export interface RoleVerdict {
   points: number;
   rssMiBPerHour: number;
   fdsPerHour: number;
+  /** The same slopes over the last half of the post-warm-up window. */
+  lateRssMiBPerHour: number;
+  lateFdsPerHour: number;
   rssFirstMiB: number;
   rssLastMiB: number;
   fdsFirst: number;
   fdsLast: number;
-  /** Fewer than 3 points after warm-up cannot show a trend: reported, not judged. */
+  /** Fewer than 3 points in the last half of the window cannot show a trend: reported, not judged. */
   judged: boolean;
   pass: boolean;
 }
@@ -130,13 +134,23 @@ export function judge(sampler: SoakSampler, fromS: number, limits: Thresholds, b
         if (after[i + 1]!.pid !== after[i]!.pid)
           points.push({ t: after[i]!.t, rss: after[i]!.rssMiB, fds: after[i]!.fds });
     }
-    const perHour = (pick: (p: { t: number; rss: number; fds: number }) => number) =>
-      slope(points.map((p) => ({ x: p.t / 3600, y: pick(p) })));
-    const rssMiBPerHour = perHour((p) => p.rss);
-    const fdsPerHour = perHour((p) => p.fds);
+    type Point = { t: number; rss: number; fds: number };
+    const perHour = (list: Point[], pick: (p: Point) => number) =>
+      slope(list.map((p) => ({ x: p.t / 3600, y: pick(p) })));
+    const rssMiBPerHour = perHour(points, (p) => p.rss);
+    const fdsPerHour = perHour(points, (p) => p.fds);
+    // "Keeps growing": over the whole post-warm-up half, and still over its last half. A
+    // step up that then stays flat (the machine's other load fell, so throughput and the
+    // heaps' working sets rose) fails only the first.
+    const mid = (after[0]!.t + after.at(-1)!.t) / 2;
+    const late = points.filter((p) => p.t >= mid);
+    const lateRssMiBPerHour = perHour(late, (p) => p.rss);
+    const lateFdsPerHour = perHour(late, (p) => p.fds);
     const windowH = (after.at(-1)!.t - after[0]!.t) / 3600;
-    const rssGrows = rssMiBPerHour > limits.rssMiBPerHour && rssMiBPerHour * windowH > limits.rssMinRiseMiB;
-    const fdsGrow = fdsPerHour > limits.fdsPerHour && fdsPerHour * windowH > limits.fdsMinRise;
+    const grows = (rate: number, lateRate: number, limit: number, minRise: number) =>
+      rate > limit && rate * windowH > minRise && lateRate > limit && lateRate * (windowH / 2) > minRise / 2;
+    const rssGrows = grows(rssMiBPerHour, lateRssMiBPerHour, limits.rssMiBPerHour, limits.rssMinRiseMiB);
+    const fdsGrow = grows(fdsPerHour, lateFdsPerHour, limits.fdsPerHour, limits.fdsMinRise);
     out.push({
       role,
       basis: lived ? "lived" : "restarted",
@@ -144,12 +158,14 @@ export function judge(sampler: SoakSampler, fromS: number, limits: Thresholds, b
       points: points.length,
       rssMiBPerHour,
       fdsPerHour,
+      lateRssMiBPerHour,
+      lateFdsPerHour,
       rssFirstMiB: after[0]!.rssMiB,
       rssLastMiB: after.at(-1)!.rssMiB,
       fdsFirst: after[0]!.fds,
       fdsLast: after.at(-1)!.fds,
-      judged: points.length >= 3,
-      pass: points.length < 3 || !(rssGrows || fdsGrow),
+      judged: late.length >= 3,
+      pass: late.length < 3 || !(rssGrows || fdsGrow),
     });
   }
   return out;
