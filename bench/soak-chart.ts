@@ -1,7 +1,8 @@
 // A hand-written SVG chart of the soak (bench/soak.ts), in the manner of rollout-chart.ts:
 // left, each process's resident set over time; right, its open file descriptors; one
 // line per role (a killed worker's incarnations joined), the end of warm-up dashed, and
-// each role's post-warm-up slope (and that of its last half) in the legend. No dependency, no measuring.
+// each role's post-warm-up slope (and that of its last half) in the legend. No
+// dependency, no measuring.
 import type { RoleVerdict, Sample } from "./soak-sampler.ts";
 
 const W = 1060;
