@@ -71,7 +71,9 @@ export class EngineHttpAgent {
         if (!current.done) current.conn?.abort(reason());
       };
       const ok = (res: UpstreamResponse) => {
-        signal?.removeEventListener("abort", onAbort);
+        // A streamed reply can still be aborted while its body comes.
+        if (res.stream !== undefined) res.stream.onSettled(() => signal?.removeEventListener("abort", onAbort));
+        else signal?.removeEventListener("abort", onAbort);
         resolve(res);
       };
       const fail = (err: Error) => {

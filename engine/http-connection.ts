@@ -12,6 +12,7 @@
 // TITO_ENGINE_CONNECT_TIMEOUT) that upstream.ts maps to a coded 502.
 import type { Socket } from "node:net";
 import { httpError, type Exchange } from "./http-exchange.ts";
+import { ReplyStream } from "./reply-stream.ts";
 
 const SCRATCH_BYTES = 16 * 1024;
 export const MAX_HEAD_BYTES = 64 * 1024;
@@ -121,7 +122,13 @@ export class Connection {
   // body is ever offered, so a read cannot run into the next reply. All else: the scratch.
   #nextBuffer(): Buffer {
     const ex = this.#exchange;
-    if (ex !== undefined && this.#state === S_LENGTH && this.#remaining > 0 && this.#kept === 0)
+    if (
+      ex !== undefined &&
+      ex.stream === undefined &&
+      this.#state === S_LENGTH &&
+      this.#remaining > 0 &&
+      this.#kept === 0
+    )
       return ex.space(this.#remaining);
     if (this.#kept === this.#scratch.length) {
       // A head line longer than the scratch: grow it, up to the head limit (checked on parse).
@@ -158,8 +165,9 @@ export class Connection {
       this.abort(err as Error);
       return false;
     }
-    // A reply still waiting for room in the worker's reply budget is not read: false pauses the socket.
-    return ex.collector?.admitted !== false;
+    // A reply still waiting for room in the worker's reply budget, or a streamed one its
+    // reader has not caught up with, is not read: false pauses the socket.
+    return ex.collector?.admitted !== false && ex.stream?.full !== true;
   }
 
   /** Consumes what it can of `data`; returns how many bytes it used (the rest is a partial line). */
@@ -258,7 +266,9 @@ export class Connection {
     const connection = (headers.connection ?? "").toLowerCase();
     ex.keepAlive = m[1] === "1" ? !/\bclose\b/.test(connection) : /\bkeep-alive\b/.test(connection);
     const te = (headers["transfer-encoding"] ?? "").toLowerCase();
-    if (ex.req.method === "HEAD" || status === 204 || status === 304) {
+    // A streamed 200 is the caller's from its head on; its body goes to `ex.stream` as it comes.
+    if (ex.req.stream === true && status === 200) ex.stream = this.#newStream(ex);
+    else if (ex.req.method === "HEAD" || status === 204 || status === 304) {
       ex.single = Buffer.alloc(0);
       return this.#complete(ex);
     }
@@ -266,20 +276,19 @@ export class Connection {
       if (!/(?:^|,)\s*chunked\s*$/.test(te))
         throw httpError(`unsupported transfer-encoding from the engine: ${te}`, "TITO_ENGINE_HTTP");
       this.#state = S_CHUNK_SIZE;
-      this.#startUnknownLength(ex);
-      return;
+      return this.#openBody(ex);
     }
     const cl = headers["content-length"];
     if (cl === undefined) {
       ex.keepAlive = false;
       this.#state = S_TO_CLOSE;
-      this.#startUnknownLength(ex);
-      return;
+      return this.#openBody(ex);
     }
     if (!/^\d{1,15}$/.test(cl))
       throw httpError(`bad content-length from the engine: ${JSON.stringify(cl.slice(0, 40))}`, "TITO_ENGINE_HTTP");
     const length = Number(cl);
-    if (ex.req.pooled !== undefined && length >= POOLED_REPLY_MIN_BYTES) {
+    if (ex.stream !== undefined) this.#openBody(ex);
+    else if (ex.req.pooled !== undefined && length >= POOLED_REPLY_MIN_BYTES) {
       ex.collector = ex.req.pooled.collector(length);
       if (!ex.collector.admitted) ex.collector.whenAdmitted(() => this.#resumeFor(ex));
     } else ex.single = Buffer.allocUnsafe(length);
@@ -295,8 +304,18 @@ export class Connection {
     if (!this.#closed && this.#exchange === ex) this.socket.resume();
   }
 
-  #startUnknownLength(ex: Exchange): void {
-    if (ex.req.pooled !== undefined) ex.collector = ex.req.pooled.collector();
+  #newStream(ex: Exchange): ReplyStream {
+    const abandoned = httpError("the reader abandoned the engine's stream", "TITO_ENGINE_ABANDONED");
+    return new ReplyStream({
+      resume: () => this.#resumeFor(ex),
+      abandon: () => this.#exchange === ex && this.abort(abandoned),
+    });
+  }
+
+  /** A body whose end is not known up front (or any streamed one): where its bytes go. */
+  #openBody(ex: Exchange): void {
+    if (ex.stream !== undefined) ex.resolve({ status: ex.status, headers: ex.headers, body: [], stream: ex.stream });
+    else if (ex.req.pooled !== undefined) ex.collector = ex.req.pooled.collector();
   }
 
   #complete(ex: Exchange): void {
@@ -314,6 +333,12 @@ export class Connection {
 
   #settle(ex: Exchange, err: Error | undefined): void {
     ex.done = true;
+    if (ex.stream !== undefined) {
+      // The caller has had the reply since its head: the body's end or failure goes to the stream.
+      if (err === undefined) ex.stream.end();
+      else ex.stream.fail(err);
+      return;
+    }
     if (err === undefined) {
       const collector = ex.collector;
       ex.resolve({

@@ -5,6 +5,7 @@
 // again) and the body's CRC-32 (the journal entry that stores the reply needs it).
 import { crc32 } from "../buffers/crc32.ts";
 import type { ReplyCollector } from "./reply-buffers.ts";
+import type { ReplyStream } from "./reply-stream.ts";
 import type { UpstreamRequest, UpstreamResponse } from "./upstream.ts";
 
 const QUOTE = 0x22;
@@ -30,6 +31,8 @@ export class Exchange {
   single: Buffer | undefined; // a body of known length, not pooled
   fill = 0;
   parts: Buffer[] = []; // a body of unknown length, as copies
+  /** A streamed reply (the request asked for `stream` and got a 200): body bytes go here as they come. */
+  stream: ReplyStream | undefined;
   done = false;
   bodyBytes = 0;
   readonly quotes: number[] = [];
@@ -70,6 +73,7 @@ export class Exchange {
   /** Body bytes that came through the scratch buffer: copied, since the scratch is reused. */
   append(bytes: Buffer): void {
     if (bytes.length === 0) return;
+    if (this.stream !== undefined) return this.stream.push(Buffer.from(bytes));
     this.#index(bytes);
     if (this.collector !== undefined) this.collector.push(bytes);
     else if (this.single !== undefined) {

@@ -5,6 +5,7 @@
 // send. It reads reply bodies whole (as their chunk list) and never interprets them.
 import type { ConnectionOptions } from "node:tls";
 import type { ReplyBuffers } from "./reply-buffers.ts";
+import type { ReplyStream } from "./reply-stream.ts";
 import { EngineHttpAgent } from "./http-client.ts";
 import {
   EngineRequestError,
@@ -23,6 +24,8 @@ export interface UpstreamRequest {
   signal?: AbortSignal;
   /** Receive a large reply into these pooled buffers; the caller must then call `release`. */
   pooled?: ReplyBuffers;
+  /** A 200 reply is handed on at its head, its body read from `stream` as it comes (an SSE stream). */
+  stream?: boolean;
 }
 
 export interface UpstreamResponse {
@@ -36,6 +39,8 @@ export interface UpstreamResponse {
   quotes?: readonly number[];
   /** CRC-32 of the whole body, when the client computed it as the bytes arrived. */
   crc?: number;
+  /** A streamed 200 (`stream` was asked for): the body, as it arrives; `body` is empty. */
+  stream?: ReplyStream;
 }
 
 export type Send = (req: UpstreamRequest) => Promise<UpstreamResponse>;
@@ -85,7 +90,7 @@ export function replyHeaders(headers: Record<string, string | string[] | undefin
   return out;
 }
 
-/** Aborts the request after `timeoutMs`, and when the caller's signal aborts. */
+/** Aborts the request after `timeoutMs` (a streamed reply: unless its body has ended by then), and when the caller's signal aborts. */
 function withTimeout(send: Send, timeoutMs: number, engineUrl: string): Send {
   return async (req) => {
     const controller = new AbortController();
@@ -99,16 +104,23 @@ function withTimeout(send: Send, timeoutMs: number, engineUrl: string): Send {
       timeoutMs,
     );
     const onAbort = () => controller.abort(new UpstreamAbortedError({ cause: req.signal?.reason }));
+    const done = () => {
+      clearTimeout(timer);
+      req.signal?.removeEventListener("abort", onAbort);
+    };
     if (req.signal?.aborted) onAbort();
     else req.signal?.addEventListener("abort", onAbort, { once: true });
+    let streamed = false;
     try {
-      return await send({ ...req, signal: controller.signal });
+      const res = await send({ ...req, signal: controller.signal });
+      streamed = res.stream !== undefined;
+      res.stream?.onSettled(done);
+      return res;
     } catch (err) {
       const reason = controller.signal.reason;
       throw controller.signal.aborted && reason instanceof TitoError ? reason : err;
     } finally {
-      clearTimeout(timer);
-      req.signal?.removeEventListener("abort", onAbort);
+      if (!streamed) done();
     }
   };
 }
@@ -125,23 +137,30 @@ const UNREACHABLE_CODES = new Set([
   "TITO_ENGINE_CONNECT_TIMEOUT",
 ]);
 
-/** Every failure becomes a coded 502 naming the engine, the request and the cause. */
+/** A failure as a coded 502 naming the engine, the request and the cause (a coded error stays as it is). */
+function codedFailure(err: unknown, engineUrl: string, req: UpstreamRequest): TitoError {
+  if (err instanceof TitoError) return err;
+  const e = err as Error & { code?: string; cause?: { code?: string; message?: string } };
+  const code = e.code ?? e.cause?.code;
+  const cause = `${code ? code + ": " : ""}${e.message}${e.cause?.message && e.cause.message !== e.message ? ` (${e.cause.message})` : ""}`;
+  if (code && UNREACHABLE_CODES.has(code))
+    return new EngineUnreachableError(`engine unreachable at ${engineUrl} (${req.method} ${req.path}): ${cause}`, {
+      cause: err,
+    });
+  return new EngineRequestError(`engine request failed at ${engineUrl} (${req.method} ${req.path}): ${cause}`, {
+    cause: err,
+  });
+}
+
+/** Every failure, also one in a streamed body, becomes a coded 502. */
 function withErrorMapping(send: Send, engineUrl: string): Send {
   return async (req) => {
     try {
-      return await send(req);
+      const res = await send(req);
+      res.stream?.mapErrors((err) => codedFailure(err, engineUrl, req));
+      return res;
     } catch (err) {
-      if (err instanceof TitoError) throw err;
-      const e = err as Error & { code?: string; cause?: { code?: string; message?: string } };
-      const code = e.code ?? e.cause?.code;
-      const cause = `${code ? code + ": " : ""}${e.message}${e.cause?.message && e.cause.message !== e.message ? ` (${e.cause.message})` : ""}`;
-      if (code && UNREACHABLE_CODES.has(code))
-        throw new EngineUnreachableError(`engine unreachable at ${engineUrl} (${req.method} ${req.path}): ${cause}`, {
-          cause: err,
-        });
-      throw new EngineRequestError(`engine request failed at ${engineUrl} (${req.method} ${req.path}): ${cause}`, {
-        cause: err,
-      });
+      throw codedFailure(err, engineUrl, req);
     }
   };
 }

@@ -124,6 +124,20 @@ export class EngineReplyError extends TitoError {
   }
 }
 
+/**
+ * A streamed turn's deltas are not a prefix of what the family's parser makes of the whole
+ * completion (a parser that is not local to its markers): the turn is not recorded.
+ */
+export class StreamDivergedError extends TitoError {
+  constructor(family: string, what: string) {
+    super(
+      "TITO_ERR_STREAM_DIVERGED",
+      500,
+      `streamed reply diverged from the parsed completion (${family} family, ${what}); the turn was not recorded`,
+    );
+  }
+}
+
 /** The engine could not be reached (connection refused, reset, DNS, ...). */
 export class EngineUnreachableError extends TitoError {
   constructor(message: string, options?: { cause?: unknown }) {

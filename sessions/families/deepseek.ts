@@ -27,7 +27,7 @@ import {
 } from "./deepseek-encoding.ts";
 import { V32_TOOL_BLOCK, deepseekV32Renderer } from "./deepseekv32-encoder.ts";
 import { V4_TOOL_BLOCK, deepseekV4Renderer } from "./deepseekv4-encoder.ts";
-import { parseDsmlCompletion, type DsmlDialect } from "./dsml-completion.ts";
+import { dsmlStreamSyntax, parseDsmlCompletion, type DsmlDialect } from "./dsml-completion.ts";
 import type { AssistantTurn, ChatRenderer, TitoFamily, TitoFamilyName } from "./family.ts";
 
 /** The tokens both encoders write; each must be one token of the folder. */
@@ -91,6 +91,7 @@ function deepseekFamily(folder: TokenizerFolder, v: Variant): TitoFamily {
     boundaryIds: () => [],
     isAssistantSegment: (prevSpecial) => prevSpecial === assistant,
     parseCompletion: (text, context) => parseDsmlCompletion(text, v.dialect, context),
+    streamSyntax: dsmlStreamSyntax(v.dialect),
     formatCompletion: formatter(v.dialect.block),
   };
 }

@@ -39,6 +39,7 @@ export function defaultFamily(folder: TokenizerFolder): TitoFamily {
     isAssistantSegment: (prevSpecial, text) =>
       prevSpecial !== undefined && (assistantSpecials.has(prevSpecial) || /^\s*assistant\b/.test(text)),
     parseCompletion: (text) => ({ content: text, malformedToolCalls: 0 }),
+    streamSyntax: { blocks: [], markers: [] },
     formatCompletion: (turn) => turn.content,
   };
 }

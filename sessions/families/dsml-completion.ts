@@ -14,7 +14,7 @@
 // House rules: a malformed block stays in the content and is counted, one left open at
 // the end (a length cut) stays uncounted, the EOS text at the end is dropped, text after a
 // block stays in the content.
-import type { ParseContext, ParsedCompletion, ToolCall, ToolCallIdSource } from "./family.ts";
+import type { ParseContext, ParsedCompletion, StreamSyntax, ToolCall, ToolCallIdSource } from "./family.ts";
 import { DSML, EOS, THINK_CLOSE, THINK_OPEN, parseThinkingMode, withoutSuffix } from "./deepseek-encoding.ts";
 import { newToolCallId } from "./tool-call-id.ts";
 
@@ -176,6 +176,15 @@ function splitReasoning(text: string, dialect: DsmlDialect): { reasoning: string
     return { reasoning: inner.slice(0, close), rest: inner.slice(close + THINK_CLOSE.length) };
   if (block) return { reasoning: withoutSuffix(inner.slice(0, block.start), "\n\n"), rest: inner.slice(block.start) };
   return { reasoning: inner, rest: "" };
+}
+
+/** The markers parseDsmlCompletion reacts to in a dialect (a streamed reply is parsed with them). */
+export function dsmlStreamSyntax(dialect: DsmlDialect): StreamSyntax {
+  const tag = (close: boolean) => [
+    `<${close ? "/" : ""}${DSML}${dialect.block}>`,
+    ...(dialect.strict ? [] : [`<${close ? "/" : ""}${dialect.block}>`]),
+  ];
+  return { blocks: [{ open: tag(false), close: tag(true) }], markers: [THINK_OPEN, THINK_CLOSE, EOS] };
 }
 
 export function parseDsmlCompletion(text: string, dialect: DsmlDialect, context?: ParseContext): ParsedCompletion {

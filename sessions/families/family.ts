@@ -74,6 +74,14 @@ export interface AssistantTurn {
   tool_calls?: Array<{ id?: string; type?: "function"; function: { name: string; arguments: unknown } }>;
 }
 
+/** What a streamed completion's parser needs to know of the family's syntax (completion-stream.ts). */
+export interface StreamSyntax {
+  /** Tool-call blocks: text from an opener on is held until one of its closers ends the block. */
+  readonly blocks: readonly { readonly open: readonly string[]; readonly close: readonly string[] }[];
+  /** Every other text parseCompletion reacts to: reasoning delimiters, stop texts. */
+  readonly markers: readonly string[];
+}
+
 export interface TitoFamily {
   readonly name: TitoFamilyName;
   /** Trailing tokens of a checkpoint a prefix check may ignore (GLM 1: its stop token is the next opener). */
@@ -123,6 +131,11 @@ export interface TitoFamily {
   isAssistantSegment(prevSpecial: number | undefined, text: string): boolean;
   /** Parses a generated completion's text (as the engine decoded it, special tokens kept). */
   parseCompletion(text: string, context?: ParseContext): ParsedCompletion;
+  /**
+   * The strings parseCompletion reacts to, so a streamed reply can be parsed as it comes;
+   * absent: a streamed reply's message is sent once the completion is whole.
+   */
+  readonly streamSyntax?: StreamSyntax;
   /**
    * The text the model generates for `turn` right after the generation prompt (rendered
    * with `kwargs`), without the stop token: the inverse of parseCompletion. The simulated

@@ -7,7 +7,7 @@
 // House differences (as in qwen3-completion.ts): a block that does not parse, or that calls
 // a tool the request did not declare, stays in the content verbatim and is counted (SGLang
 // drops it); a block the length limit left unclosed stays in the content uncounted.
-import type { ParseContext, ParsedCompletion, ToolCall } from "./family.ts";
+import type { ParseContext, ParsedCompletion, StreamSyntax, ToolCall } from "./family.ts";
 import { newToolCallId } from "./tool-call-id.ts";
 import { glmArgumentValue, isDeclaredTool, parameterTypes } from "./tool-args.ts";
 
@@ -19,6 +19,12 @@ const CALL_CLOSE = "</tool_call>";
 const KEY_OPEN = "<arg_key>";
 /** One argument: key, whitespace allowed before the value, value (both taken verbatim; the key is trimmed). */
 const ARGUMENT = /^\s*<arg_key>([\s\S]*?)<\/arg_key>\s*<arg_value>([\s\S]*?)<\/arg_value>/;
+
+/** The markers parseGlm47Completion reacts to (a streamed reply is parsed with them). */
+export const GLM47_STREAM_SYNTAX: StreamSyntax = {
+  blocks: [{ open: [CALL_OPEN], close: [CALL_CLOSE] }],
+  markers: [THINK_OPEN, THINK_CLOSE, ...STOP_TEXTS],
+};
 
 export function parseGlm47Completion(text: string, context: ParseContext = {}): ParsedCompletion {
   const { reasoning, rest } = splitReasoning(withoutStopText(text), context.kwargs?.enable_thinking !== false);

@@ -8,7 +8,7 @@
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import type { AssistantTurn, TitoFamily } from "./family.ts";
-import { parseGlm47Completion } from "./glm47-completion.ts";
+import { GLM47_STREAM_SYNTAX, parseGlm47Completion } from "./glm47-completion.ts";
 import { argumentsObject, argumentText } from "./tool-args.ts";
 
 /**
@@ -73,6 +73,7 @@ export function glm47Family(folder: TokenizerFolder): TitoFamily {
       accumulated.length > 0 && openers.has(accumulated[accumulated.length - 1]!) ? 1 : 0,
     isAssistantSegment: (prevSpecial) => prevSpecial !== undefined && assistantSegments.has(prevSpecial),
     parseCompletion: parseGlm47Completion,
+    streamSyntax: GLM47_STREAM_SYNTAX,
     formatCompletion: formatGlm47,
   };
 }

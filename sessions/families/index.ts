@@ -22,6 +22,7 @@ export type {
   ChatRenderer,
   ParseContext,
   ParsedCompletion,
+  StreamSyntax,
   TitoFamily,
   TitoFamilyName,
   ToolCall,

@@ -13,7 +13,7 @@
 // wrote, the template renders that content back as written, and the metric counts it.
 // Blocks are looked for after the reasoning only (a `<minimax:tool_call>` the model merely
 // thought about is not a call). A block the length limit left unclosed stays uncounted.
-import type { ParseContext, ParsedCompletion, ToolCall } from "./family.ts";
+import type { ParseContext, ParsedCompletion, StreamSyntax, ToolCall } from "./family.ts";
 import { newToolCallId } from "./tool-call-id.ts";
 import { isDeclaredTool, minimaxArgumentValue, parameterTypes } from "./tool-args.ts";
 
@@ -24,6 +24,12 @@ const BLOCK_OPEN = "<minimax:tool_call>";
 const BLOCK_CLOSE = "</minimax:tool_call>";
 const INVOKE = /^\s*<invoke name="([^"<>]*)">([\s\S]*?)<\/invoke>/;
 const PARAMETER = /^\s*<parameter name="([^"<>]*)">([\s\S]*?)<\/parameter>/;
+
+/** The markers parseMinimaxCompletion reacts to (a streamed reply is parsed with them). */
+export const MINIMAX_STREAM_SYNTAX: StreamSyntax = {
+  blocks: [{ open: [BLOCK_OPEN], close: [BLOCK_CLOSE] }],
+  markers: [THINK_OPEN, THINK_CLOSE, STOP_TEXT],
+};
 
 export function parseMinimaxCompletion(text: string, context: ParseContext = {}): ParsedCompletion {
   while (text.endsWith(STOP_TEXT)) text = text.slice(0, -STOP_TEXT.length);

@@ -7,7 +7,7 @@
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import type { AssistantTurn, FamilyFactory, TitoFamily, TitoFamilyName } from "./family.ts";
-import { parseMinimaxCompletion } from "./minimax-completion.ts";
+import { MINIMAX_STREAM_SYNTAX, parseMinimaxCompletion } from "./minimax-completion.ts";
 import { minimaxTemplate } from "./minimax-template.ts";
 import { argumentsObject, argumentText } from "./tool-args.ts";
 
@@ -75,6 +75,7 @@ function minimaxFamily(name: TitoFamilyName, model: "MiniMax-M2.5" | "MiniMax-M2
         prevSpecial !== undefined &&
         ((prevSpecial === header && text.startsWith("ai")) || assistantSegments.has(prevSpecial)),
       parseCompletion: parseMinimaxCompletion,
+      streamSyntax: MINIMAX_STREAM_SYNTAX,
       formatCompletion: formatMinimax,
     };
   };

@@ -6,7 +6,7 @@
 // keeps only the text before the first call); the client sees everything the model wrote.
 // The reasoning split and the stop-text cut are shared with the Qwen3-Coder XML parser
 // (qwen3-coder-completion.ts: Qwen3.5, Nemotron 3).
-import type { ParsedCompletion, ToolCall, ToolCallIdSource } from "./family.ts";
+import type { ParsedCompletion, StreamSyntax, ToolCall, ToolCallIdSource } from "./family.ts";
 import { stripNewlines } from "./chatml.ts";
 import { newToolCallId } from "./tool-call-id.ts";
 
@@ -17,16 +17,25 @@ const THINK_CLOSE = "</think>";
 const CALL_OPEN = "<tool_call>";
 const CALL_CLOSE = "</tool_call>";
 
+/** The markers parseQwen3Completion reacts to (a streamed reply is parsed with them). */
+export const QWEN3_STREAM_SYNTAX: StreamSyntax = {
+  blocks: [{ open: [CALL_OPEN], close: [CALL_CLOSE] }],
+  markers: [THINK_OPEN, THINK_CLOSE, ...STOP_TEXTS],
+};
+
 /**
  * `promptOpened`: the generation prompt ended inside an open think block (Qwen3-Thinking-2507,
  * Qwen3-Next, Qwen3.5 with thinking on), so the completion starts in its reasoning.
+ * `thinking` false: the prompt closed the think block (`enable_thinking: false`), so a
+ * `</think>` without a `<think>` is text, not the end of reasoning.
  */
 export function parseQwen3Completion(
   text: string,
   newId: ToolCallIdSource = newToolCallId,
   promptOpened = false,
+  thinking = true,
 ): ParsedCompletion {
-  const { reasoning, rest } = splitQwen3Reasoning(withoutStopText(text), promptOpened);
+  const { reasoning, rest } = splitQwen3Reasoning(withoutStopText(text), promptOpened, thinking);
   const { content, calls, malformed } = splitToolCalls(rest, newId);
   const parsed: ParsedCompletion = { content, malformedToolCalls: malformed };
   if (reasoning) parsed.reasoning_content = reasoning;
@@ -53,7 +62,11 @@ export function withoutStopText(text: string): string {
  * the first `</think>`, or at a `<tool_call>` when it never closes; left open at the end (a
  * length cut), all of it is reasoning.
  */
-export function splitQwen3Reasoning(text: string, promptOpened = false): { reasoning: string; rest: string } {
+export function splitQwen3Reasoning(
+  text: string,
+  promptOpened = false,
+  thinking = true,
+): { reasoning: string; rest: string } {
   let inner = text.trimStart();
   const opened = promptOpened || inner.startsWith(THINK_OPEN);
   while (inner.startsWith(THINK_OPEN)) inner = inner.slice(THINK_OPEN.length);
@@ -69,8 +82,9 @@ export function splitQwen3Reasoning(text: string, promptOpened = false): { reaso
     return { reasoning: stripNewlines(inner), rest: "" };
   }
   // A "</think>" with no "<think>": the prompt opened the block, so the completion starts
-  // inside it. One that comes only after a tool call opened is inside that call instead.
-  if (close !== -1 && (call === -1 || close < call))
+  // inside it (unless the prompt closed it: thinking off). One that comes only after a tool
+  // call opened is inside that call instead.
+  if (thinking && close !== -1 && (call === -1 || close < call))
     return { reasoning: stripNewlines(text.slice(0, close)), rest: text.slice(close + THINK_CLOSE.length) };
   return { reasoning: "", rest: text };
 }

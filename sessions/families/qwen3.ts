@@ -7,7 +7,7 @@
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import { chatmlBasics, stripNewlines } from "./chatml.ts";
 import type { AssistantTurn, TitoFamily } from "./family.ts";
-import { parseQwen3Completion } from "./qwen3-completion.ts";
+import { parseQwen3Completion, QWEN3_STREAM_SYNTAX } from "./qwen3-completion.ts";
 import { QWEN3_TEMPLATE, QWENNEXT_TEMPLATE } from "./qwen3-template.ts";
 import { argumentsObject, templateJson } from "./tool-args.ts";
 
@@ -54,7 +54,9 @@ export function qwen3Family(folder: TokenizerFolder): TitoFamily {
     pinnedKwargs: { clear_thinking: false },
     template: QWEN3_TEMPLATE,
     sglangParsers: { reasoning: "qwen3", toolCall: "qwen25" },
-    parseCompletion: (text, context) => parseQwen3Completion(text, context?.newId),
+    parseCompletion: (text, context) =>
+      parseQwen3Completion(text, context?.newId, false, context?.kwargs?.enable_thinking !== false),
+    streamSyntax: QWEN3_STREAM_SYNTAX,
     formatCompletion: formatQwen3,
   };
 }
@@ -69,6 +71,7 @@ export function qwennextFamily(folder: TokenizerFolder): TitoFamily {
     sglangParsers: { reasoning: "qwen3", toolCall: "qwen25" },
     // The generation prompt opened the think block: the completion starts in its reasoning.
     parseCompletion: (text, context) => parseQwen3Completion(text, context?.newId, true),
+    streamSyntax: QWEN3_STREAM_SYNTAX,
     formatCompletion: formatQwenNext,
   };
 }
