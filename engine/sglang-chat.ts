@@ -4,7 +4,15 @@
 // replay flags); the engine parses tool calls and reasoning itself, and the reply's
 // `choices[0].meta_info.output_token_logprobs` carries the generated ids. The reply is
 // scanned as bytes (reply-scan.ts): the client gets it minus the routing payloads.
-import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
+// A client's `stream: true` is asked of the engine as `stream: false`: SGLang's chat stream
+// carries no per-token ids, so the turn could not be recorded from it. The whole reply is
+// then sent to the client as `chat.completion.chunk` events, the first byte once the
+// engine has finished.
+import type { Engine, EngineCompletion, EngineStream, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
+import type { CompletionDelta } from "../sessions/completion-stream.ts";
+import type { ToolCall } from "../sessions/families/index.ts";
+import { SSE_HEADERS } from "../sessions/sse.ts";
+import { ChatChunks, includeUsage, type Usage } from "./chat-chunks.ts";
 import { EngineReplyError } from "../sessions/errors.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
 import { scanReply } from "./reply-scan.ts";
@@ -21,9 +29,15 @@ export function sglangChatEngine(options: AdapterOptions): Engine {
     async generate(turn: EngineTurnRequest): Promise<EngineTurn> {
       // The family's pinned kwargs reach the engine too (its reasoning parser reads some of them).
       const kwargs = turn.templateKwargs;
-      const fields = kwargs && Object.keys(kwargs).length > 0 ? { ...forced, chat_template_kwargs: kwargs } : forced;
-      const request = buildUpstreamBody(turn.clientBytes, turn.body, fields, turn.promptIds, turn.promptText);
-      return sendTurn(options, turn, CHAT_PATH, request, (res) => {
+      let fields = kwargs && Object.keys(kwargs).length > 0 ? { ...forced, chat_template_kwargs: kwargs } : forced;
+      let body = turn.body;
+      if (turn.stream === true) {
+        body = { ...body };
+        delete body.stream_options; // asked of the engine without a stream
+        fields = { ...fields, stream: false };
+      }
+      const request = buildUpstreamBody(turn.clientBytes, body, fields, turn.promptIds, turn.promptText);
+      const done = await sendTurn(options, turn, CHAT_PATH, request, (res) => {
         const scanned = scanReply(res.body, res.quotes);
         if (scanned.promptTokens !== undefined && scanned.promptTokens !== turn.promptIds.length)
           throw new EngineReplyError(
@@ -40,8 +54,40 @@ export function sglangChatEngine(options: AdapterOptions): Engine {
           engineWeightVersion: scanned.engineWeightVersion,
         };
       });
+      return turn.stream === true && done.ok ? streamWhole(done as EngineCompletion, turn.body) : done;
     },
     proxy: (req) => proxyToEngine(options, req),
     close: () => options.upstream.close(),
   };
+}
+
+/** A whole reply as the events of a stream: the message in one delta per part, the engine's finish reason and usage. */
+function streamWhole(completion: EngineCompletion, body: Record<string, unknown>): EngineStream {
+  const reply = JSON.parse(Buffer.concat(completion.clientBody).toString("utf8")) as {
+    id?: unknown;
+    created?: unknown;
+    model?: unknown;
+    choices: [{ finish_reason?: unknown }];
+    usage?: Usage;
+  };
+  const chunks = new ChatChunks({
+    id: typeof reply.id === "string" ? reply.id : "",
+    created: typeof reply.created === "number" ? reply.created : Math.floor(Date.now() / 1000),
+    model: typeof reply.model === "string" ? reply.model : "",
+  });
+  const message = completion.message;
+  const delta: CompletionDelta = {
+    reasoning: typeof message.reasoning_content === "string" ? message.reasoning_content : "",
+    content: typeof message.content === "string" ? message.content : "",
+    toolCalls: ((message.tool_calls ?? []) as ToolCall[]).map((call, index) => ({ ...call, index })),
+  };
+  const finish = reply.choices[0].finish_reason;
+  async function* events(): AsyncGenerator<Buffer, EngineCompletion, undefined> {
+    yield chunks.role();
+    for (const event of chunks.delta(delta)) yield event;
+    yield chunks.finish(typeof finish === "string" ? finish : "stop");
+    if (includeUsage(body) && reply.usage !== undefined) yield chunks.usage(reply.usage);
+    return { ...completion, clientBody: [], headers: { ...SSE_HEADERS } };
+  }
+  return { ok: true, headers: { ...SSE_HEADERS }, events: events() };
 }

@@ -9,8 +9,10 @@ import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-p
 import { EngineReplyError } from "../sessions/errors.ts";
 import { JsonScanner } from "../buffers/json-scan.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
+import { GenerateStreamReader } from "./generate-stream.ts";
 import { tokenOutcome } from "./token-reply.ts";
 import { weightVersionOf } from "./reply-scan.ts";
+import { streamTurn } from "./token-stream.ts";
 import { definedJson, readSampling, withIds } from "./token-request.ts";
 
 const GENERATE_PATH = "/generate";
@@ -97,8 +99,17 @@ export function sglangGenerateEngine(options: AdapterOptions): Engine {
         skip_special_tokens: false,
         no_stop_trim: false,
       });
-      const rest = `{"sampling_params":${sampling},"return_logprob":true${options.routingReplay ? ',"return_routed_experts":true' : ""}${options.indexerReplay ? ',"return_indexer_topk":true' : ""},"stream":false}`;
+      const rest = `{"sampling_params":${sampling},"return_logprob":true${options.routingReplay ? ',"return_routed_experts":true' : ""}${options.indexerReplay ? ',"return_indexer_topk":true' : ""},"stream":${turn.stream === true}}`;
       const request = withIds("input_ids", turn.promptText, rest);
+      if (turn.stream === true)
+        return streamTurn(
+          options,
+          turn,
+          GENERATE_PATH,
+          request,
+          new GenerateStreamReader(turn.promptIds.length),
+          s.stop,
+        );
       return sendTurn(options, turn, GENERATE_PATH, request, (res) => {
         const facts = scanGenerateReply(res.body, res.quotes);
         if (facts.promptTokens !== -1 && facts.promptTokens !== turn.promptIds.length)

@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import type { ChatMessage } from "../sessions/chat-template.ts";
 import type { EngineTurnRequest } from "../sessions/engine-port.ts";
-import type { ParseContext, TitoFamily } from "../sessions/families/index.ts";
+import type { ParseContext, ParsedCompletion, TitoFamily } from "../sessions/families/index.ts";
 import type { AdapterOptions, TurnOutcome } from "./adapter.ts";
 
 export interface TokenCompletion {
@@ -28,14 +28,22 @@ export interface BuiltReply {
 
 const completionId = () => `chatcmpl-${randomBytes(12).toString("hex")}`;
 
-export function buildChatReply(family: TitoFamily, completion: TokenCompletion, context?: ParseContext): BuiltReply {
-  const parsed = family.parseCompletion(completion.text, context);
+/** The assistant message of a parsed completion. */
+export function messageOf(parsed: ParsedCompletion): ChatMessage {
   const message: ChatMessage = { role: "assistant", content: parsed.content };
   if (parsed.reasoning_content !== undefined) message.reasoning_content = parsed.reasoning_content;
   if (parsed.tool_calls !== undefined && parsed.tool_calls.length > 0) message.tool_calls = parsed.tool_calls;
-  // A completion cut at the token limit is "length" even when it holds a whole tool call.
-  const finishReason =
-    completion.finish === "length" ? "length" : message.tool_calls !== undefined ? "tool_calls" : "stop";
+  return message;
+}
+
+/** OpenAI's finish reason: a completion cut at the token limit is "length" even when it holds a whole tool call. */
+export const finishReasonOf = (finish: "stop" | "length", message: ChatMessage) =>
+  finish === "length" ? "length" : message.tool_calls !== undefined ? "tool_calls" : "stop";
+
+export function buildChatReply(family: TitoFamily, completion: TokenCompletion, context?: ParseContext): BuiltReply {
+  const parsed = family.parseCompletion(completion.text, context);
+  const message = messageOf(parsed);
+  const finishReason = finishReasonOf(completion.finish, message);
   const completionTokens = completion.completionIds.length;
   const reply = {
     id: completionId(),

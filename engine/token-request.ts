@@ -61,14 +61,15 @@ function schemaOf(format: unknown): Record<string, unknown> | undefined {
 /**
  * The client's sampling fields, or a 400 naming the first field the token-level APIs cannot
  * honour: several choices (`n` > 1), logprob alternatives (`top_logprobs`: the reply the
- * server builds carries the sampled tokens' logprobs only), streaming, and a `tool_choice`
+ * server builds carries the sampled tokens' logprobs only), and a `tool_choice`
  * other than "auto" (the model is prompted with the tools; nothing can force or forbid a call).
  */
 export function readSampling(body: Record<string, unknown>, api: string): Sampling {
   const n = integer(body, "n", 1);
   if (n !== undefined && n > 1)
     throw refuse(`\`n\` > 1 is not supported with --engine-api ${api}: one choice per turn`);
-  if (body.stream === true) throw refuse(`\`stream: true\` is not supported with --engine-api ${api}`);
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== "boolean")
+    throw refuse("`stream` must be a boolean");
   const top = integer(body, "top_logprobs", 0);
   if (top !== undefined && top > 0)
     throw refuse(`\`top_logprobs\` is not supported with --engine-api ${api}: replies carry the sampled tokens only`);

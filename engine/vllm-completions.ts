@@ -7,39 +7,12 @@
 import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
 import { EngineReplyError } from "../sessions/errors.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
+import { completionIdsOf, CompletionsStreamReader, type CompletionChoice } from "./completions-stream.ts";
 import { tokenOutcome } from "./token-reply.ts";
+import { streamTurn } from "./token-stream.ts";
 import { definedJson, readSampling, withIds } from "./token-request.ts";
 
 const COMPLETIONS_PATH = "/v1/completions";
-
-interface CompletionChoice {
-  text?: unknown;
-  token_ids?: unknown;
-  finish_reason?: unknown;
-  logprobs?: { tokens?: unknown; token_logprobs?: unknown } | null;
-}
-
-/** The ids vLLM generated: `token_ids`, else the "token_id:N" spellings of `logprobs.tokens`. */
-function completionIdsOf(choice: CompletionChoice): number[] {
-  if (Array.isArray(choice.token_ids)) {
-    if (!choice.token_ids.every((id) => Number.isInteger(id)))
-      throw new EngineReplyError("the engine's choices[0].token_ids is not a list of integer token ids");
-    return choice.token_ids as number[];
-  }
-  const tokens = choice.logprobs?.tokens;
-  if (!Array.isArray(tokens))
-    throw new EngineReplyError(
-      "the engine's reply has neither choices[0].token_ids nor choices[0].logprobs.tokens: vLLM 0.10.2 or later returns token ids with return_token_ids",
-    );
-  return tokens.map((token: unknown, i) => {
-    const m = typeof token === "string" ? /^token_id:(\d+)$/.exec(token) : null;
-    if (m === null)
-      throw new EngineReplyError(
-        `the engine's choices[0].logprobs.tokens[${i}] is ${JSON.stringify(token)}, not "token_id:N" (was return_tokens_as_token_ids honoured?)`,
-      );
-    return Number(m[1]);
-  });
-}
 
 export function parseCompletionsReply(body: readonly Buffer[]): {
   text: string;
@@ -90,9 +63,11 @@ export function vllmCompletionsEngine(options: AdapterOptions): Engine {
         return_tokens_as_token_ids: true,
         // The completion text is parsed for tool calls and reasoning: keep the markers.
         skip_special_tokens: false,
-        stream: false,
+        stream: turn.stream === true,
       });
       const request = withIds("prompt", turn.promptText, rest);
+      if (turn.stream === true)
+        return streamTurn(options, turn, COMPLETIONS_PATH, request, new CompletionsStreamReader(), s.stop);
       return sendTurn(options, turn, COMPLETIONS_PATH, request, (res) => {
         return tokenOutcome(options, turn, parseCompletionsReply(res.body));
       });

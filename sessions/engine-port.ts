@@ -21,6 +21,8 @@ export interface EngineTurnRequest {
   templateKwargs?: Readonly<Record<string, unknown>>;
   /** The client's request headers, lower-case names; the adapter decides what goes upstream. */
   headers: Record<string, string | string[] | undefined>;
+  /** The client asked for `stream: true`: a 200 is an EngineStream of `chat.completion.chunk` events. */
+  stream?: boolean;
   signal?: AbortSignal;
 }
 
@@ -62,7 +64,23 @@ export interface EngineCompletion {
   release?: () => void;
 }
 
-export type EngineTurn = EngineRefusal | EngineCompletion;
+/**
+ * A streamed turn: the client's events as the engine generates (each Buffer is whole SSE
+ * events, ending with the finish and usage chunks, never `data: [DONE]`), then, as the
+ * generator's return value, the completion to commit. An engine failure midway throws a
+ * coded error; `return()` stops the engine request. Nothing is committed by the adapter.
+ */
+export interface EngineStream {
+  ok: true;
+  /** Reply headers for the client (an event stream). */
+  headers: Record<string, string>;
+  events: AsyncGenerator<Buffer, EngineCompletion, undefined>;
+}
+
+export type EngineTurn = EngineRefusal | EngineCompletion | EngineStream;
+
+/** Whether a turn is a stream (its completion comes at the end of its events). */
+export const isEngineStream = (turn: EngineTurn): turn is EngineStream => turn.ok && "events" in turn;
 
 /** A request passed through to the engine unchanged (the session's proxy route). */
 export interface EngineProxyRequest {

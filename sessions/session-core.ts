@@ -23,7 +23,8 @@ import { SessionRegistry } from "./registry.ts";
 import { sessionRebuilder, type ReplayCounts } from "./journal/session-replay.ts";
 import { sampleJson, sampleSafetensors } from "./journal/sample-encode.ts";
 import { buildSample, parseSampleRequest } from "./journal/samples.ts";
-import type { Engine } from "./engine-port.ts";
+import { isEngineStream, type Engine, type EngineCompletion } from "./engine-port.ts";
+import { streamedTurn } from "./streamed-turn.ts";
 import { idsText, rememberCheckpointText } from "./ids-text.ts";
 import { selectFamily, type TitoFamilyName } from "./families/index.ts";
 import { serverKwargs, TurnKwargs } from "./template-kwargs.ts";
@@ -245,56 +246,74 @@ export class SessionCore {
         family: this.#ctx.family,
         templateKwargs: this.#ctx.family.engineKwargs?.(turn.kwargs) ?? turn.kwargs,
         headers: req.headers,
+        stream: turn.body.stream === true,
         signal,
       });
       if (!res.ok) return { status: res.status, headers: res.headers, body: res.body };
+      if (isEngineStream(res)) {
+        const failed = (err: unknown, stage: string) =>
+          this.#log?.warn({ sessionId, stage, err: (err as Error).message }, "streamed turn failed; not recorded");
+        const commit = (completion: EngineCompletion) => this.#commit(t, turn, completion, context, signal);
+        return { status: 200, headers: res.headers, body: streamedTurn(res.events, commit, failed, signal) };
+      }
       try {
-        await t.lock.run(async () => {
-          if (t.closing || t.version !== turn.version) {
-            this.#log?.warn(
-              { sessionId, closing: t.closing },
-              "session changed while the engine answered; turn returned but not recorded",
-            );
-            return;
-          }
-          const input = {
-            promptIds: turn.promptIds,
-            completionIds: res.completionIds,
-            messages: [...turn.messages, res.message],
-            tools: turn.tools,
-          };
-          t.verify(input, this.#ctx.family.maxTrimTokens);
-          // A caller that gave up (its client left, or a pause aborted the turn) gets no commit:
-          // it never saw this reply, and will send the turn again.
-          if (signal?.aborted) throw new UpstreamAbortedError({ cause: signal.reason });
-          // Stored before it is applied or acknowledged: a failed write leaves the session as it was.
-          const record = {
-            timestamp: Date.now() / 1000,
-            method: "POST",
-            path: res.path,
-            statusCode: 200,
-            request: res.request,
-            response: res.response,
-            responseCrc: res.responseCrc,
-            weightVersion: context.weightVersion ?? null,
-            engineWeightVersion: res.engineWeightVersion,
-          };
-          await this.#records.append(t.id, record, {
-            index: t.assistantCount,
-            completionIds: res.completionIds,
-            assistant: res.message,
-            conversation: res.requestHasConversation ? undefined : { messages: turn.messages, tools: turn.tools },
-          });
-          const previous = t.currentIds;
-          t.restore(input);
-          rememberCheckpointText(t.currentIds, turn.promptText, res.completionIds, previous);
-        });
+        await this.#commit(t, turn, res, context, signal);
         // A pooled reply's buffers are reused once released: what is sent on is copied first.
         const body = res.release ? [Buffer.concat(res.clientBody)] : res.clientBody;
         return { status: 200, headers: res.headers, body };
       } finally {
         res.release?.();
       }
+    });
+  }
+
+  /** Steps 4 and 5 of a turn, under the lock again: verify, store, then apply (unless the session moved on). */
+  async #commit(
+    t: Trajectory,
+    turn: PreparedTurn,
+    res: EngineCompletion,
+    context: TurnContext,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    await t.lock.run(async () => {
+      if (t.closing || t.version !== turn.version) {
+        this.#log?.warn(
+          { sessionId: t.id, closing: t.closing },
+          "session changed while the engine answered; turn returned but not recorded",
+        );
+        return;
+      }
+      const input = {
+        promptIds: turn.promptIds,
+        completionIds: res.completionIds,
+        messages: [...turn.messages, res.message],
+        tools: turn.tools,
+      };
+      t.verify(input, this.#ctx.family.maxTrimTokens);
+      // A caller that gave up (its client left, or a pause aborted the turn) gets no commit:
+      // it never saw this reply, and will send the turn again.
+      if (signal?.aborted) throw new UpstreamAbortedError({ cause: signal.reason });
+      // Stored before it is applied or acknowledged: a failed write leaves the session as it was.
+      const record = {
+        timestamp: Date.now() / 1000,
+        method: "POST",
+        path: res.path,
+        statusCode: 200,
+        request: res.request,
+        response: res.response,
+        responseCrc: res.responseCrc,
+        weightVersion: context.weightVersion ?? null,
+        engineWeightVersion: res.engineWeightVersion,
+      };
+      await this.#records.append(t.id, record, {
+        index: t.assistantCount,
+        completionIds: res.completionIds,
+        assistant: res.message,
+        conversation: res.requestHasConversation ? undefined : { messages: turn.messages, tools: turn.tools },
+      });
+      const previous = t.currentIds;
+      t.restore(input);
+      rememberCheckpointText(t.currentIds, turn.promptText, res.completionIds, previous);
     });
   }
 

@@ -34,6 +34,7 @@ export interface CompletionsBody {
   n?: number | null;
   echo?: boolean | null;
   stream?: boolean | null;
+  stream_options?: { include_usage?: boolean | null } | null;
   stop?: unknown;
   stop_token_ids?: number[] | null;
   include_stop_str_in_output?: boolean | null;
@@ -102,7 +103,6 @@ export function runCompletions(
   reasoning: boolean,
   stopId?: number,
 ): { promptIds: number[]; completion: Completion } {
-  if (body.stream) throw new BadRequest("stream: true is not supported by the simulated engine");
   if (body.echo) throw new BadRequest("echo: true is not supported by the simulated engine");
   if ((body.n ?? 1) !== 1) throw new BadRequest("n > 1 is not supported by the simulated engine");
   if (body.logprobs === -1)

@@ -95,7 +95,6 @@ export function runGenerate(
   reasoning: boolean,
   stopId?: number,
 ): { promptIds: number[]; completion: Completion; maxTokens: number | undefined } {
-  if (body.stream) throw new BadRequest("stream: true is not supported by the simulated engine");
   const sp = body.sampling_params ?? {};
   if ((sp.n ?? 1) !== 1) throw new BadRequest("sampling_params.n > 1 is not supported by the simulated engine");
   const promptIds = promptIdsOf(folder, body.input_ids ?? body.text, "`input_ids` or `text`");

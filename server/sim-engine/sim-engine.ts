@@ -39,7 +39,8 @@ import { responseObject } from "./sim-engine-reply.ts";
 import { buildReply, chatFacts, requestKwargs, simModel, type SimModel } from "./sim-engine-model.ts";
 import { RoutedExpertsPayload, responseChunks } from "./sim-engine-payload.ts";
 import { PrebuiltReplies, type PrebuiltApi, type PrebuiltOptions } from "./sim-engine-prebuilt.ts";
-import { BadRequest } from "./sim-engine-completion.ts";
+import { BadRequest, promptIdsOf, stopList } from "./sim-engine-completion.ts";
+import { chatStream, completionsStream, generateStream, type StreamPacing } from "./sim-engine-stream.ts";
 import { generateError, generateResponse, generateSchema, type GenerateBody } from "./sim-engine-generate.ts";
 import {
   completionsError,
@@ -76,6 +77,15 @@ export interface SimEngineOptions {
    */
   beforeReply?: (body: unknown, route: SimRoute) => void | Promise<void>;
   /**
+   * Simulated time per generated token (default 0): a streamed reply (`stream: true`) sends a
+   * chunk per token at this pace, and one that is not streamed comes after all its tokens.
+   */
+  tokenMs?: number;
+  /** `/generate` streams only what is new in each chunk (SGLang's `--incremental-streaming-output`). */
+  incrementalStreaming?: boolean;
+  /** Awaited before each chunk of a streamed reply (sim-engine-stream.ts); a throw fails the stream there. */
+  onStreamChunk?: StreamPacing["onChunk"];
+  /**
    * The token-level routes (/generate, /v1/completions) open the completion with a
    * `<think>` block, unless the prompt already closed one (default false, like the chat
    * route, which never reasons).
@@ -101,6 +111,7 @@ interface ChatBody {
   max_tokens?: number | null;
   max_completion_tokens?: number | null;
   stream?: boolean | null;
+  stream_options?: { include_usage?: boolean | null } | null;
   return_routed_experts?: boolean | null;
   chat_template_kwargs?: Record<string, unknown> | null;
 }
@@ -122,6 +133,16 @@ const chatSchema = {
     },
   },
 };
+
+/** An event stream, written as the generator yields (a client that goes away stops it). */
+function sendStream(reply: FastifyReply, events: AsyncGenerator<Buffer>): FastifyReply {
+  reply.type("text/event-stream; charset=utf-8").header("cache-control", "no-cache");
+  return reply.send(Readable.from(events, { objectMode: false }));
+}
+
+/** A reply that is not streamed comes after all its tokens. */
+const tokensTime = (options: SimEngineOptions, tokens: number) =>
+  options.tokenMs ? sleep(options.tokenMs * tokens) : undefined;
 
 function send(reply: FastifyReply, chunks: Buffer[], length?: number): FastifyReply {
   reply.type("application/json");
@@ -151,6 +172,7 @@ function errorShape(body: ErrorBody) {
 
 const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
   const { folder, options, modelName: model, counter } = ctx;
+  const pacing: StreamPacing = { tokenMs: options.tokenMs ?? 0, onChunk: options.onStreamChunk };
   const payload = new RoutedExpertsPayload();
   const routedBytes = Math.max(0, Math.floor(options.routedExpertsBytes ?? 4096));
   const { stopId } = ctx.model;
@@ -193,7 +215,6 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
   app.post("/v1/chat/completions", { schema: chatSchema }, async (request, reply) => {
     counter.requests++;
     const body = (request.body ?? {}) as ChatBody;
-    if (body.stream) throw new BadRequest("stream: true is not supported by the simulated engine");
     const facts = chatFacts(ctx.model, body);
     if (options.latencyMs) await sleep(options.latencyMs);
     await options.beforeReply?.(body, "/v1/chat/completions");
@@ -201,6 +222,14 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     const simReply = buildReply(ctx.model, facts, requestKwargs(ctx.model, body), maxTokens);
     const withR3 = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
     const response = responseObject(model, facts.ids.length, simReply, stopId, withR3);
+    if (body.stream) {
+      const includeUsage = body.stream_options?.include_usage === true;
+      return sendStream(
+        reply,
+        chatStream(folder, { response, completionIds: simReply.completionIds, includeUsage }, pacing),
+      );
+    }
+    await tokensTime(options, simReply.completionIds.length);
     return send(reply, responseChunks(response, payload, routedBytes));
   });
 
@@ -215,6 +244,18 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       const response = generateResponse(folder, body, { reasoning, withRoutedExperts, stopId });
       if (options.latencyMs) await sleep(options.latencyMs);
       await options.beforeReply?.(body, "/generate");
+      if (body.stream) {
+        const keepSpecial = body.sampling_params?.skip_special_tokens === false;
+        const input = {
+          response,
+          keepSpecial,
+          incremental: options.incrementalStreaming === true,
+          payload,
+          routedBytes,
+        };
+        return sendStream(reply, generateStream(folder, input, pacing));
+      }
+      await tokensTime(options, (response.output_ids as number[]).length);
       return send(reply, responseChunks(response, payload, routedBytes));
     },
   );
@@ -228,6 +269,17 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       const response = completionsResponse(folder, body, { model, reasoning, stopId });
       if (options.latencyMs) await sleep(options.latencyMs);
       await options.beforeReply?.(body, "/v1/completions");
+      if (body.stream) {
+        const input = {
+          response,
+          promptIds: promptIdsOf(folder, body.prompt, "`prompt`"),
+          keepSpecial: body.skip_special_tokens === false,
+          stop: stopList(body.stop, "stop"),
+          includeUsage: body.stream_options?.include_usage === true,
+        };
+        return sendStream(reply, completionsStream(folder, input, pacing));
+      }
+      await tokensTime(options, (response.usage as { completion_tokens: number }).completion_tokens);
       return send(reply, [Buffer.from(JSON.stringify(response), "utf8")]);
     },
   );

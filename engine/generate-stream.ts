@@ -1,0 +1,179 @@
+// Reads SGLang's `/generate` stream (`stream: true`): one `data: {text, output_ids,
+// meta_info}` event per step, `data: [DONE]` after the last. What a chunk carries depends on
+// the server (python/sglang/srt/managers/tokenizer_manager.py, _handle_batch_output): by
+// default `text`, `output_ids` and `meta_info.output_token_logprobs` hold everything so far
+// (cumulative), and the last chunk, whose `meta_info.finish_reason` is set, is exactly the
+// reply a `stream: false` request gets; started with `--incremental-streaming-output`,
+// each chunk holds only what is new. `meta_info.completion_tokens` counts all tokens so far
+// either way, which tells the two apart from the second chunk with tokens on. A failure is
+// `data: {"error": {"message": …}}`, or a finish reason of type `abort`.
+// Cumulative chunks repeat every entry so far, so only the first two are parsed for their
+// entries: after that the text alone is read until the last chunk, which is taken whole.
+// The record of the turn is the reply a `stream: false` request would have got: the last
+// chunk as it came (cumulative), or the last chunk with the text, ids and entries put
+// together (incremental), its routing payload left as it is.
+import { JsonScanner } from "../buffers/json-scan.ts";
+import { EngineReplyError } from "../sessions/errors.ts";
+import type { TokenStep, TokenStreamReader, TokenStreamResult } from "./token-stream.ts";
+
+type Span = [number, number];
+
+interface ChunkSpans {
+  text?: Span;
+  outputIds?: Span;
+  logprobs?: Span;
+  finish?: Span;
+  prompt?: Span;
+  completion?: Span;
+  error?: Span;
+}
+
+function scanChunk(data: Buffer): { scan: JsonScanner; spans: ChunkSpans } {
+  const scan = new JsonScanner(data, { invalid: (d) => EngineReplyError.notJson(`a /generate stream chunk: ${d}`) });
+  const spans: ChunkSpans = {};
+  const take = (key: keyof ChunkSpans, start: number) => (spans[key] = [start, scan.skipValue(start)])[1];
+  const start = scan.ws(0);
+  if (scan.buf.at(start) !== 0x7b) scan.fail("expected a JSON object", start);
+  scan.members(start, (m) => {
+    if (scan.keyIs(m, "text")) return take("text", m.valueStart);
+    if (scan.keyIs(m, "output_ids")) return take("outputIds", m.valueStart);
+    if (scan.keyIs(m, "error")) return take("error", m.valueStart);
+    if (!scan.keyIs(m, "meta_info") || scan.buf.at(m.valueStart) !== 0x7b) return;
+    return scan.members(m.valueStart, (mi) => {
+      if (scan.keyIs(mi, "output_token_logprobs")) return take("logprobs", mi.valueStart);
+      if (scan.keyIs(mi, "finish_reason")) return take("finish", mi.valueStart);
+      if (scan.keyIs(mi, "prompt_tokens")) return take("prompt", mi.valueStart);
+      if (scan.keyIs(mi, "completion_tokens")) return take("completion", mi.valueStart);
+    });
+  });
+  return { scan, spans };
+}
+
+const idsOf = (entries: unknown[], from: number) =>
+  entries.map((entry, i) => {
+    const id = Array.isArray(entry) ? entry[1] : undefined;
+    if (!Number.isInteger(id))
+      throw new EngineReplyError(
+        `the engine's output_token_logprobs[${from + i}] has no integer token id at position 1`,
+      );
+    return id as number;
+  });
+
+export class GenerateStreamReader implements TokenStreamReader {
+  readonly #promptLength: number;
+  #mode: "unknown" | "cumulative" | "incremental" = "unknown";
+  #text = "";
+  #ids: number[] = [];
+  #entries: string[] = []; // each chunk's entries as their JSON text, without the brackets (incremental)
+  #last: Buffer | undefined;
+  #lastSpans: ChunkSpans | undefined;
+  #finish: "stop" | "length" = "stop";
+
+  constructor(promptLength: number) {
+    this.#promptLength = promptLength;
+  }
+
+  read(data: Buffer): TokenStep {
+    const { scan, spans } = scanChunk(data);
+    if (spans.error) {
+      const error = scan.parse(...spans.error) as { message?: unknown } | null;
+      throw new EngineReplyError(
+        `the engine failed the generation: ${String(error?.message ?? JSON.stringify(error))}`,
+      );
+    }
+    const text = spans.text ? scan.parse(...spans.text) : undefined;
+    if (typeof text !== "string") throw new EngineReplyError("a /generate stream chunk has no string `text`");
+    const completion = spans.completion ? scan.parse(...spans.completion) : undefined;
+    if (!Number.isInteger(completion))
+      throw new EngineReplyError("a /generate stream chunk has no integer meta_info.completion_tokens");
+    const prompt = spans.prompt ? scan.parse(...spans.prompt) : undefined;
+    if (typeof prompt === "number" && prompt !== this.#promptLength)
+      throw new EngineReplyError(
+        `the engine generated from ${prompt} prompt tokens, not the ${this.#promptLength} input_ids sent`,
+      );
+    const finish = spans.finish ? (scan.parse(...spans.finish) as { type?: unknown; message?: unknown } | null) : null;
+    if (finish?.type === "abort")
+      throw new EngineReplyError(`the engine aborted the generation: ${String(finish.message ?? "no reason given")}`);
+    const last = finish !== null && finish !== undefined;
+    const piece = this.#advance(scan, spans, text, completion as number, last);
+    if (last) {
+      this.#finish = finish.type === "length" ? "length" : "stop";
+      this.#last = data;
+      this.#lastSpans = spans;
+    }
+    return { text: piece, last };
+  }
+
+  /** Takes a chunk's new ids and text; returns the new text. */
+  #advance(scan: JsonScanner, spans: ChunkSpans, text: string, total: number, last: boolean): string {
+    if (this.#mode === "cumulative" && !last) return this.#setText(text);
+    const entries = this.#entriesOf(scan, spans);
+    const seen = this.#ids.length;
+    // The first chunk with tokens reads the same in both modes; the next one tells them apart.
+    if (this.#mode === "unknown" && seen > 0) this.#mode = entries.length === total ? "cumulative" : "incremental";
+    if (this.#mode === "incremental") {
+      if (seen + entries.length !== total)
+        throw new EngineReplyError(
+          `engine stream length mismatch: ${seen} + ${entries.length} new output_token_logprobs != meta_info.completion_tokens=${total}`,
+        );
+      this.#ids.push(...idsOf(entries, seen));
+      this.#keepEntries(scan, spans.logprobs!);
+      this.#text += text;
+      return text;
+    }
+    if (entries.length !== total)
+      throw new EngineReplyError(
+        `engine reply length mismatch: len(output_token_logprobs)=${entries.length} != meta_info.completion_tokens=${total}`,
+      );
+    this.#ids = idsOf(entries, 0);
+    if (this.#mode === "unknown") this.#keepEntries(scan, spans.logprobs!);
+    return this.#setText(text);
+  }
+
+  #entriesOf(scan: JsonScanner, spans: ChunkSpans): unknown[] {
+    if (!spans.logprobs)
+      throw new EngineReplyError(
+        "a /generate stream chunk has no meta_info.output_token_logprobs (was return_logprob honoured?)",
+      );
+    const entries = scan.parse(...spans.logprobs);
+    if (!Array.isArray(entries))
+      throw new EngineReplyError("the engine's meta_info.output_token_logprobs is not a list");
+    return entries;
+  }
+
+  /** An incremental chunk's entries as their JSON text, for the record put together at the end. */
+  #keepEntries(scan: JsonScanner, span: Span): void {
+    const inner = scan.buf.toString(span[0] + 1, span[1] - 1).trim();
+    if (inner !== "") this.#entries.push(inner);
+  }
+
+  #setText(text: string): string {
+    // Cumulative: the new text is what extends the text so far (a stop string may be cut off at the end).
+    const piece = text.startsWith(this.#text) ? text.slice(this.#text.length) : "";
+    this.#text = text;
+    return piece;
+  }
+
+  result(): TokenStreamResult {
+    const last = this.#last!;
+    const spans = this.#lastSpans!;
+    if (this.#mode !== "incremental")
+      return { text: this.#text, completionIds: this.#ids, finish: this.#finish, response: [last] };
+    // Incremental: the last chunk with everything put together, the rest of its bytes as they came.
+    const swaps: Array<[Span | undefined, string]> = [
+      [spans.text, JSON.stringify(this.#text)],
+      [spans.outputIds, `[${this.#ids.join(",")}]`],
+      [spans.logprobs, `[${this.#entries.join(",")}]`],
+    ];
+    const parts: Buffer[] = [];
+    let at = 0;
+    for (const [span, value] of swaps
+      .filter((s): s is [Span, string] => s[0] !== undefined)
+      .sort((a, b) => a[0][0] - b[0][0])) {
+      parts.push(last.subarray(at, span[0]), Buffer.from(value, "utf8"));
+      at = span[1];
+    }
+    parts.push(last.subarray(at));
+    return { text: this.#text, completionIds: this.#ids, finish: this.#finish, response: parts };
+  }
+}
