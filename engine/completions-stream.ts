@@ -142,7 +142,15 @@ export class CompletionsStreamReader implements TokenStreamReader {
           prompt_token_ids: this.#promptIds,
         },
       ],
-      usage: { prompt_tokens: promptLength, total_tokens: promptLength + completion, completion_tokens: completion },
+      service_tier: null,
+      system_fingerprint: null,
+      usage: {
+        prompt_tokens: promptLength,
+        total_tokens: promptLength + completion,
+        completion_tokens: completion,
+        prompt_tokens_details: null,
+      },
+      kv_transfer_params: null,
     };
     return {
       text: this.#text,

@@ -62,6 +62,7 @@ Options:
                                like a DELETE; later requests get 404 "session expired"
                                (default 0: never)
   --sim-latency-ms N           simulated generation time of the built-in engine (default 0)
+  --sim-token-ms N             simulated time per generated token of the built-in engine (default 0)
   --log-level LEVEL            pino level: fatal|error|warn|info|debug|trace|silent (default info)
   -h, --help                   show this help
 
@@ -95,6 +96,7 @@ const FLAGS = {
   "hold-timeout-ms": { type: "string" },
   "session-idle-ttl-s": { type: "string" },
   "sim-latency-ms": { type: "string" },
+  "sim-token-ms": { type: "string" },
   "log-level": { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
@@ -163,6 +165,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     holdTimeoutMs: num("hold-timeout-ms", values["hold-timeout-ms"]),
     sessionIdleTtlS: num("session-idle-ttl-s", values["session-idle-ttl-s"]),
     simLatencyMs: num("sim-latency-ms", values["sim-latency-ms"]),
+    simTokenMs: num("sim-token-ms", values["sim-token-ms"]),
     logLevel: values["log-level"],
   };
 }

@@ -78,6 +78,8 @@ export interface SessionServerOptions {
   onEvent?: (event: import("../../actors/index.ts").SupervisionEvent) => void;
   /** Simulated generation latency of the built-in engine (only without engineUrl). */
   simLatencyMs?: number;
+  /** Simulated time per generated token of the built-in engine (streamed replies come at this pace). */
+  simTokenMs?: number;
   /** "journal" (default): each shard appends its sessions to a journal and a restarted worker replays it; "memory": lost with the worker. */
   durability?: "journal" | "memory";
   /** Where shard journals live (one subdirectory per shard); kept. Default: a fresh directory under the OS temp dir, removed on clean shutdown. */
@@ -149,6 +151,7 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
     shutdownGraceMs: int("shutdownGraceMs", options.shutdownGraceMs ?? 5_000, 0),
     startTimeoutMs: int("startTimeoutMs", options.startTimeoutMs ?? 120_000, 1),
     simLatencyMs: int("simLatencyMs", options.simLatencyMs ?? 0, 0),
+    simTokenMs: int("simTokenMs", options.simTokenMs ?? 0, 0),
     onEvent: options.onEvent,
     durability: options.durability ?? "journal",
     dataDir: options.dataDir,

@@ -304,6 +304,7 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
         tokenizerDir: opts.tokenizerDir,
         titoFamily: opts.titoFamily,
         latencyMs: opts.simLatencyMs,
+        tokenMs: opts.simTokenMs,
       });
     }
     const engineUrl = opts.engineUrl ?? engine!.url;

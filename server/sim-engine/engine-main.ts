@@ -17,6 +17,10 @@ POST /v1/chat/completions (patched SGLang), /generate (SGLang), /v1/completions 
   --tito-family NAME            the family whose format replies are written in and whose
                                 stop token ends them (default: detected from the tokenizer)
   --latency-ms MS               simulated generation time per chat request (default 0)
+  --token-ms MS                 simulated time per generated token; streamed replies
+                                (stream: true) send a chunk per token at this pace (default 0)
+  --incremental-streaming       /generate streams only what is new in each chunk
+                                (SGLang's --incremental-streaming-output)
   --routed-experts-bytes N      routed_experts payload size, bytes before base64 (default 4096)
   --always-routed-experts       add routed_experts even when the request does not ask
   --reasoning                   /generate and /v1/completions open with a <think> block
@@ -52,6 +56,8 @@ function parse(argv: string[]): SimEngineOptions {
         tokenizer: { type: "string" },
         "tito-family": { type: "string" },
         "latency-ms": { type: "string" },
+        "token-ms": { type: "string" },
+        "incremental-streaming": { type: "boolean" },
         "routed-experts-bytes": { type: "string" },
         "always-routed-experts": { type: "boolean" },
         reasoning: { type: "boolean" },
@@ -75,6 +81,8 @@ function parse(argv: string[]): SimEngineOptions {
     tokenizerDir: values.tokenizer,
     titoFamily: values["tito-family"],
     latencyMs: integer("latency-ms", values["latency-ms"], 0),
+    tokenMs: integer("token-ms", values["token-ms"], 0),
+    incrementalStreaming: values["incremental-streaming"] ?? false,
     routedExpertsBytes: integer("routed-experts-bytes", values["routed-experts-bytes"], 4096),
     alwaysRoutedExperts: values["always-routed-experts"] ?? false,
     reasoning: values.reasoning ?? false,

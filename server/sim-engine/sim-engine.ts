@@ -85,6 +85,8 @@ export interface SimEngineOptions {
   incrementalStreaming?: boolean;
   /** Awaited before each chunk of a streamed reply (sim-engine-stream.ts); a throw fails the stream there. */
   onStreamChunk?: StreamPacing["onChunk"];
+  /** A generation reply's connection closed: `whole` when all of it was written (false: the client left early). */
+  onReplyClosed?: (route: SimRoute, whole: boolean) => void;
   /**
    * The token-level routes (/generate, /v1/completions) open the completion with a
    * `<think>` block, unless the prompt already closed one (default false, like the chat
@@ -173,6 +175,11 @@ function errorShape(body: ErrorBody) {
 const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
   const { folder, options, modelName: model, counter } = ctx;
   const pacing: StreamPacing = { tokenMs: options.tokenMs ?? 0, onChunk: options.onStreamChunk };
+  // The hook hears when a generation reply's connection closes, and whether all of it was written.
+  const watch = (reply: FastifyReply, route: SimRoute) => {
+    const hook = options.onReplyClosed;
+    if (hook) reply.raw.once("close", () => hook(route, reply.raw.writableFinished));
+  };
   const payload = new RoutedExpertsPayload();
   const routedBytes = Math.max(0, Math.floor(options.routedExpertsBytes ?? 4096));
   const { stopId } = ctx.model;
@@ -214,6 +221,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
 
   app.post("/v1/chat/completions", { schema: chatSchema }, async (request, reply) => {
     counter.requests++;
+    watch(reply, "/v1/chat/completions");
     const body = (request.body ?? {}) as ChatBody;
     const facts = chatFacts(ctx.model, body);
     if (options.latencyMs) await sleep(options.latencyMs);
@@ -224,10 +232,8 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     const response = responseObject(model, facts.ids.length, simReply, stopId, withR3);
     if (body.stream) {
       const includeUsage = body.stream_options?.include_usage === true;
-      return sendStream(
-        reply,
-        chatStream(folder, { response, completionIds: simReply.completionIds, includeUsage }, pacing),
-      );
+      const events = chatStream(folder, { response, completionIds: simReply.completionIds, includeUsage }, pacing);
+      return sendStream(reply, events);
     }
     await tokensTime(options, simReply.completionIds.length);
     return send(reply, responseChunks(response, payload, routedBytes));
@@ -239,6 +245,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     { schema: generateSchema, errorHandler: errorShape((message) => generateError(message)) },
     async (request, reply) => {
       counter.requests++;
+      watch(reply, "/generate");
       const body = (request.body ?? {}) as GenerateBody;
       const withRoutedExperts = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
       const response = generateResponse(folder, body, { reasoning, withRoutedExperts, stopId });
@@ -265,6 +272,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     { schema: completionsSchema, errorHandler: errorShape(completionsError) },
     async (request, reply) => {
       counter.requests++;
+      watch(reply, "/v1/completions");
       const body = (request.body ?? {}) as CompletionsBody;
       const response = completionsResponse(folder, body, { model, reasoning, stopId });
       if (options.latencyMs) await sleep(options.latencyMs);
