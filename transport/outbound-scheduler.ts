@@ -197,6 +197,9 @@ export class OutboundScheduler {
           (v) => {
             s.pulling = false;
             this.#accept(s, v, undefined);
+            // Sent on the next pump, with whatever else comes this turn: a piece of a body that
+            // trickles in (an event stream) must not wait for a chunk's worth, or for its end.
+            this.#schedulePump();
             this.#pull(s);
           },
           (err) => {

@@ -103,21 +103,36 @@ const recordCount = async (server: SessionServer, id: string) =>
   (await call<{ records: unknown[] }>(server.url, "GET", `/sessions/${id}`)).json.records.length;
 
 for (const api of APIS.filter((a) => a !== "sglang-chat")) {
-  test(`${api}: each event reaches the client while the engine is still generating`, async () => {
+  test(`${api}: each event reaches the client before the engine generates the next token`, async () => {
     const server = servers.get(api)!;
+    // The same turn unstreamed on another session tells which ids the engine will generate.
+    const probe = await newSession(server.url);
+    await post(server, probe, chatBody({ stream: false }));
+    const ids = (await call<{ metadata: { accumulated_token_ids: number[] } }>(server.url, "GET", `/sessions/${probe}`))
+      .json.metadata.accumulated_token_ids;
+    const think = ids.lastIndexOf(qwen3().tokenId("<think>")!);
+    const thought = ids.slice(think + 2, ids.indexOf(qwen3().tokenId("</think>")!, think)); // the reasoning's own ids
     const id = await newSession(server.url);
-    const sawReasoning = signal();
-    // The engine holds its 10th token until the client has seen reasoning: were events
-    // held back anywhere on the way (worker, transport, router), this would never happen.
+    // Lock step: the engine sends each token of the reasoning only once the client has
+    // the reasoning up to the token before it. Were one event held back anywhere on the way
+    // (worker, transport, router), this would never finish.
+    let reasoning = "";
+    let wake: () => void = () => {};
     onChunk = async (_route, index) => {
-      if (index === 10) await within(sawReasoning.fired, "a reasoning event before the 10th token");
+      const upTo = index - 2; // chunk 0 is <think>, chunk 1 a newline
+      if (upTo < 1 || upTo > thought.length) return;
+      const expected = qwen3().decode(thought.slice(0, upTo)).trimEnd();
+      while (reasoning.length < expected.length)
+        await within(new Promise<void>((r) => (wake = r)), `the reasoning up to ${JSON.stringify(expected)}`);
     };
     const res = await post(server, id, chatBody());
     const events: string[] = [];
     await readEvents(res, (data) => {
       events.push(data);
-      if (data.includes('"reasoning_content"')) sawReasoning.fire();
+      if (data.startsWith("{")) reasoning += JSON.parse(data).choices[0]?.delta?.reasoning_content ?? "";
+      wake();
     });
+    assert.is(reasoning, qwen3().decode(thought).trim());
     assert.is(events.at(-1), "[DONE]");
     assert.is(await recordCount(server, id), 1);
   });

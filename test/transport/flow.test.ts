@@ -2,6 +2,7 @@
 // behind it, a consumer that stops reading stalls only its own stream (window credit),
 // and a peer that stops reading the socket stalls the writer at about one chunk.
 
+import { setTimeout as sleep } from "node:timers/promises";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
@@ -23,10 +24,23 @@ async function* lazyBody(total: number, piece = MiB) {
   }
 }
 
+// A body that trickles in (an event stream): each piece waits until the reader has the one
+// before, and for a timer (a producer slower than the event loop, as an engine is).
+let readerHas = 0;
+let wakeWriter: () => void = () => {};
+async function* trickle(pieces: number) {
+  for (let i = 0; i < pieces; i++) {
+    while (readerHas < i) await new Promise<void>((r) => (wakeWriter = r));
+    await sleep(1);
+    yield Buffer.from(`data: event ${i}\n\n`);
+  }
+}
+
 test.before(async () => {
   pair = await channelPair(dir.path("flow.sock"), { windowBytes: 4 * MiB }); // 1 MiB chunks (default)
   pair.server.serve(async (req) => {
     if (req.meta.op === "big") return { meta: { big: true }, body: lazyBody(Number(req.meta.bytes)) };
+    if (req.meta.op === "trickle") return { meta: {}, body: trickle(Number(req.meta.pieces)) };
     return { meta: { small: req.meta.i }, body: Buffer.from(`small ${req.meta.i}`) };
   });
 });
@@ -86,6 +100,20 @@ test("window credit: a consumer that stops reading stalls only its stream, and t
   for (let r = await it.next(); !r.done; r = await it.next()) received += r.value.length;
   assert.is(received, 64 * MiB);
   assert.is(produced, 64 * MiB);
+});
+
+test("a body that trickles in goes out piece by piece, never held for a chunk's worth or its end", async () => {
+  readerHas = 0;
+  const res = await pair.client.request({ op: "trickle", pieces: 20 });
+  const guard = setTimeout(() => pair.client.close(new Error("a piece was held back")), 20_000).unref();
+  let text = "";
+  for await (const piece of res.body) {
+    text += piece.toString();
+    readerHas = text.split("\n\n").length - 1;
+    wakeWriter();
+  }
+  clearTimeout(guard);
+  assert.is(readerHas, 20);
 });
 
 test("socket backpressure: a peer that stops reading its socket stalls the writer at about one chunk", async () => {
