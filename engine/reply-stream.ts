@@ -110,6 +110,11 @@ export class ReplyStream implements AsyncIterable<Buffer> {
     };
   }
 
+  /** Nobody will read the rest (also when nobody started to): drop the connection. */
+  cancel(): void {
+    this.#abandon();
+  }
+
   #next(): Promise<IteratorResult<Buffer>> {
     const piece = this.#queue.shift();
     if (piece !== undefined) {

@@ -60,7 +60,8 @@ export async function streamTurn(
     stream: true,
   });
   if (res.stream === undefined) return { ok: false, status: res.status, headers: res.headers, body: res.body };
-  const events = sseEvents(res.stream);
+  const body = res.stream;
+  const events = sseEvents(body);
   let first: TokenStep;
   try {
     if (!EVENT_STREAM.test(res.headers["content-type"] ?? ""))
@@ -70,6 +71,7 @@ export async function streamTurn(
     first = await nextStep(events, reader);
   } catch (err) {
     await events.return();
+    body.cancel(); // the events were perhaps never read: the connection must go all the same
     throw err;
   }
   const model = typeof turn.body.model === "string" ? turn.body.model : "";
@@ -84,8 +86,8 @@ export async function streamTurn(
         for (const event of chunks.delta(parser.append(step.text))) yield event;
         if (step.last) break;
       }
-      // The engine ends with [DONE] after its last chunk: read it, so the connection is kept.
-      for (let next = await events.next(); next.done !== true && !isDone(next.value); next = await events.next());
+      // The engine ends with [DONE] after its last chunk: read to the end, so the connection is kept.
+      for (let next = await events.next(); next.done !== true; next = await events.next());
       const result = reader.result(turn.promptIds.length);
       const { delta, parsed } = parser.finish(result.text);
       options.onMalformedToolCalls?.(parsed.malformedToolCalls);
@@ -108,7 +110,9 @@ export async function streamTurn(
         headers: { ...SSE_HEADERS },
       };
     } finally {
-      await events.return(); // a stream left early drops its connection; the engine aborts the request
+      // A stream left early drops its connection (the engine aborts the request).
+      await events.return();
+      body.cancel();
     }
   }
   return { ok: true, headers: { ...SSE_HEADERS }, events: run() };

@@ -2,8 +2,10 @@
 // values ({method, path, query, headers, body} in, {status, headers, body} out). A chat
 // turn (docs/architecture.md, "One chat turn"): plan the prompt under the session lock,
 // have the engine generate from its ids without the lock (engine-port.ts), then verify and
-// commit under the lock again unless the session moved on. Expected failures become coded
-// error responses; only bugs throw.
+// commit under the lock again unless the session moved on. A streamed turn (`stream: true`)
+// answers with a body that is the adapter's events, and commits the same way after the
+// engine's last chunk and before `data: [DONE]` (streamed-turn.ts). Expected failures
+// become coded error responses; only bugs throw.
 // No HTTP server, and no engine protocol: the worker hands the core an Engine.
 import type { Logger } from "pino";
 import type { ChatMessage } from "./chat-template.ts";

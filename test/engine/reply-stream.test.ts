@@ -72,6 +72,19 @@ test("a reader that falls behind holds at most the high-water mark and one read;
   await agent.close();
 });
 
+test("a stream read to its end leaves its connection for the next request", async () => {
+  handler = (res) => void writeEvents(res, 10_000);
+  const agent = new EngineHttpAgent(origin);
+  for (let i = 0; i < 3; i++) {
+    const res = await agent.send({ method: "POST", path: "/", headers: {}, body: Buffer.from("{}"), stream: true });
+    let n = 0;
+    for await (const _ of sseEvents(res.stream!)) n++;
+    assert.is(n, 10);
+  }
+  assert.is(agent.connections, 1, "one kept-alive connection served all three");
+  await agent.close();
+});
+
 test("a reader that stops early closes the engine's connection", async () => {
   let closed!: () => void;
   const engineSawClose = new Promise<void>((r) => (closed = r));

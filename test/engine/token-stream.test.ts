@@ -209,6 +209,35 @@ for (const fault of FAULTS)
     assert.is((await got(c, id)).records.length, 0);
   });
 
+for (const api of ["sglang-generate", "vllm-completions"] as const)
+  test(`${api}: streamed turns replay from the journal to the same session; the next turn continues it`, async () => {
+    const dir = join(root, `replay-${api}`);
+    const a = await core(cumulative.url, api, { dir });
+    const id = await session(a);
+    const first = await text(await chat(a, id, true));
+    const callId = /"id":"(call_[^"]+)"/.exec(first)![1]!;
+    const args = [...first.matchAll(/"arguments":"((?:[^"\\]|\\.)+)"/g)].map((m) => JSON.parse(`"${m[1]}"`)).join("");
+    const reasoning = [...first.matchAll(/"reasoning_content":"((?:[^"\\]|\\.)*)"/g)]
+      .map((m) => JSON.parse(`"${m[1]}"`))
+      .join("");
+    const messages = [
+      { role: "user", content: "Weather in Paris?" },
+      {
+        role: "assistant",
+        content: "",
+        reasoning_content: reasoning,
+        tool_calls: [{ id: callId, type: "function", function: { name: "get_weather", arguments: args } }],
+      },
+      { role: "tool", tool_call_id: callId, content: '{"temp_c": 21}' },
+    ];
+    assert.ok((await text(await chat(a, id, true, { messages }))).endsWith("data: [DONE]\n\n"));
+    const before = await text(await a.get(id));
+    assert.is((JSON.parse(before) as Got).records.length, 2, "the second turn continued the first (no rollback)");
+    const b = await core(cumulative.url, api, { dir });
+    await b.recover();
+    assert.is(await text(await b.get(id)), before);
+  });
+
 for (const api of ["sglang-chat", "sglang-generate", "vllm-completions"] as const)
   test(`${api}: a commit that fails (journal write) ends the stream with an error event; the session is as it was`, async () => {
     const dir = join(root, api);
