@@ -39,7 +39,7 @@ import { responseObject } from "./sim-engine-reply.ts";
 import { buildReply, chatFacts, requestKwargs, simModel, type SimModel } from "./sim-engine-model.ts";
 import { RoutedExpertsPayload, responseChunks } from "./sim-engine-payload.ts";
 import { PrebuiltReplies, type PrebuiltApi, type PrebuiltOptions } from "./sim-engine-prebuilt.ts";
-import { BadRequest, promptIdsOf, stopList } from "./sim-engine-completion.ts";
+import { promptIdsOf, stopList } from "./sim-engine-completion.ts";
 import { chatStream, completionsStream, generateStream, type StreamPacing } from "./sim-engine-stream.ts";
 import { generateError, generateResponse, generateSchema, type GenerateBody } from "./sim-engine-generate.ts";
 import {
