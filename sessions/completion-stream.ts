@@ -150,7 +150,7 @@ export class CompletionStream {
   #analyze(): CompletionDelta {
     const text = this.#text;
     const tail = this.#tailStart(text);
-    const cut = Math.min(tail, this.#openBlockStart(text));
+    const cut = this.#heldWhole(text) ? 0 : Math.min(tail, this.#openBlockStart(text));
     this.#stale = tail < text.length;
     const u = text.slice(0, cut);
     const base = this.#simple(this.#parse(u));
@@ -229,12 +229,23 @@ export class CompletionStream {
     return start;
   }
 
+  /** Whether the text starts with (or so far is the start of) one of the family's leading texts. */
+  #heldWhole(text: string): boolean {
+    const leading = this.#family.streamSyntax?.leading ?? [];
+    return leading.some((l) => text.startsWith(l) || l.startsWith(text));
+  }
+
   /** Where the first tool-call block that has not closed opens (the text's length if none). */
   #openBlockStart(text: string): number {
     const blocks = this.#family.streamSyntax?.blocks ?? [];
     let first = text.length;
     for (const block of blocks) {
       let at = 0;
+      if (block.startsOpen === true && !block.open.some((o) => text.startsWith(o))) {
+        const close = firstOf(text, block.close, 0);
+        if (close === undefined) return 0;
+        at = close.at + close.length;
+      }
       for (;;) {
         const open = firstOf(text, block.open, at);
         if (open === undefined || open.at >= first) break;

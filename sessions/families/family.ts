@@ -76,10 +76,19 @@ export interface AssistantTurn {
 
 /** What a streamed completion's parser needs to know of the family's syntax (completion-stream.ts). */
 export interface StreamSyntax {
-  /** Tool-call blocks: text from an opener on is held until one of its closers ends the block. */
-  readonly blocks: readonly { readonly open: readonly string[]; readonly close: readonly string[] }[];
+  /**
+   * Tool-call blocks: text from an opener on is held until one of its closers ends the block
+   * (`startsOpen`: the generation prompt wrote an opener, so the completion starts inside one).
+   */
+  readonly blocks: readonly {
+    readonly open: readonly string[];
+    readonly close: readonly string[];
+    readonly startsOpen?: boolean;
+  }[];
   /** Every other text parseCompletion reacts to: reasoning delimiters, stop texts. */
   readonly markers: readonly string[];
+  /** A completion that starts with one of these may be all tool calls (Llama 3's bare JSON): held until it is whole. */
+  readonly leading?: readonly string[];
 }
 
 export interface TitoFamily {

@@ -62,6 +62,7 @@ export function gemma3Family(folder: TokenizerFolder): TitoFamily {
       accumulated.length > 0 && accumulated[accumulated.length - 1] === endOfTurn ? [nl] : [],
     isAssistantSegment: (prevSpecial, text) => prevSpecial === startOfTurn && text.startsWith("model"),
     parseCompletion: (text) => ({ content: withoutStopText(text), malformedToolCalls: 0 }),
+    streamSyntax: { blocks: [], markers: STOP_TEXTS },
     formatCompletion: formatGemma3,
   };
 }

@@ -13,7 +13,7 @@
 // SGLang: a call block that does not parse stays in the content as written (and is
 // counted), as does one left open at the end (counted only when the stop token follows it:
 // without one, the length limit cut it); text after the calls stays in the content.
-import type { AssistantTurn, ParseContext, ParsedCompletion, ToolCall } from "./family.ts";
+import type { AssistantTurn, ParseContext, ParsedCompletion, StreamSyntax, ToolCall } from "./family.ts";
 import { newToolCallId } from "./tool-call-id.ts";
 import { argumentsObject, isObject } from "./tool-args.ts";
 
@@ -36,6 +36,19 @@ type State =
   | { at: "header"; start: number; header: string }
   | { at: "block"; kind: "reasoning" | "content"; payload: string }
   | { at: "call"; start: number; header: string; payload: string };
+
+/**
+ * The markers parseInklingCompletion reacts to. A block's header is held until its kind
+ * token says what the block is (the completion starts inside the first header), and a call
+ * block until it ends; text and thinking blocks flow.
+ */
+export const INKLING_STREAM_SYNTAX: StreamSyntax = {
+  blocks: [
+    { open: [MODEL], close: KIND_TOKENS, startsOpen: true },
+    { open: [INVOKE], close: END_TOKENS },
+  ],
+  markers: [...ROLE_TOKENS, ...END_TOKENS, "<|endoftext|>"],
+};
 
 export function parseInklingCompletion(text: string, context?: ParseContext): ParsedCompletion {
   // With the stop token there, an unclosed call is malformed; without, the length limit may have cut it.

@@ -12,7 +12,7 @@
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import type { TitoFamily } from "./family.ts";
-import { formatInklingCompletion, parseInklingCompletion } from "./inkling-completion.ts";
+import { formatInklingCompletion, INKLING_STREAM_SYNTAX, parseInklingCompletion } from "./inkling-completion.ts";
 import { INKLING_TEMPLATE } from "./inkling-template.ts";
 
 const ROLE_TOKENS = ["<|message_user|>", "<|message_model|>", "<|message_system|>", "<|message_tool|>"];
@@ -45,6 +45,7 @@ export function inklingFamily(folder: TokenizerFolder): TitoFamily {
     boundaryIds: () => [],
     isAssistantSegment: (prevSpecial) => prevSpecial === model,
     parseCompletion: parseInklingCompletion,
+    streamSyntax: INKLING_STREAM_SYNTAX,
     formatCompletion: formatInklingCompletion,
   };
 }

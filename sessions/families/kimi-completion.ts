@@ -14,7 +14,7 @@
 // there too, counted only when the stop token follows (without one, the length limit cut
 // it); text after the section stays in the content; names may contain `-`.
 import { normalizeArguments } from "../chat-template.ts";
-import type { AssistantTurn, ParseContext, ParsedCompletion, ToolCall } from "./family.ts";
+import type { AssistantTurn, ParseContext, ParsedCompletion, StreamSyntax, ToolCall } from "./family.ts";
 import { isObject } from "./tool-args.ts";
 
 const STOP_TEXT = "<|im_end|>";
@@ -26,6 +26,12 @@ const CALL_BEGIN = "<|tool_call_begin|>";
 const ARGUMENT_BEGIN = "<|tool_call_argument_begin|>";
 const CALL_END = "<|tool_call_end|>";
 const CALL_ID = /^(?:functions\.)?([\w.-]+):(\d+)$/;
+
+/** The markers parseKimiCompletion reacts to (a streamed reply is parsed with them). */
+export const KIMI_STREAM_SYNTAX: StreamSyntax = {
+  blocks: [{ open: [SECTION_BEGIN], close: [SECTION_END] }],
+  markers: [THINK_OPEN, THINK_CLOSE, STOP_TEXT],
+};
 
 export function parseKimiCompletion(text: string, context?: ParseContext): ParsedCompletion {
   // With the stop token there, an unclosed call is malformed; without, the length limit may have cut it.

@@ -11,7 +11,7 @@
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import type { TitoFamily, TitoFamilyName } from "./family.ts";
-import { formatKimiCompletion, parseKimiCompletion } from "./kimi-completion.ts";
+import { formatKimiCompletion, KIMI_STREAM_SYNTAX, parseKimiCompletion } from "./kimi-completion.ts";
 import { KIMI_K25_TEMPLATE } from "./kimi-template.ts";
 
 const NEEDED = [
@@ -64,6 +64,7 @@ function kimiFamily(folder: TokenizerFolder, name: TitoFamilyName, template: str
     boundaryIds: () => [],
     isAssistantSegment: (prevSpecial) => prevSpecial !== undefined && assistantSegments.has(prevSpecial),
     parseCompletion: parseKimiCompletion,
+    streamSyntax: KIMI_STREAM_SYNTAX,
     formatCompletion: formatKimiCompletion,
   };
 }

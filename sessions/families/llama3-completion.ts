@@ -6,13 +6,23 @@
 // qwen3-completion.ts: an object that does not parse as a call stays in the content and is
 // counted (SGLang drops it); one still open at the end (a length cut) stays in the content
 // uncounted; text after the calls stays in the content.
-import type { ParsedCompletion, ToolCall, ToolCallIdSource } from "./family.ts";
+import type { ParsedCompletion, StreamSyntax, ToolCall, ToolCallIdSource } from "./family.ts";
 import { newToolCallId } from "./tool-call-id.ts";
 
 // The engine may or may not leave the stop token's text at the end.
 const STOP_TEXTS = ["<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"];
 export const PYTHON_TAG = "<|python_tag|>";
 const SEPARATOR = ";";
+
+/**
+ * The markers parseLlama3Completion reacts to: everything after `<|python_tag|>` is calls
+ * (held to the end), and so is a completion that starts with "{".
+ */
+export const LLAMA3_STREAM_SYNTAX: StreamSyntax = {
+  blocks: [{ open: [PYTHON_TAG], close: [] }],
+  markers: STOP_TEXTS,
+  leading: ["{"],
+};
 
 export function parseLlama3Completion(text: string, newId: ToolCallIdSource = newToolCallId): ParsedCompletion {
   text = withoutStopText(text);

@@ -44,7 +44,7 @@
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import type { AssistantTurn, TitoFamily } from "./family.ts";
-import { parseLlama3Completion, PYTHON_TAG } from "./llama3-completion.ts";
+import { LLAMA3_STREAM_SYNTAX, parseLlama3Completion, PYTHON_TAG } from "./llama3-completion.ts";
 import { LLAMA3_TEMPLATE } from "./llama3-template.ts";
 import { argumentsObject, templateJson } from "./tool-args.ts";
 
@@ -96,6 +96,7 @@ export function llama3Family(folder: TokenizerFolder): TitoFamily {
       (prevSpecial === startHeader && text.startsWith("assistant")) ||
       (pythonTag !== undefined && prevSpecial === pythonTag),
     parseCompletion: (text, context) => parseLlama3Completion(text, context?.newId),
+    streamSyntax: LLAMA3_STREAM_SYNTAX,
     formatCompletion: formatLlama3,
   };
 }

@@ -20,7 +20,7 @@ import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import { chatmlBasics } from "./chatml.ts";
 import type { AssistantTurn, TitoFamily } from "./family.ts";
 import { formatCoderCall, parseCoderCompletion } from "./qwen3-coder-completion.ts";
-import { withoutStopText } from "./qwen3-completion.ts";
+import { QWEN3_STREAM_SYNTAX, withoutStopText } from "./qwen3-completion.ts";
 
 const THINK_OPEN = "<think>";
 const THINK_CLOSE = "</think>";
@@ -75,6 +75,8 @@ export function nemotron3Family(folder: TokenizerFolder): TitoFamily {
         (t) => splitNemotronReasoning(t, context?.kwargs?.enable_thinking !== false),
         context,
       ),
+    // Qwen3's markers: the same think tags, stop texts and <tool_call> blocks.
+    streamSyntax: QWEN3_STREAM_SYNTAX,
     formatCompletion: formatNemotron3,
   };
 }

@@ -8,7 +8,7 @@ import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import { chatmlBasics } from "./chatml.ts";
 import type { AssistantTurn, TitoFamily } from "./family.ts";
 import { formatCoderCall, parseCoderCompletion } from "./qwen3-coder-completion.ts";
-import { splitQwen3Reasoning, withoutStopText } from "./qwen3-completion.ts";
+import { QWEN3_STREAM_SYNTAX, splitQwen3Reasoning, withoutStopText } from "./qwen3-completion.ts";
 import { QWEN35_TEMPLATE } from "./qwen35-template.ts";
 
 /**
@@ -37,9 +37,14 @@ export function qwen35Family(folder: TokenizerFolder): TitoFamily {
     parseCompletion: (text, context) =>
       parseCoderCompletion(
         withoutStopText(text),
-        (t) => splitQwen3Reasoning(t, context?.kwargs?.enable_thinking !== false),
+        (t) => {
+          const thinking = context?.kwargs?.enable_thinking !== false;
+          return splitQwen3Reasoning(t, thinking, thinking);
+        },
         context,
       ),
+    // Qwen3's markers: the same think tags, stop texts and <tool_call> blocks.
+    streamSyntax: QWEN3_STREAM_SYNTAX,
     formatCompletion: formatQwen35,
   };
 }

@@ -12,6 +12,9 @@ import { selectFamily, type AssistantTurn, type TitoFamily } from "../../session
 import { qwen3, WEATHER_TOOL } from "./fixtures.ts";
 import { glm47Folder, minimaxFolder } from "./families/glm-minimax-folders.ts";
 import { syntheticDeepseekFolder } from "../helpers/deepseek-folder.ts";
+import { nemotron3Folder, qwen35Folder, qwennextFolder } from "./families/chatml-folders.ts";
+import { inklingFolder, kimiFolder } from "./families/kimi-inkling-folders.ts";
+import { npmFolder } from "./fixtures.ts";
 
 const SEARCH_TOOL = {
   type: "function",
@@ -50,6 +53,13 @@ const CASES: Case[] = [
   { name: "minimax_m25", family: selectFamily(minimaxFolder("MiniMax-M2.5"), "minimax_m25"), kwargs: {} },
   { name: "deepseekv32", family: selectFamily(syntheticDeepseekFolder("deepseek_v32"), "deepseekv32"), kwargs: {} },
   { name: "deepseekv4", family: selectFamily(syntheticDeepseekFolder("deepseek_v4"), "deepseekv4"), kwargs: {} },
+  { name: "qwennext", family: selectFamily(qwennextFolder(), "qwennext"), kwargs: {} },
+  { name: "qwen35", family: selectFamily(qwen35Folder(), "qwen35"), kwargs: {} },
+  { name: "qwen35 (thinking off)", family: selectFamily(qwen35Folder(), "qwen35"), kwargs: { enable_thinking: false } },
+  { name: "nemotron3", family: selectFamily(nemotron3Folder(), "nemotron3"), kwargs: {} },
+  { name: "kimi26", family: selectFamily(kimiFolder({ model: "K2.6" }), "kimi26"), kwargs: {} },
+  { name: "inkling", family: selectFamily(inklingFolder(), "inkling"), kwargs: {} },
+  { name: "llama3", family: selectFamily(npmFolder("llama3_1"), "llama3"), kwargs: {} },
 ];
 
 function ids() {
@@ -112,6 +122,14 @@ for (const c of CASES) {
           parsed.tool_calls ?? [],
           where,
         );
+        // Text flows: a long content or reasoning starts coming out before the text is whole.
+        if (label === "1")
+          for (const key of ["content", "reasoning"] as const)
+            if ((key === "content" ? parsed.content : (parsed.reasoning_content ?? "")).length >= 10)
+              assert.ok(
+                steps.slice(0, -1).some((s) => s.delta[key] !== ""),
+                `${where}: no ${key} before the end`,
+              );
         // A tool call comes out only once the text up to then holds its whole block.
         for (const { at, delta } of steps)
           for (const call of delta.toolCalls) {
