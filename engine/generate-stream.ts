@@ -14,6 +14,7 @@
 // together (incremental), its routing payload left as it is.
 import { JsonScanner } from "../buffers/json-scan.ts";
 import { EngineReplyError } from "../sessions/errors.ts";
+import { weightVersionOf } from "./reply-scan.ts";
 import type { TokenStep, TokenStreamReader, TokenStreamResult } from "./token-stream.ts";
 
 type Span = [number, number];
@@ -25,6 +26,7 @@ interface ChunkSpans {
   finish?: Span;
   prompt?: Span;
   completion?: Span;
+  version?: Span;
   error?: Span;
 }
 
@@ -44,6 +46,7 @@ function scanChunk(data: Buffer): { scan: JsonScanner; spans: ChunkSpans } {
       if (scan.keyIs(mi, "finish_reason")) return take("finish", mi.valueStart);
       if (scan.keyIs(mi, "prompt_tokens")) return take("prompt", mi.valueStart);
       if (scan.keyIs(mi, "completion_tokens")) return take("completion", mi.valueStart);
+      if (scan.keyIs(mi, "weight_version")) return take("version", mi.valueStart);
     });
   });
   return { scan, spans };
@@ -68,6 +71,7 @@ export class GenerateStreamReader implements TokenStreamReader {
   #last: Buffer | undefined;
   #lastSpans: ChunkSpans | undefined;
   #finish: "stop" | "length" = "stop";
+  #version: string | undefined; // meta_info.weight_version of the last chunk
 
   constructor(promptLength: number) {
     this.#promptLength = promptLength;
@@ -98,6 +102,7 @@ export class GenerateStreamReader implements TokenStreamReader {
     const piece = this.#advance(scan, spans, text, completion as number, last);
     if (last) {
       this.#finish = finish.type === "length" ? "length" : "stop";
+      if (spans.version) this.#version = weightVersionOf(scan.parse(...spans.version));
       this.#last = data;
       this.#lastSpans = spans;
     }
@@ -158,7 +163,13 @@ export class GenerateStreamReader implements TokenStreamReader {
     const last = this.#last!;
     const spans = this.#lastSpans!;
     if (this.#mode !== "incremental")
-      return { text: this.#text, completionIds: this.#ids, finish: this.#finish, response: [last] };
+      return {
+        text: this.#text,
+        completionIds: this.#ids,
+        finish: this.#finish,
+        response: [last],
+        engineWeightVersion: this.#version,
+      };
     // Incremental: the last chunk with everything put together, the rest of its bytes as they came.
     const swaps: Array<[Span | undefined, string]> = [
       [spans.text, JSON.stringify(this.#text)],
@@ -174,6 +185,12 @@ export class GenerateStreamReader implements TokenStreamReader {
       at = span[1];
     }
     parts.push(last.subarray(at));
-    return { text: this.#text, completionIds: this.#ids, finish: this.#finish, response: parts };
+    return {
+      text: this.#text,
+      completionIds: this.#ids,
+      finish: this.#finish,
+      response: parts,
+      engineWeightVersion: this.#version,
+    };
   }
 }

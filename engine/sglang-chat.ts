@@ -82,12 +82,19 @@ function streamWhole(completion: EngineCompletion, body: Record<string, unknown>
     toolCalls: ((message.tool_calls ?? []) as ToolCall[]).map((call, index) => ({ ...call, index })),
   };
   const finish = reply.choices[0].finish_reason;
+  // The reply's pooled buffers go back once: after the commit, or when the stream is dropped.
+  let held = completion.release;
+  const release = () => {
+    const r = held;
+    held = undefined;
+    r?.();
+  };
   async function* events(): AsyncGenerator<Buffer, EngineCompletion, undefined> {
     yield chunks.role();
     for (const event of chunks.delta(delta)) yield event;
     yield chunks.finish(typeof finish === "string" ? finish : "stop");
     if (includeUsage(body) && reply.usage !== undefined) yield chunks.usage(reply.usage);
-    return { ...completion, clientBody: [], headers: { ...SSE_HEADERS } };
+    return { ...completion, release, clientBody: [], headers: { ...SSE_HEADERS } };
   }
-  return { ok: true, headers: { ...SSE_HEADERS }, events: events() };
+  return { ok: true, headers: { ...SSE_HEADERS }, events: events(), cancel: release };
 }

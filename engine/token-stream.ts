@@ -33,6 +33,8 @@ export interface TokenStreamResult {
   completionIds: number[];
   finish: "stop" | "length";
   response: Buffer[];
+  /** The engine's policy version, when its reply names one (SGLang's meta_info.weight_version). */
+  engineWeightVersion?: string;
 }
 
 export interface TokenStreamReader {
@@ -105,6 +107,7 @@ export async function streamTurn(
         request,
         response: result.response,
         completionIds: result.completionIds,
+        engineWeightVersion: result.engineWeightVersion,
         message,
         clientBody: [],
         headers: { ...SSE_HEADERS },
@@ -115,7 +118,7 @@ export async function streamTurn(
       body.cancel();
     }
   }
-  return { ok: true, headers: { ...SSE_HEADERS }, events: run() };
+  return { ok: true, headers: { ...SSE_HEADERS }, events: run(), cancel: () => body.cancel() };
 }
 
 async function nextStep(

@@ -75,6 +75,8 @@ export interface EngineStream {
   /** Reply headers for the client (an event stream). */
   headers: Record<string, string>;
   events: AsyncGenerator<Buffer, EngineCompletion, undefined>;
+  /** Stops the engine request and frees what the stream holds, whether its events were read or not (idempotent). */
+  cancel(): void;
 }
 
 export type EngineTurn = EngineRefusal | EngineCompletion | EngineStream;

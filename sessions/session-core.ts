@@ -253,10 +253,17 @@ export class SessionCore {
       });
       if (!res.ok) return { status: res.status, headers: res.headers, body: res.body };
       if (isEngineStream(res)) {
-        const failed = (err: unknown, stage: string) =>
-          this.#log?.warn({ sessionId, stage, err: (err as Error).message }, "streamed turn failed; not recorded");
-        const commit = (completion: EngineCompletion) => this.#commit(t, turn, completion, context, signal);
-        return { status: 200, headers: res.headers, body: streamedTurn(res.events, commit, failed, signal) };
+        // The session stays busy (no idle expiry) until the stream is over, not just until it began.
+        let over = () => {};
+        if (this.#idle) void this.#idle.busy(sessionId, () => new Promise<void>((r) => (over = r)));
+        const body = streamedTurn(res, {
+          commit: (completion) => this.#commit(t, turn, completion, context, signal),
+          onFailure: (err, stage) =>
+            this.#log?.warn({ sessionId, stage, err: (err as Error).message }, "streamed turn failed; not recorded"),
+          onSettled: () => over(),
+          signal,
+        });
+        return { status: 200, headers: res.headers, body };
       }
       try {
         await this.#commit(t, turn, res, context, signal);

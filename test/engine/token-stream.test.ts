@@ -189,6 +189,29 @@ const FAULTS: Array<{
   },
 ];
 
+test("sglang-generate: the engine's weight_version of a streamed turn is in its record", async () => {
+  const c = await core(cannedUrl, "sglang-generate");
+  const id = await session(c);
+  const ids = [...HELLO, folder.tokenId("<|im_end|>")!];
+  const meta = (n: number, k: number, finish: unknown) => ({
+    prompt_tokens: n,
+    completion_tokens: k,
+    weight_version: "step-7",
+    finish_reason: finish,
+    output_token_logprobs: ids.slice(0, k).map((t) => [-0.5, t, null]),
+  });
+  reply = (n) => ({
+    body: sse(
+      { text: "Hel", output_ids: ids.slice(0, 1), meta_info: meta(n, 1, null) },
+      { text: "Hello", output_ids: ids, meta_info: meta(n, ids.length, { type: "stop", matched: ids.at(-1) }) },
+      "[DONE]",
+    ),
+  });
+  assert.ok((await text(await chat(c, id, true))).endsWith("data: [DONE]\n\n"));
+  const record = (await got(c, id)).records[0] as unknown as { engine_weight_version?: string };
+  assert.is(record.engine_weight_version, "step-7");
+});
+
 for (const fault of FAULTS)
   test(`${fault.api}: ${fault.name} is a 502 ${fault.midway ? "error event" : "before any event"}; nothing recorded`, async () => {
     const c = await core(cannedUrl, fault.api);
