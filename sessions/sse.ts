@@ -3,7 +3,8 @@
 // event per Buffer, `data: [DONE]` after a committed turn, and an error event in OpenAI's
 // shape (`{"error": {message, type, param, code}}`, what the `openai` client throws on)
 // when the turn fails after the stream began.
-import { TitoError } from "./errors.ts";
+import { CodedError } from "../buffers/coded-error.ts";
+import { UpstreamAbortedError } from "./errors.ts";
 
 /** Response headers of an event stream: no caching, and no buffering in a proxy in front (nginx). */
 export const SSE_HEADERS: Readonly<Record<string, string>> = {
@@ -18,11 +19,14 @@ export const sseData = (value: unknown): Buffer => Buffer.from(`data: ${JSON.str
 /** The event that ends a stream whose turn was committed. */
 export const sseDone = (): Buffer => Buffer.from("data: [DONE]\n\n", "latin1");
 
-/** The event that ends a stream whose turn failed (a coded error keeps its code and status). */
+/**
+ * The event that ends a stream whose turn failed. A coded error keeps its code and status;
+ * an engine request aborted for a coded reason (a pause's abort-turns) says that reason.
+ */
 export function sseError(err: unknown): Buffer {
-  const coded = err instanceof TitoError;
-  const message = coded ? err.message : `internal error: ${err instanceof Error ? err.message : String(err)}`;
-  return sseData({
-    error: { message, type: coded ? err.code : "internal_error", param: null, code: coded ? err.status : 500 },
-  });
+  const e = err instanceof UpstreamAbortedError && err.cause instanceof CodedError ? err.cause : err;
+  if (e instanceof CodedError)
+    return sseData({ error: { message: e.message, type: e.code, param: null, code: e.status } });
+  const message = `internal error: ${e instanceof Error ? e.message : String(e)}`;
+  return sseData({ error: { message, type: "internal_error", param: null, code: 500 } });
 }

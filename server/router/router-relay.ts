@@ -74,12 +74,15 @@ export async function relay(
     return sendError(reply, 503, new WorkerUnavailableError(shard, "unavailable").message);
   }
   const sent = turn ? { ...shardRequest, weightVersion: door!.send(turn, channel) } : shardRequest;
+  const answered = (t: NonNullable<typeof turn>, status: number) => {
+    door!.finish(t);
+    metrics?.rollout.turnAnswered(t.weightVersion, status);
+  };
   try {
     res = await requestShard(channel, sent, body, controller.signal);
-    if (turn) {
-      door!.finish(turn);
-      metrics?.rollout.turnAnswered(turn.weightVersion, res.status);
-    }
+    // A streamed chat turn (`stream: true`) is in flight until its body is over: the engine
+    // is still generating it, and the worker commits it only at the end.
+    if (turn && !res.body.streaming) answered(turn, res.status);
     if (!res.body.streaming) whole = await res.body.collect();
   } catch (err) {
     if (turn) door!.finish(turn);
@@ -118,6 +121,7 @@ export async function relay(
     headers,
     res.body,
     metrics === undefined ? undefined : (n) => metrics.relayedBytes.inc(label, n),
+    turn && (() => answered(turn, status)),
   );
 }
 
@@ -144,6 +148,8 @@ async function pipeBody(
   headers: Record<string, string>,
   body: AsyncIterable<Buffer>,
   count: ((bytes: number) => void) | undefined,
+  /** Runs once the body is over, however it ended. */
+  onDone?: () => void,
 ): Promise<FastifyReply> {
   reply.hijack();
   const raw = reply.raw;
@@ -162,6 +168,8 @@ async function pipeBody(
     if (!(err instanceof RequestAbortedError))
       request.log.warn({ err: (err as Error).message }, "relayed body failed midway");
     raw.destroy();
+  } finally {
+    onDone?.();
   }
   return reply;
 }

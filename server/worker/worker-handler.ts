@@ -43,7 +43,8 @@ const RETRY_AFTER_S = "1";
  * Runs one chat turn that abort-turns can stop: registered before its first await, so an
  * abort-turns behind it on the channel finds it. Stopped before its commit, it answers a
  * retryable 503; a turn that committed first answers as it did (the commit decides, under
- * the session lock: session-core.ts).
+ * the session lock: session-core.ts). A streamed turn stays registered until its body is
+ * over: stopped midway, its stream ends with the error event instead of [DONE].
  */
 async function abortableTurn(
   turns: Set<AbortController>,
@@ -52,16 +53,43 @@ async function abortableTurn(
 ): Promise<CoreResponse> {
   const pause = new AbortController();
   turns.add(pause);
+  let streaming = false;
   try {
     const res = await run(AbortSignal.any([caller, pause.signal]));
+    if (isStream(res.body)) {
+      streaming = true;
+      return { ...res, body: whileOpen(res.body, caller, () => turns.delete(pause)) };
+    }
     if (!pause.signal.aborted || res.status === 200) return res;
     const err = new TurnAbortedError();
     const aborted = jsonResponse(err.status, { error: err.message });
     aborted.headers["retry-after"] = RETRY_AFTER_S;
     return aborted;
   } finally {
-    turns.delete(pause);
+    if (!streaming) turns.delete(pause);
   }
+}
+
+const isStream = (body: CoreResponse["body"]): body is AsyncIterable<Buffer> =>
+  !Buffer.isBuffer(body) && !Array.isArray(body);
+
+/** `body` as it is, running `done` once when it is over, or when the caller gives up before reading it. */
+function whileOpen(body: AsyncIterable<Buffer>, caller: AbortSignal, done: () => void): AsyncIterable<Buffer> {
+  let over = false;
+  const end = () => {
+    if (over) return;
+    over = true;
+    caller.removeEventListener("abort", end);
+    done();
+  };
+  caller.addEventListener("abort", end, { once: true });
+  return (async function* () {
+    try {
+      yield* body;
+    } finally {
+      end();
+    }
+  })();
 }
 
 export function workerHandler(core: SessionCore, metrics: WorkerMetrics): Handler {
