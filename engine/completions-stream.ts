@@ -8,7 +8,8 @@
 // one (tito-server does not), and `data: [DONE]`. A failure midway is `data: {"error": {…}}`
 // (older releases: a top-level `{"object": "error", "message": …}`), still followed by
 // `[DONE]`. The record of the turn is the reply a `stream: false` request would have got,
-// put together from the chunks.
+// put together from the chunks. How a choice's generated ids are read (`token_ids`, else the
+// `token_id:N` tokens) lives here, for both: vllm-completions.ts reads its replies with it.
 import { EngineReplyError } from "../sessions/errors.ts";
 import type { TokenStep, TokenStreamReader, TokenStreamResult } from "./token-stream.ts";
 

@@ -78,7 +78,7 @@ export class CompletionStream {
   #idCursor = 0;
   readonly #newId: () => string;
   #text = "";
-  #sent = { reasoning: "", content: "", calls: 0 };
+  #sent = { reasoning: "", content: "" };
   #sentCalls: ToolCall[] = [];
   #flow: Flow;
   /** The next piece is parsed even without a marker character (at the start, and after a held tail). */
@@ -133,7 +133,7 @@ export class CompletionStream {
     delta.toolCalls = final.calls
       .slice(this.#sentCalls.length)
       .map((c, j) => ({ ...c, index: this.#sentCalls.length + j }));
-    this.#sent = { reasoning: final.reasoning, content: final.content, calls: final.calls.length };
+    this.#sent = { reasoning: final.reasoning, content: final.content };
     this.#sentCalls = final.calls;
     return { delta, parsed };
   }
@@ -163,7 +163,6 @@ export class CompletionStream {
       this.#sentCalls.push(call);
       delta.toolCalls.push({ ...call, index: k });
     }
-    this.#sent.calls = this.#sentCalls.length;
     this.#flow = cut === text.length ? this.#flowOf(u, base, reasoning, content) : undefined;
     return delta;
   }
