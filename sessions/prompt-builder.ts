@@ -3,7 +3,8 @@
 // enforce append-only + allowed roles, tokenize only the appended messages segment by
 // segment, add the generation prompt, and join it all to the accumulated ids with the
 // family's boundary fix. It plans; it never mutates the trajectory (the caller applies
-// the rollback it returns) and never re-tokenizes what the model produced.
+// the rollback it returns) and never re-tokenizes what the model produced. It also checks
+// the configured append roles against what the family can append (appendRoles).
 import {
   fixedContext,
   jinjaRenderer,
@@ -11,7 +12,14 @@ import {
   type ChatRenderer,
   type RenderOptions,
 } from "./chat-template.ts";
-import { AppendRoleError, RollbackError, TemplateRenderError, TitoError, TokenizationError } from "./errors.ts";
+import {
+  AppendRoleError,
+  RollbackError,
+  SessionConfigError,
+  TemplateRenderError,
+  TitoError,
+  TokenizationError,
+} from "./errors.ts";
 import { generationPromptInputs, inputsArePlain } from "./generation-prompt.ts";
 import { matchingPrefixLength } from "./message-compare.ts";
 import type { TitoFamily } from "./families/index.ts";
@@ -282,4 +290,17 @@ function historyIncrement(
   if (!long.startsWith(short))
     throw new TokenizationError("rendering the appended messages does not extend the rendering of the history");
   return ctx.folder.encode(long.slice(short.length));
+}
+
+const KNOWN_ROLES = ["tool", "user", "system", "assistant"];
+
+/** The configured append roles (default: the family's); a known role the family cannot append is a config error. */
+export function appendRoles(family: string, surface: readonly string[], configured?: string[]): readonly string[] {
+  if (configured === undefined) return surface;
+  for (const role of configured)
+    if (KNOWN_ROLES.includes(role) && !surface.includes(role))
+      throw new SessionConfigError(
+        `allowed append role ${JSON.stringify(role)} is not one the ${family} family can append (its template does not render it append-only); it allows ${surface.join(", ")}`,
+      );
+  return configured;
 }

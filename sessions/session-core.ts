@@ -13,13 +13,12 @@ import { compareTrajectories } from "./drift.ts";
 import {
   InvalidChatRequestError,
   InvalidJsonError,
-  SessionConfigError,
   SessionNotFoundError,
   TitoError,
   UpstreamAbortedError,
 } from "./errors.ts";
 import { IdleExpiry } from "./idle-expiry.ts";
-import { planPrompt, promptContext, renderOrThrow, type PromptContext } from "./prompt-builder.ts";
+import { appendRoles, planPrompt, promptContext, renderOrThrow, type PromptContext } from "./prompt-builder.ts";
 import { MemoryRecordStore, sessionBodyEnds, type RecordStore } from "./journal/records.ts";
 import { SessionRegistry } from "./registry.ts";
 import { sessionRebuilder, type ReplayCounts } from "./journal/session-replay.ts";
@@ -390,19 +389,6 @@ export class SessionCore {
       throw err;
     }
   }
-}
-
-const KNOWN_ROLES = ["tool", "user", "system", "assistant"];
-
-/** The configured append roles (default: the family's); a known role the family cannot append is a config error. */
-function appendRoles(family: string, surface: readonly string[], configured?: string[]): readonly string[] {
-  if (configured === undefined) return surface;
-  for (const role of configured)
-    if (KNOWN_ROLES.includes(role) && !surface.includes(role))
-      throw new SessionConfigError(
-        `allowed append role ${JSON.stringify(role)} is not one the ${family} family can append (its template does not render it append-only); it allows ${surface.join(", ")}`,
-      );
-  return configured;
 }
 
 /** Loads the tokenizer synchronously; the engine comes ready from the caller. */
