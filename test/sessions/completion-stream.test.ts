@@ -43,10 +43,12 @@ interface Case {
   name: string;
   family: TitoFamily;
   kwargs: Record<string, unknown>;
+  /** Text before a bare </think> is reasoning (qwen3, thinking on): a text not opening with <think> waits. */
+  retroactive?: boolean;
 }
 
 const CASES: Case[] = [
-  { name: "qwen3", family: selectFamily(qwen3(), "qwen3"), kwargs: {} },
+  { name: "qwen3", family: selectFamily(qwen3(), "qwen3"), kwargs: {}, retroactive: true },
   { name: "qwen3 (thinking off)", family: selectFamily(qwen3(), "qwen3"), kwargs: { enable_thinking: false } },
   { name: "default", family: selectFamily(qwen3(), "default"), kwargs: {} },
   { name: "glm47", family: selectFamily(glm47Folder(), "glm47"), kwargs: {} },
@@ -123,7 +125,7 @@ for (const c of CASES) {
           where,
         );
         // Text flows: a long content or reasoning starts coming out before the text is whole.
-        if (label === "1")
+        if (label === "1" && !(c.retroactive && !text.startsWith("<think>")))
           for (const key of ["content", "reasoning"] as const)
             if ((key === "content" ? parsed.content : (parsed.reasoning_content ?? "")).length >= 10)
               assert.ok(
