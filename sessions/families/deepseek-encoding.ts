@@ -1,9 +1,10 @@
 // What the DeepSeek V3.2 and V4 encoders (deepseekv32-encoder.ts, deepseekv4-encoder.ts)
-// share: the sentinel texts, JSON written the way Python's json.dumps writes it, the
-// thinking switch and its alias kwargs, message text, tool lists, tool-call arguments and
+// share: the sentinel texts, the and its alias kwargs, message text, tool lists, tool-call arguments and
 // the DSML tool-call block. DeepSeek ships these encoders as Python code, not as a jinja
 // template; the format facts are in FAMILIES.md §2.8/§2.9. Everything here reads its
-// inputs and builds new strings: nothing the caller passed is ever changed.
+// inputs and builds new strings: nothing the caller passed is ever changed. JSON is
+// written as Python's json.dumps writes it (tool-args.ts templateJson).
+import { templateJson } from "./tool-args.ts";
 
 export const BOS = "<｜begin▁of▁sentence｜>";
 export const EOS = "<｜end▁of▁sentence｜>";
@@ -12,6 +13,7 @@ export const ASSISTANT = "<｜Assistant｜>";
 export const THINK_OPEN = "<think>";
 export const THINK_CLOSE = "</think>";
 /** The marker inside every tool-call tag: `<｜DSML｜invoke …>`. */
+
 export const DSML = "｜DSML｜";
 
 /** The kwargs that mean one switch (thinking on/off); `thinking_mode` wins, then `enable_thinking`. */
@@ -21,17 +23,6 @@ export type Kwargs = Readonly<Record<string, unknown>>;
 export type ThinkingMode = "thinking" | "chat";
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
-
-/** `json.dumps(value, ensure_ascii=False)`: ", " and ": " separators, non-ASCII kept as is. */
-export function pyJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(pyJson).join(", ")}]`;
-  if (isObject(value))
-    return `{${Object.entries(value)
-      .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => `${JSON.stringify(k)}: ${pyJson(v)}`)
-      .join(", ")}}`;
-  return JSON.stringify(value) ?? "null";
-}
 
 /** A kwarg that is absent or null counts as not given. */
 const given = (kwargs: Kwargs, key: string): boolean => kwargs[key] !== undefined && kwargs[key] !== null;
@@ -153,7 +144,7 @@ export function toolCallsOf(message: Readonly<Record<string, unknown>>, wrapInva
 /** One `<｜DSML｜parameter …>` line: strings raw with string="true", anything else as JSON. */
 function dsmlParameter(key: string, value: unknown): string {
   const isString = typeof value === "string";
-  const text = isString ? value : pyJson(value);
+  const text = isString ? value : templateJson(value);
   return `<${DSML}parameter name="${key}" string="${isString}">${text}</${DSML}parameter>`;
 }
 

@@ -8,6 +8,7 @@
 // reasoning and every opener is `<think>` in thinking mode, so appending never rewrites
 // what was rendered; true reproduces DeepSeek's own history dropping.
 import type { ChatMessage, ChatRenderer, RenderOptions } from "../chat-template.ts";
+import { templateJson } from "./tool-args.ts";
 import {
   ASSISTANT,
   BOS,
@@ -20,7 +21,6 @@ import {
   checkKwargs,
   dropThinking,
   dsmlBlock,
-  pyJson,
   reasoningOf,
   roleOf,
   textOf,
@@ -61,7 +61,7 @@ If the thinking_mode is enabled, then after function results you should strongly
 ${THINK_OPEN}...thinking about results${THINK_CLOSE}
 Here are the functions available in JSONSchema format:
 <functions>
-${schemas.map(pyJson).join("\n")}
+${schemas.map(templateJson).join("\n")}
 </functions>
 `;
 }

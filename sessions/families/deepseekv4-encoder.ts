@@ -9,6 +9,7 @@
 // paragraph first. Folding is why later turns are rendered as a diff of the real history
 // (the family's `increment: "history"`): a run rendered alone would not fold the same way.
 import type { ChatMessage, ChatRenderer, RenderOptions } from "../chat-template.ts";
+import { templateJson } from "./tool-args.ts";
 import {
   ASSISTANT,
   BOS,
@@ -21,7 +22,6 @@ import {
   checkKwargs,
   dropThinking,
   dsmlBlock,
-  pyJson,
   reasoningOf,
   roleOf,
   textOf,
@@ -67,7 +67,7 @@ Otherwise, output directly after ${THINK_CLOSE} with tool calls or final respons
 
 ### Available Tool Schemas
 
-${schemas.map(pyJson).join("\n")}
+${schemas.map(templateJson).join("\n")}
 
 You MUST strictly follow the above defined tool name and parameter schemas to invoke tool calls.
 `;

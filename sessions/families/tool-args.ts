@@ -234,11 +234,15 @@ class LiteralReader {
   }
 }
 
-/** JSON as the chat templates' `tojson` writes it (Python's separators ", " and ": ", non-ASCII kept). */
+/**
+ * JSON as the chat templates' `tojson` and Python's `json.dumps(…, ensure_ascii=False)`
+ * write it: separators ", " and ": ", non-ASCII kept, undefined members left out.
+ */
 export function templateJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(templateJson).join(", ")}]`;
   if (isObject(value))
     return `{${Object.entries(value)
+      .filter(([, v]) => v !== undefined)
       .map(([k, v]) => `${JSON.stringify(k)}: ${templateJson(v)}`)
       .join(", ")}}`;
   return JSON.stringify(value) ?? "null";
