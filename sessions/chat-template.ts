@@ -1,8 +1,9 @@
 // Renders a conversation with the tokenizer folder's chat template (@huggingface/jinja).
-// Normalizes on a copy, never the caller's objects: content null -> "", tool-call
-// `arguments` given as a JSON string -> an object (templates index arguments as objects).
+// Normalizes on a copy, never the caller's objects: content null -> "", an OpenAI list of
+// text parts -> their text joined by one space, tool-call `arguments` given as a JSON
+// string -> an object (templates index arguments as objects).
 import { Template } from "@huggingface/jinja";
-import { TokenizerLoadError } from "./errors.ts";
+import { InvalidChatRequestError, TokenizerLoadError } from "./errors.ts";
 import type { TokenizerFolder } from "./tokenizer-folder.ts";
 
 export type ChatMessage = Record<string, unknown> & { role: string };
@@ -71,10 +72,49 @@ function normalizeToolCall(call: unknown): unknown {
   return c;
 }
 
+const isTextPart = (part: unknown): part is { type: "text"; text: string } =>
+  !!part &&
+  typeof part === "object" &&
+  (part as { type?: unknown }).type === "text" &&
+  typeof (part as { text?: unknown }).text === "string";
+
+/**
+ * Throws InvalidChatRequestError unless `content` is a string, null/absent, or a list of
+ * OpenAI text parts (`{"type": "text", "text": "…"}`). The prompt is rendered from text
+ * only: an image, audio or file part would be dropped or rendered as JSON, a silently
+ * wrong prompt, so it is refused. `where` names the message (`messages[2]`).
+ */
+export function checkContent(content: unknown, where: string): void {
+  if (!Array.isArray(content)) return;
+  content.forEach((part: unknown, i) => {
+    if (isTextPart(part)) return;
+    const type = part && typeof part === "object" ? (part as { type?: unknown }).type : undefined;
+    throw new InvalidChatRequestError(
+      typeof type === "string" && type !== "text"
+        ? `${where}.content[${i}] is a '${type}' part, which is not supported: only text parts ({"type": "text", "text": "…"}) can be rendered into the prompt`
+        : `${where}.content[${i}] must be a text part {"type": "text", "text": "<string>"}`,
+    );
+  });
+}
+
+/**
+ * The text a content value renders as: a list of text parts becomes their texts joined by
+ * one space (as SGLang flattens list content for a template that takes strings), so it
+ * renders to the same ids as that string. Anything else is returned as it is.
+ */
+export function contentText(content: unknown): unknown {
+  if (!Array.isArray(content) || !content.every(isTextPart)) return content;
+  return content.map((part) => part.text).join(" ");
+}
+
 /** A render-ready copy of one message. */
 export function normalizeMessage(message: ChatMessage): ChatMessage {
   const out: ChatMessage = { ...message };
   if (out.content === null || out.content === undefined) out.content = "";
+  else if (Array.isArray(out.content)) {
+    checkContent(out.content, `message with role '${out.role}'`);
+    out.content = contentText(out.content);
+  }
   if (Array.isArray(out.tool_calls)) out.tool_calls = out.tool_calls.map(normalizeToolCall);
   return out;
 }

@@ -1,9 +1,10 @@
 // Message comparison for rollback detection and the append-only check (docs/architecture.md,
 // "The token algorithm"). Two messages match when role, content, reasoning_content and
 // tool_calls are deeply equal, with object key order ignored, tool-call `arguments`
-// compared after parsing a JSON string, and null / "" / [] / absent all the same value.
+// compared after parsing a JSON string, a list of text parts compared as the text it
+// renders as, and null / "" / [] / absent all the same value.
 // Other keys are ignored: clients add provider-specific fields. Never mutates its inputs.
-import { normalizeArguments, type ChatMessage } from "./chat-template.ts";
+import { contentText, normalizeArguments, type ChatMessage } from "./chat-template.ts";
 
 const COMPARED_KEYS = ["role", "content", "reasoning_content", "tool_calls"] as const;
 
@@ -52,6 +53,10 @@ export function messagesMatch(a: ChatMessage, b: ChatMessage): boolean {
     if (key === "tool_calls") {
       va = Array.isArray(va) ? va.map(comparableToolCall) : va;
       vb = Array.isArray(vb) ? vb.map(comparableToolCall) : vb;
+    } else if (key === "content") {
+      // A client may send a turn as a string once and as text parts the next time.
+      va = contentText(va);
+      vb = contentText(vb);
     }
     if (!deepEqualLoose(va, vb)) return false;
   }

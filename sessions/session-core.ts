@@ -8,7 +8,7 @@
 // become coded error responses; only bugs throw.
 // No HTTP server, and no engine protocol: the worker hands the core an Engine.
 import type { Logger } from "pino";
-import type { ChatMessage } from "./chat-template.ts";
+import { checkContent, type ChatMessage } from "./chat-template.ts";
 import { compareTrajectories } from "./drift.ts";
 import {
   InvalidChatRequestError,
@@ -119,6 +119,8 @@ function parseChatBody(bytes: Buffer): Record<string, unknown> {
     if (!m || typeof m !== "object" || typeof (m as { role?: unknown }).role !== "string") {
       throw new InvalidChatRequestError(`messages[${i}] must be an object with a string \`role\``);
     }
+    // Every family's renderer (jinja or code) then sees text only.
+    checkContent((m as { content?: unknown }).content, `messages[${i}]`);
   });
   if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools))
     throw new InvalidChatRequestError("`tools` must be a list");
