@@ -1,12 +1,14 @@
 // `tito-server serve`: the command-line front of startSessionServer(). Prints exactly one
 // line on stdout once ready (docs/operations.md); everything else — logs and one readable line
-// per supervision event — goes to stderr. SIGINT/SIGTERM shut down cleanly (exit 0); a
-// failed tree prints why and exits 1; bad flags exit 2.
+// per supervision event — goes to stderr. Every flag is checked before anything starts; bad
+// flags exit 2, and their errors name the flag. SIGINT/SIGTERM shut down cleanly (exit 0):
+// later signals are ignored while it runs, but a third SIGINT forces the exit (130). A
+// failed tree prints why and exits 1.
 import { parseArgs } from "node:util";
 import { formatEvent } from "../../actors/index.ts";
 import { InvalidOptionError } from "./errors.ts";
-import { TITO_FAMILIES, type SessionServerOptions } from "./options.ts";
-import { startSessionServer } from "./session-server.ts";
+import { resolveOptions, type SessionServerOptions } from "./options.ts";
+import { startSessionServer, type SessionServer } from "./session-server.ts";
 
 export const HELP = `Usage: tito-server serve [options]
 
@@ -15,7 +17,8 @@ Runs the TITO session server: one HTTP router and N worker processes under super
 Options:
   --host ADDR                  listen address (default 127.0.0.1)
   --port N                     listen port, 0 = pick a free one (default 8080)
-  --workers N                  worker processes / shards (default 8)
+  --workers N                  worker processes / shards (default: the available CPU
+                               cores, at most 8)
   --engine URL                 SGLang-compatible engine; when absent the built-in
                                simulated engine is started (and the log says so)
   --tokenizer DIR              Hugging Face tokenizer folder (default: bundled Qwen3)
@@ -101,6 +104,53 @@ const FLAGS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
+/** The flag of each option: an error names what the user typed (`--restart-window-ms`). */
+const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
+  host: "--host",
+  port: "--port",
+  workers: "--workers",
+  engineUrl: "--engine",
+  tokenizerDir: "--tokenizer",
+  titoFamily: "--tito-family",
+  chatTemplateKwargs: "--chat-template-kwargs",
+  allowedAppendRoles: "--allowed-append-roles",
+  routingReplay: "--routing-replay",
+  indexerReplay: "--indexer-replay",
+  maxRestarts: "--max-restarts",
+  restartWindowMs: "--restart-window-ms",
+  eventsFile: "--events",
+  durability: "--durability",
+  dataDir: "--data-dir",
+  fsync: "--fsync",
+  engineApi: "--engine-api",
+  engineTimeoutMs: "--engine-timeout-ms",
+  engineConnectTimeoutMs: "--engine-connect-timeout-ms",
+  authToken: "--auth-token",
+  agentProxyAllow: "--agent-proxy-allow",
+  bodyLimit: "--body-limit",
+  shardWaitMs: "--shard-wait-ms",
+  simLatencyMs: "--sim-latency-ms",
+  logLevel: "--log-level",
+};
+
+/**
+ * `--max-restarts -1` as `--max-restarts=-1`: parseArgs reads a value that starts with a
+ * dash as an option and calls it ambiguous, where the user meant a (bad) number.
+ */
+function attachNegativeValues(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const flag = FLAGS[arg.slice(2) as keyof typeof FLAGS] as { type: string } | undefined;
+    const next = argv[i + 1];
+    if (arg.startsWith("--") && flag?.type === "string" && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else out.push(arg);
+  }
+  return out;
+}
+
 function num(flag: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
@@ -109,10 +159,16 @@ function num(flag: string, value: string | undefined): number | undefined {
   return n;
 }
 
+/** The options of `tito-server serve ARGV`, every value checked; throws InvalidOptionError naming the flag. */
 export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.env): SessionServerOptions | "help" {
   let values;
   try {
-    ({ values } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({
+      args: attachNegativeValues(argv),
+      options: FLAGS,
+      strict: true,
+      allowPositionals: false,
+    }));
   } catch (err) {
     throw new InvalidOptionError((err as Error).message);
   }
@@ -127,18 +183,13 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     if (!kwargs || typeof kwargs !== "object" || Array.isArray(kwargs))
       throw new InvalidOptionError("--chat-template-kwargs must be a JSON object");
   }
-  const family = values["tito-family"];
-  if (family !== undefined && !(TITO_FAMILIES as readonly string[]).includes(family))
-    throw new InvalidOptionError(
-      `--tito-family must be one of ${TITO_FAMILIES.join(", ")}; got ${JSON.stringify(family)}`,
-    );
-  return {
+  const options: SessionServerOptions = {
     host: values.host,
     port: num("port", values.port) ?? 8080,
     workers: num("workers", values.workers),
     engineUrl: values.engine,
     tokenizerDir: values.tokenizer,
-    titoFamily: family as SessionServerOptions["titoFamily"],
+    titoFamily: values["tito-family"] as SessionServerOptions["titoFamily"],
     chatTemplateKwargs: kwargs,
     allowedAppendRoles: values["allowed-append-roles"]
       ?.split(",")
@@ -168,6 +219,42 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     simTokenMs: num("sim-token-ms", values["sim-token-ms"]),
     logLevel: values["log-level"],
   };
+  // Every value is checked here, before anything starts, and a bad one names its flag.
+  resolveOptions(options, { port: 8080, label: (option) => FLAG_OF[option] ?? option });
+  return options;
+}
+
+/**
+ * Resolves once a signal has stopped the server (0), or the tree failed (1). The first
+ * SIGINT/SIGTERM starts the shutdown; later ones are ignored while it runs (a second kill
+ * must not leave children or the data-dir lock behind), except that a third SIGINT forces
+ * the exit: the process-exit hooks then SIGKILL the children and release the lock.
+ */
+function untilStopped(server: SessionServer, log: (line: string) => void): Promise<number> {
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    let interrupts = 0;
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (signal === "SIGINT") interrupts++;
+      if (!stopping) {
+        stopping = true;
+        log(`tito-server: ${signal}: shutting down (a third SIGINT forces it)`);
+        void server.shutdown().then(() => resolve(0));
+      } else if (interrupts >= 3) {
+        log("tito-server: third SIGINT: forcing the exit; children are killed");
+        process.exit(130);
+      } else log(`tito-server: ${signal} ignored: already shutting down`);
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    server.on("event", (event) => {
+      if (event.actor === "supervisor" && event.kind === "stopped" && server.tree().failure) {
+        log(`tito-server: the session server failed: ${server.tree().failure}`);
+        stopping = true;
+        void server.shutdown().then(() => resolve(1));
+      }
+    });
+  });
 }
 
 async function serve(argv: string[]): Promise<number> {
@@ -182,26 +269,12 @@ async function serve(argv: string[]): Promise<number> {
   const tree = server.tree();
   if (!parsed.engineUrl)
     log(`tito-server: no --engine given: the built-in simulated engine runs at ${server.engineUrl}`);
-
-  return new Promise<number>((resolve) => {
-    const stop = (signal: string) => {
-      log(`tito-server: ${signal}: shutting down`);
-      void server.shutdown().then(() => resolve(0));
-    };
-    // Before the ready line: a supervisor that signals as soon as it reads the line must
-    // find the handlers in place (the write returns before the next statement runs).
-    process.once("SIGINT", () => stop("SIGINT"));
-    process.once("SIGTERM", () => stop("SIGTERM"));
-    server.on("event", (event) => {
-      if (event.actor === "supervisor" && event.kind === "stopped" && server.tree().failure) {
-        log(`tito-server: the session server failed: ${server.tree().failure}`);
-        void server.shutdown().then(() => resolve(1));
-      }
-    });
-    process.stdout.write(
-      `tito-server ready url=${server.url} workers=${tree.shards.length} instance=${tree.instance_id}\n`,
-    );
-  });
+  // Before the ready line: a supervisor that signals as soon as it reads the line must
+  // find the handlers in place (untilStopped installs them before it returns).
+  const stopped = untilStopped(server, log);
+  process.stdout.write(`tito-server ready url=${server.url} workers=${tree.shards.length} instance=${tree.instance_id}
+`);
+  return stopped;
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -1,6 +1,8 @@
 // The options of startSessionServer() and of `tito-server serve`, with their defaults
 // and validation in one place, so the CLI and the embedding API cannot disagree.
+import { availableParallelism } from "node:os";
 import type { TitoFamilyName } from "../../sessions/index.ts";
+import { closestName } from "./closest-name.ts";
 import { InvalidOptionError } from "./errors.ts";
 
 /** The engine APIs a worker speaks (engine/index.ts has the adapters; the host never loads them). */
@@ -30,7 +32,7 @@ export interface SessionServerOptions {
   host?: string;
   /** Listen port; 0 picks a free one. Default 8080 (the CLI) — the embedding API defaults to 0. */
   port?: number;
-  /** Worker processes (shards). Default 8. */
+  /** Worker processes (shards). Default: the available CPU cores, at most 8. */
   workers?: number;
   /** SGLang-compatible engine URL. When absent, the built-in simulated engine is started. */
   engineUrl?: string;
@@ -113,20 +115,80 @@ export type ResolvedOptions = Required<
     | "dataDir"
   >;
 
+/**
+ * Every option's name: a typo (`engineURL`) must not start the simulated engine silently.
+ * `satisfies` keeps the list complete as options are added.
+ */
+const OPTION_NAMES: readonly string[] = Object.keys({
+  host: 1,
+  port: 1,
+  workers: 1,
+  engineUrl: 1,
+  engineApi: 1,
+  tokenizerDir: 1,
+  titoFamily: 1,
+  chatTemplateKwargs: 1,
+  allowedAppendRoles: 1,
+  routingReplay: 1,
+  indexerReplay: 1,
+  maxRestarts: 1,
+  restartWindowMs: 1,
+  restartBackoffMs: 1,
+  eventsFile: 1,
+  engineTimeoutMs: 1,
+  engineConnectTimeoutMs: 1,
+  authToken: 1,
+  agentProxyAllow: 1,
+  logLevel: 1,
+  bodyLimit: 1,
+  shardWaitMs: 1,
+  shutdownGraceMs: 1,
+  startTimeoutMs: 1,
+  onEvent: 1,
+  simLatencyMs: 1,
+  durability: 1,
+  dataDir: 1,
+  fsync: 1,
+} satisfies Record<keyof SessionServerOptions, 1>);
+
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
-function int(name: string, value: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new InvalidOptionError(`${name} must be an integer between ${min} and ${max}, got ${value}`);
-  }
-  return value;
+/** The default worker count: one per available core, at most 8. */
+export const defaultWorkers = (): number => Math.min(availableParallelism(), 8);
+
+export interface ResolveContext {
+  /** The default port: 8080 for the CLI, 0 when embedding. */
+  port: number;
+  /** How an error names an option: the CLI names its flag (`--restart-window-ms`). Default: the option's name. */
+  label?: (option: keyof SessionServerOptions) => string;
 }
 
-export function resolveOptions(options: SessionServerOptions, defaults: { port: number }): ResolvedOptions {
+export function resolveOptions(options: SessionServerOptions, context: ResolveContext): ResolvedOptions {
+  const label = context.label ?? ((option) => option);
+  for (const key of Object.keys(options))
+    if (!OPTION_NAMES.includes(key))
+      throw new InvalidOptionError(
+        `unknown option ${JSON.stringify(key)}: did you mean ${JSON.stringify(closestName(key, OPTION_NAMES))}? (docs/embedding.md lists every option)`,
+      );
+  const int = (option: keyof SessionServerOptions, value: number, min: number, max = Number.MAX_SAFE_INTEGER) => {
+    if (!Number.isInteger(value) || value < min || value > max)
+      throw new InvalidOptionError(
+        max === Number.MAX_SAFE_INTEGER
+          ? `${label(option)} must be an integer of at least ${min}, got ${value}`
+          : `${label(option)} must be an integer between ${min} and ${max}, got ${value}`,
+      );
+    return value;
+  };
+  const oneOf = (option: keyof SessionServerOptions, value: unknown, allowed: readonly string[]) => {
+    if (!allowed.includes(value as string))
+      throw new InvalidOptionError(
+        `${label(option)} must be one of ${allowed.join(", ")}, got ${JSON.stringify(value)}`,
+      );
+  };
   const resolved: ResolvedOptions = {
     host: options.host ?? "127.0.0.1",
-    port: int("port", options.port ?? defaults.port, 0, 65535),
-    workers: int("workers", options.workers ?? 8, 1, 256),
+    port: int("port", options.port ?? context.port, 0, 65535),
+    workers: int("workers", options.workers ?? defaultWorkers(), 1, 256),
     engineUrl: options.engineUrl,
     engineApi: options.engineApi ?? "sglang-chat",
     tokenizerDir: options.tokenizerDir,
@@ -157,43 +219,27 @@ export function resolveOptions(options: SessionServerOptions, defaults: { port: 
     dataDir: options.dataDir,
     fsync: options.fsync ?? "interval",
   };
-  if (!ENGINE_APIS.includes(resolved.engineApi)) {
-    throw new InvalidOptionError(
-      `engineApi must be one of ${ENGINE_APIS.join(", ")}, got ${JSON.stringify(resolved.engineApi)}`,
-    );
-  }
-  if (!["journal", "memory"].includes(resolved.durability)) {
-    throw new InvalidOptionError(
-      `durability must be "journal" or "memory", got ${JSON.stringify(resolved.durability)}`,
-    );
-  }
-  if (!["every", "interval", "never"].includes(resolved.fsync)) {
-    throw new InvalidOptionError(`fsync must be "every", "interval" or "never", got ${JSON.stringify(resolved.fsync)}`);
-  }
+  oneOf("engineApi", resolved.engineApi, ENGINE_APIS);
+  oneOf("durability", resolved.durability, ["journal", "memory"]);
+  oneOf("fsync", resolved.fsync, ["every", "interval", "never"]);
   if (resolved.dataDir !== undefined && resolved.dataDir.trim() === "")
-    throw new InvalidOptionError("dataDir must not be empty");
-  if (resolved.titoFamily !== undefined && !TITO_FAMILIES.includes(resolved.titoFamily)) {
-    throw new InvalidOptionError(
-      `titoFamily must be one of ${TITO_FAMILIES.join(", ")}, got ${JSON.stringify(resolved.titoFamily)}`,
-    );
-  }
-  if (!LOG_LEVELS.includes(resolved.logLevel)) {
-    throw new InvalidOptionError(`logLevel must be one of ${LOG_LEVELS.join(", ")}, got ${resolved.logLevel}`);
-  }
+    throw new InvalidOptionError(`${label("dataDir")} must not be empty`);
+  if (resolved.titoFamily !== undefined) oneOf("titoFamily", resolved.titoFamily, TITO_FAMILIES);
+  oneOf("logLevel", resolved.logLevel, LOG_LEVELS);
   if (resolved.engineUrl) {
     try {
       const url = new URL(resolved.engineUrl);
       if (url.protocol !== "http:" && url.protocol !== "https:") throw new Error("not http(s)");
     } catch {
-      throw new InvalidOptionError(`engineUrl must be an http(s) URL, got ${resolved.engineUrl}`);
+      throw new InvalidOptionError(`${label("engineUrl")} must be an http(s) URL, got ${resolved.engineUrl}`);
     }
   }
   if (resolved.allowedAppendRoles?.length === 0)
-    throw new InvalidOptionError("allowedAppendRoles must name at least one role");
+    throw new InvalidOptionError(`${label("allowedAppendRoles")} must name at least one role`);
   for (const path of resolved.agentProxyAllow)
     if (!path.startsWith("/") || path.includes("?"))
       throw new InvalidOptionError(
-        `agentProxyAllow entries are engine paths starting with "/" and no query, got ${JSON.stringify(path)}`,
+        `${label("agentProxyAllow")} entries are engine paths starting with "/" and no query, got ${JSON.stringify(path)}`,
       );
   return resolved;
 }

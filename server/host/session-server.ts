@@ -286,11 +286,24 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
   let ownDataDir = false;
   let engine: SimEngine | undefined;
   let tree: SupervisionTree | undefined;
-  const cleanup = async () => {
-    await engine?.close();
+  const removeFiles = () => {
     if (socketDir) rmSync(socketDir, { recursive: true, force: true });
     lock?.release();
     if (ownDataDir && dataDir) rmSync(dataDir, { recursive: true, force: true });
+  };
+  // A process that exits without shutdown() (the CLI's forced exit on a third SIGINT) still
+  // gives the lock back; the tree's own exit hook, added before this one, kills the children first.
+  const onExit = () => {
+    try {
+      removeFiles();
+    } catch {
+      // best effort while the process exits
+    }
+  };
+  const cleanup = async () => {
+    process.off("exit", onExit);
+    await engine?.close();
+    removeFiles();
   };
   try {
     socketDir = makeSocketDir();
@@ -327,6 +340,7 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
         },
       ],
     });
+    process.on("exit", onExit);
     const deadline = Date.now() + opts.startTimeoutMs;
     const timer = new Promise<never>((_, reject) => {
       const t = setTimeout(

@@ -100,11 +100,15 @@ function sessionTokenRefusal(
   return `${request.method} ${route ?? pathOf(request)} needs the admin token; ${mayOnly}`;
 }
 
-/** The onRequest hook that enforces the policy; `/health` (exactly, no query) stays open. */
+/**
+ * The onRequest hook that enforces the policy. Only a GET or HEAD of exactly `/health` (no
+ * query, no trailing slash) stays open: the test is on the URL the client sent, not on the
+ * matched route, which `/health?x=1` would match too.
+ */
 export function authHook(policy: AuthPolicy, countRefusal?: RefusalCounter) {
   const tokens = new SessionTokens(policy.adminToken);
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    if (request.method === "GET" && request.raw.url === "/health") return;
+    if ((request.method === "GET" || request.method === "HEAD") && request.raw.url === "/health") return;
     const token = bearer(request);
     if (token !== undefined && sameSecret(token, policy.adminToken)) return;
     const route = request.routeOptions.url ?? "unmatched";

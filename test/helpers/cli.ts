@@ -9,6 +9,8 @@ export interface CliRun {
   url: string;
   readyLine: string;
   stderr: () => string;
+  /** Resolves once stderr (so far or later) matches; rejects if the CLI exits first. */
+  waitForStderr: (pattern: RegExp) => Promise<void>;
   exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
@@ -24,13 +26,24 @@ export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = 
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     proc.once("exit", (code, signal) => resolve({ code, signal })),
   );
+  const waitForStderr = (pattern: RegExp) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (!pattern.test(stderr)) return;
+        proc.stderr!.off("data", check);
+        resolve();
+      };
+      proc.stderr!.on("data", check);
+      void exit.then(() => reject(new Error(`CLI exited before stderr matched ${pattern}: ${stderr}`)));
+      check();
+    });
   return new Promise((resolve, reject) => {
     proc.stdout!.on("data", (d) => {
       stdout += d;
       const line = stdout.split("\n").find((l) => l.startsWith("tito-server ready "));
       if (line) {
         const url = /url=(\S+)/.exec(line)![1];
-        resolve({ proc, url, readyLine: line, stderr: () => stderr, exit });
+        resolve({ proc, url, readyLine: line, stderr: () => stderr, waitForStderr, exit });
       }
     });
     void exit.then(({ code, signal }) =>

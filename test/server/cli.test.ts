@@ -1,13 +1,14 @@
 // The real CLI as a child process: ready line, flags, clean shutdown, no orphans,
 // fail-fast exit, and host death taking every child with it.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitGone } from "../helpers/events.ts";
-import { runCli, startCli } from "../helpers/cli.ts";
+import { runCli, startCli, type CliRun } from "../helpers/cli.ts";
+import { LOCK_FILE } from "../../server/host/data-dir-lock.ts";
 import type { SessionCreatedBody, SupervisionBody } from "../helpers/bodies.ts";
 import { call } from "../helpers/server.ts";
 import { TITO_FAMILIES } from "../../server/host/options.ts";
@@ -34,6 +35,10 @@ test("--help and bad flags", async () => {
   assert.is(help.code, 0);
   assert.match(help.stdout, /--max-restarts/);
   assert.match(help.stdout, /--engine URL/);
+  assert.match(
+    help.stdout,
+    /--workers N {18}worker processes \/ shards \(default: the available CPU\n\s+cores, at most 8\)/,
+  );
   const bad = await runCli(["serve", "--workers", "zero"]);
   assert.is(bad.code, 2);
   assert.match(bad.stderr, /--workers must be a number/);
@@ -43,7 +48,70 @@ test("--help and bad flags", async () => {
   assert.is(command.code, 2);
   const family = await runCli(["serve", "--tito-family", "qwen4"]);
   assert.is(family.code, 2);
-  assert.match(family.stderr, /--tito-family must be one of default, qwen3, qwennext, .*llama3, gemma3; got "qwen4"/);
+  assert.match(family.stderr, /--tito-family must be one of default, qwen3, qwennext, .*llama3, gemma3, got "qwen4"/);
+});
+
+test("every value is checked before anything starts, and errors name the flag", async () => {
+  const cases: Array<[string[], string]> = [
+    // No --engine: nothing about a simulated engine may be printed before the refusal.
+    [["--workers", "0"], "--workers must be an integer between 1 and 256, got 0"],
+    [["--max-restarts", "-1"], "--max-restarts must be an integer of at least 0, got -1"],
+    [["--restart-window-ms", "0"], "--restart-window-ms must be an integer of at least 1, got 0"],
+    [["--port", "70000"], "--port must be an integer between 0 and 65535, got 70000"],
+    [["--engine", "ftp://x"], "--engine must be an http(s) URL, got ftp://x"],
+    [["--durability", "disk"], '--durability must be one of journal, memory, got "disk"'],
+    [["--log-level", "loud"], '--log-level must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
+  ];
+  for (const [args, message] of cases) {
+    const run = await runCli(["serve", "--port", "0", ...args]);
+    assert.is(run.code, 2, `${args.join(" ")}: ${run.stderr}`);
+    assert.is(run.stderr, `tito-server: ${message}\n(see tito-server serve --help)\n`);
+    assert.is(run.stdout, "");
+  }
+});
+
+test("without --workers, one worker per available core, at most 8", async () => {
+  const run = await startCli(["--port", "0", "--engine", engine.url, "--log-level", "warn"]);
+  const expected = Math.min(availableParallelism(), 8);
+  assert.match(run.readyLine, new RegExp(` workers=${expected} `));
+  assert.is((await call<SupervisionBody>(run.url, "GET", "/supervision")).json.shards.length, expected);
+  run.proc.kill("SIGTERM");
+  assert.is((await run.exit).code, 0);
+});
+
+/** Starts the CLI on a --data-dir and stops one worker (SIGSTOP), so a shutdown must wait out its grace. */
+async function stuckShutdown(name: string): Promise<{ run: CliRun; pids: number[]; lock: string }> {
+  const dataDir = join(dir, name);
+  const run = await startCli(["--port", "0", "--workers", "2", "--engine", engine.url, "--data-dir", dataDir]);
+  const pids = await treePids(run.url);
+  const lock = join(dataDir, LOCK_FILE);
+  assert.ok(existsSync(lock));
+  process.kill(pids[1]!, "SIGSTOP");
+  return { run, pids, lock };
+}
+
+test("a second SIGTERM during shutdown is ignored: exit 0, the lock removed, no child left", async () => {
+  const { run, pids, lock } = await stuckShutdown("signals-term");
+  run.proc.kill("SIGTERM");
+  await run.waitForStderr(/SIGTERM: shutting down/);
+  run.proc.kill("SIGTERM");
+  await run.waitForStderr(/SIGTERM ignored: already shutting down/);
+  assert.equal(await run.exit, { code: 0, signal: null });
+  assert.not.ok(existsSync(lock), "the data directory's lock is released");
+  assert.equal(await waitGone(pids, 5_000), []);
+});
+
+test("a third SIGINT forces the exit (130): children killed, the lock still removed", async () => {
+  const { run, pids, lock } = await stuckShutdown("signals-int");
+  run.proc.kill("SIGINT");
+  await run.waitForStderr(/SIGINT: shutting down/);
+  run.proc.kill("SIGINT");
+  await run.waitForStderr(/SIGINT ignored: already shutting down/);
+  run.proc.kill("SIGINT");
+  assert.equal(await run.exit, { code: 130, signal: null });
+  assert.match(run.stderr(), /third SIGINT: forcing the exit/);
+  assert.not.ok(existsSync(lock), "the data directory's lock is released");
+  assert.equal(await waitGone(pids, 5_000), []);
 });
 
 test("the host's family list is the families' own (host/ cannot import sessions/ values)", () => {
@@ -69,6 +137,9 @@ test("ready line, a working session, SIGTERM exits 0 and leaves no child", async
   assert.match(run.readyLine, /^tito-server ready url=http:\/\/127\.0\.0\.1:\d+ workers=2 instance=[0-9a-f]{32}$/);
   const auth = { authorization: "Bearer s3cret" };
   assert.is((await call(run.url, "GET", "/health")).status, 200, "/health needs no token");
+  assert.is((await call(run.url, "HEAD", "/health")).status, 200, "nor does HEAD /health");
+  for (const path of ["/health?x=1", "/health/", "//health"])
+    assert.is((await call(run.url, "GET", path)).status, 401, `only the exact /health is open, not ${path}`);
   const refused = await call(run.url, "POST", "/sessions");
   assert.is(refused.status, 401);
   assert.equal(refused.json, { error: "missing or invalid bearer token" });

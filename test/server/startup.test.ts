@@ -3,7 +3,14 @@
 // see the same ordered log; shutdown is idempotent and shared.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { SessionServerFailedError, startSessionServer, type SupervisionEvent } from "../../index.ts";
+import {
+  InvalidOptionError,
+  SessionServerFailedError,
+  startSessionServer,
+  type SessionServerOptions,
+  type SupervisionEvent,
+} from "../../index.ts";
+import { closestName, editDistance } from "../../server/host/closest-name.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitGone } from "../helpers/events.ts";
 
@@ -48,10 +55,45 @@ test("bad options are refused before anything starts", async () => {
   );
 });
 
+test("an unknown option is an error naming it and the closest known option; nothing starts", async () => {
+  const exitHooks = process.listenerCount("exit");
+  const typos: Array<[Record<string, unknown>, string, string]> = [
+    [{ engineURL: engine.url }, "engineURL", "engineUrl"],
+    [{ engineUrl: engine.url, worker: 2 }, "worker", "workers"],
+    [{ engineUrl: engine.url, data_dir: "/tmp/x" }, "data_dir", "dataDir"],
+    [{ engineUrl: engine.url, maxRestart: 1 }, "maxRestart", "maxRestarts"],
+    [{ engineUrl: engine.url, routing_replay: true }, "routing_replay", "routingReplay"],
+  ];
+  for (const [options, typo, meant] of typos) {
+    const err = await startSessionServer(options as SessionServerOptions).then(
+      () => assert.unreachable(`${typo} must be refused`),
+      (e: unknown) => e,
+    );
+    assert.instance(err, InvalidOptionError);
+    assert.is(
+      (err as Error).message,
+      `unknown option "${typo}": did you mean "${meant}"? (docs/embedding.md lists every option)`,
+    );
+  }
+  assert.is(process.listenerCount("exit"), exitHooks, "no tree, engine or lock was started");
+});
+
+test("editDistance and closestName", () => {
+  assert.is(editDistance("kitten", "sitting"), 3);
+  assert.is(editDistance("", "abc"), 3);
+  assert.is(editDistance("same", "same"), 0);
+  assert.is(closestName("engineURL", ["engineApi", "engineUrl", "engineTimeoutMs"]), "engineUrl");
+  assert.is(closestName("lgoLevel", ["logLevel", "host"]), "logLevel");
+});
+
 test("events: the async iterable replays from the start, matches on('event'), and ends at shutdown", async () => {
   const exitHooks = process.listenerCount("exit");
   const server = await startSessionServer({ engineUrl: engine.url, workers: 1, logLevel: "warn" });
-  assert.is(process.listenerCount("exit"), exitHooks + 1, "an exit hook guards the children while running");
+  assert.is(
+    process.listenerCount("exit"),
+    exitHooks + 2,
+    "exit hooks guard the children and the data directory (its lock) while running",
+  );
   const live: SupervisionEvent[] = [];
   server.on("event", (e) => live.push(e));
   const iterated: SupervisionEvent[] = [];
@@ -71,7 +113,7 @@ test("events: the async iterable replays from the start, matches on('event'), an
   assert.equal(iterated.at(-1)!.kind, "stopped");
   assert.equal(live, iterated.slice(iterated.length - live.length), "the listener saw the same tail");
   assert.throws(() => server.check(), /shut down/);
-  assert.is(process.listenerCount("exit"), exitHooks, "the exit hook is removed after shutdown");
+  assert.is(process.listenerCount("exit"), exitHooks, "the exit hooks are removed after shutdown");
   assert.equal(await waitGone(pids, 5_000), []);
 });
 
