@@ -8,7 +8,7 @@ import { parseArgs } from "node:util";
 import { formatEvent } from "../../actors/index.ts";
 import { InvalidOptionError } from "./errors.ts";
 import { resolveOptions, type SessionServerOptions } from "./options.ts";
-import { startSessionServer, type SessionServer } from "./session-server.ts";
+import { startSessionServer } from "./session-server.ts";
 
 export const HELP = `Usage: tito-server serve [options]
 
@@ -225,36 +225,50 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
 }
 
 /**
- * Resolves once a signal has stopped the server (0), or the tree failed (1). The first
- * SIGINT/SIGTERM starts the shutdown; later ones are ignored while it runs (a second kill
- * must not leave children or the data-dir lock behind), except that a third SIGINT forces
- * the exit: the process-exit hooks then SIGKILL the children and release the lock.
+ * SIGINT/SIGTERM, listened to from before the start (a signal that lands while the server
+ * starts, or just after its ready line, must never meet Node's default and kill the host
+ * with its children and lock left behind). The first one shuts down — at once, or as soon
+ * as the start is done; later ones are ignored while it runs, except that a third SIGINT
+ * forces the exit: the process-exit hooks then SIGKILL the children and release the lock.
  */
-function untilStopped(server: SessionServer, log: (line: string) => void): Promise<number> {
-  return new Promise<number>((resolve) => {
-    let stopping = false;
-    let interrupts = 0;
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (signal === "SIGINT") interrupts++;
-      if (!stopping) {
-        stopping = true;
-        log(`tito-server: ${signal}: shutting down (a third SIGINT forces it)`);
-        void server.shutdown().then(() => resolve(0));
-      } else if (interrupts >= 3) {
-        log("tito-server: third SIGINT: forcing the exit; children are killed");
-        process.exit(130);
-      } else log(`tito-server: ${signal} ignored: already shutting down`);
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-    server.on("event", (event) => {
-      if (event.actor === "supervisor" && event.kind === "stopped" && server.tree().failure) {
-        log(`tito-server: the session server failed: ${server.tree().failure}`);
-        stopping = true;
-        void server.shutdown().then(() => resolve(1));
-      }
-    });
-  });
+class StopSignals {
+  #stopping = false;
+  #interrupts = 0;
+  #onStop: (() => void) | undefined;
+  readonly #log: (line: string) => void;
+
+  constructor(log: (line: string) => void) {
+    this.#log = log;
+    process.on("SIGINT", this.#onSignal);
+    process.on("SIGTERM", this.#onSignal);
+  }
+
+  get stopping(): boolean {
+    return this.#stopping;
+  }
+
+  /** Runs `stop` on the first signal (now, if one came already); `stopping` is set either way. */
+  whenSignalled(stop: () => void): void {
+    this.#onStop = stop;
+    if (this.#stopping) stop();
+  }
+
+  /** Marks a shutdown that began for another reason (the tree failed): signals are then ignored too. */
+  markStopping(): void {
+    this.#stopping = true;
+  }
+
+  #onSignal = (signal: NodeJS.Signals) => {
+    if (signal === "SIGINT") this.#interrupts++;
+    if (!this.#stopping) {
+      this.#stopping = true;
+      this.#log(`tito-server: ${signal}: shutting down (a third SIGINT forces it)`);
+      this.#onStop?.();
+    } else if (this.#interrupts >= 3) {
+      this.#log("tito-server: third SIGINT: forcing the exit; children are killed");
+      process.exit(130);
+    } else this.#log(`tito-server: ${signal} ignored: already shutting down`);
+  };
 }
 
 async function serve(argv: string[]): Promise<number> {
@@ -264,17 +278,27 @@ async function serve(argv: string[]): Promise<number> {
     return 0;
   }
   const log = (line: string) => process.stderr.write(`${line}\n`);
-  // Said once the server is up: a start refused early (a locked --data-dir) started no engine.
+  const signals = new StopSignals(log);
   const server = await startSessionServer({ ...parsed, onEvent: (event) => log(formatEvent(event)) });
-  const tree = server.tree();
-  if (!parsed.engineUrl)
-    log(`tito-server: no --engine given: the built-in simulated engine runs at ${server.engineUrl}`);
-  // Before the ready line: a supervisor that signals as soon as it reads the line must
-  // find the handlers in place (untilStopped installs them before it returns).
-  const stopped = untilStopped(server, log);
-  process.stdout.write(`tito-server ready url=${server.url} workers=${tree.shards.length} instance=${tree.instance_id}
-`);
-  return stopped;
+  if (!signals.stopping) {
+    const tree = server.tree();
+    // Said once the server is up: a start refused early (a locked --data-dir) started no engine.
+    if (!parsed.engineUrl)
+      log(`tito-server: no --engine given: the built-in simulated engine runs at ${server.engineUrl}`);
+    process.stdout.write(
+      `tito-server ready url=${server.url} workers=${tree.shards.length} instance=${tree.instance_id}\n`,
+    );
+  }
+  return new Promise<number>((resolve) => {
+    signals.whenSignalled(() => void server.shutdown().then(() => resolve(0)));
+    server.on("event", (event) => {
+      if (event.actor === "supervisor" && event.kind === "stopped" && server.tree().failure) {
+        log(`tito-server: the session server failed: ${server.tree().failure}`);
+        signals.markStopping();
+        void server.shutdown().then(() => resolve(1));
+      }
+    });
+  });
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -3,6 +3,7 @@
 // It never prints anything but the ready line on stdout (callers parse it); logs and
 // errors go to stderr.
 import { parseArgs } from "node:util";
+import { DEFAULT_ROUTING_SHAPE } from "./sim-engine-payload.ts";
 import { startSimEngine, type SimEngineOptions } from "./sim-engine.ts";
 
 const USAGE = `Usage: npm run engine -- [flags]
@@ -16,12 +17,17 @@ POST /v1/chat/completions (patched SGLang), /generate (SGLang), /v1/completions 
   --tokenizer DIR               Hugging Face tokenizer folder (default: bundled Qwen3)
   --tito-family NAME            the family whose format replies are written in and whose
                                 stop token ends them (default: detected from the tokenizer)
-  --latency-ms MS               simulated generation time per chat request (default 0)
+  --latency-ms MS               simulated generation time per request (default 0)
   --token-ms MS                 simulated time per generated token; streamed replies
                                 (stream: true) send a chunk per token at this pace (default 0)
   --incremental-streaming       /generate streams only what is new in each chunk
                                 (SGLang's --incremental-streaming-output)
-  --routed-experts-bytes N      routed_experts payload size, bytes before base64 (default 4096)
+  --routed-experts-layers N     routed_experts rows are per token (prompt + completion
+                                - 1) of N layers × K experts, int32, as SGLang's
+                                (default ${DEFAULT_ROUTING_SHAPE.layers})
+  --routed-experts-top-k K      experts per token per layer (default ${DEFAULT_ROUTING_SHAPE.topK})
+  --routed-experts-bytes N      a fixed routed_experts size instead, bytes before base64
+                                (load tests; not per token: POST /samples refuses it)
   --always-routed-experts       add routed_experts even when the request does not ask
   --reasoning                   /generate and /v1/completions open with a <think> block
   --prebuilt-tokens N           pre-built replies of N completion tokens (benchmarks)
@@ -37,7 +43,7 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-function integer(name: string, value: string | undefined, fallback: number): number {
+function integer<T extends number | undefined>(name: string, value: string | undefined, fallback: T): number | T {
   if (value === undefined) return fallback;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0) fail(`--${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
@@ -58,6 +64,8 @@ function parse(argv: string[]): SimEngineOptions {
         "latency-ms": { type: "string" },
         "token-ms": { type: "string" },
         "incremental-streaming": { type: "boolean" },
+        "routed-experts-layers": { type: "string" },
+        "routed-experts-top-k": { type: "string" },
         "routed-experts-bytes": { type: "string" },
         "always-routed-experts": { type: "boolean" },
         reasoning: { type: "boolean" },
@@ -83,11 +91,19 @@ function parse(argv: string[]): SimEngineOptions {
     latencyMs: integer("latency-ms", values["latency-ms"], 0),
     tokenMs: integer("token-ms", values["token-ms"], 0),
     incrementalStreaming: values["incremental-streaming"] ?? false,
-    routedExpertsBytes: integer("routed-experts-bytes", values["routed-experts-bytes"], 4096),
+    routedExpertsLayers: integer(
+      "routed-experts-layers",
+      values["routed-experts-layers"],
+      DEFAULT_ROUTING_SHAPE.layers,
+    ),
+    routedExpertsTopK: integer("routed-experts-top-k", values["routed-experts-top-k"], DEFAULT_ROUTING_SHAPE.topK),
+    routedExpertsBytes: integer("routed-experts-bytes", values["routed-experts-bytes"], undefined),
     alwaysRoutedExperts: values["always-routed-experts"] ?? false,
     reasoning: values.reasoning ?? false,
     logger: values.log ?? false,
   };
+  if (options.routedExpertsLayers! < 1 || options.routedExpertsTopK! < 1)
+    fail("--routed-experts-layers and --routed-experts-top-k must be at least 1");
   if (values["prebuilt-tokens"] !== undefined) {
     const completionTokens = integer("prebuilt-tokens", values["prebuilt-tokens"], 1);
     if (completionTokens < 1) fail("--prebuilt-tokens must be at least 1");

@@ -21,9 +21,10 @@
 // - default: as above.
 // - `prebuilt` (benchmarks): replies built before timing, keyed by the turn; see
 //   sim-engine-prebuilt.ts for the contract.
-// `routed_experts` (a synthetic base64 payload of `routedExpertsBytes` bytes) is added to
-// `meta_info` on the SGLang routes when the request sets `return_routed_experts: true` or
-// `alwaysRoutedExperts`. Each route answers errors in its engine's error shape.
+// `routed_experts` (synthetic base64 int32 expert ids, one row of layers × top-k per token
+// of prompt + completion but the last, as SGLang returns it; or `routedExpertsBytes` bytes
+// when set) is added to `meta_info` on the SGLang routes when the request sets
+// `return_routed_experts: true` or `alwaysRoutedExperts`. Each route answers errors in its engine's error shape.
 // It never echoes request headers and never keeps per-conversation state.
 import { setTimeout as sleep } from "node:timers/promises";
 import { Readable } from "node:stream";
@@ -37,7 +38,13 @@ import type { ChatMessage } from "../../sessions/chat-template.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { responseObject } from "./sim-engine-reply.ts";
 import { buildReply, chatFacts, requestKwargs, simModel, type SimModel } from "./sim-engine-model.ts";
-import { RoutedExpertsPayload, responseChunks } from "./sim-engine-payload.ts";
+import {
+  DEFAULT_ROUTING_SHAPE,
+  RoutedExpertsPayload,
+  responseChunks,
+  routedExpertsSize,
+  type RoutingShape,
+} from "./sim-engine-payload.ts";
 import { PrebuiltReplies, type PrebuiltApi, type PrebuiltOptions } from "./sim-engine-prebuilt.ts";
 import { promptIdsOf, stopList } from "./sim-engine-completion.ts";
 import { chatStream, completionsStream, generateStream, type StreamPacing } from "./sim-engine-stream.ts";
@@ -60,7 +67,15 @@ export interface SimEngineOptions {
   host?: string; // default 127.0.0.1
   port?: number; // default 0
   latencyMs?: number; // simulated generation time per chat request, default 0
-  /** Size of the synthetic routed_experts payload, bytes before base64 (default 4096). */
+  /** Layers of the simulated MoE: each token's routed_experts row is layers × top-k ids (default 48). */
+  routedExpertsLayers?: number;
+  /** Experts per token per layer (default 8). */
+  routedExpertsTopK?: number;
+  /**
+   * A fixed routed_experts size in bytes (before base64) instead of the per-token shape:
+   * for tests and load runs that need a given size. Not a whole number of rows, so
+   * POST /samples refuses it.
+   */
   routedExpertsBytes?: number;
   alwaysRoutedExperts?: boolean;
   logger?: boolean; // fastify logger, default false
@@ -181,7 +196,12 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     if (hook) reply.raw.once("close", () => hook(route, reply.raw.writableFinished));
   };
   const payload = new RoutedExpertsPayload();
-  const routedBytes = Math.max(0, Math.floor(options.routedExpertsBytes ?? 4096));
+  const shape: RoutingShape = {
+    layers: options.routedExpertsLayers ?? DEFAULT_ROUTING_SHAPE.layers,
+    topK: options.routedExpertsTopK ?? DEFAULT_ROUTING_SHAPE.topK,
+  };
+  const routedBytes = (promptTokens: number, completionTokens: number) =>
+    routedExpertsSize(shape, promptTokens, completionTokens, options.routedExpertsBytes);
   const { stopId } = ctx.model;
 
   // The chat route's errors (and the pre-built mode's) keep the engine's original `{error}` shape.
@@ -236,7 +256,8 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       return sendStream(reply, events);
     }
     await tokensTime(options, simReply.completionIds.length);
-    return send(reply, responseChunks(response, payload, routedBytes));
+    const size = routedBytes(facts.ids.length, simReply.completionIds.length);
+    return send(reply, responseChunks(response, payload, size));
   });
 
   const reasoning = options.reasoning === true;
@@ -251,6 +272,8 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       const response = generateResponse(folder, body, { reasoning, withRoutedExperts, stopId });
       if (options.latencyMs) await sleep(options.latencyMs);
       await options.beforeReply?.(body, "/generate");
+      const meta = response.meta_info as { prompt_tokens: number; completion_tokens: number };
+      const size = routedBytes(meta.prompt_tokens, meta.completion_tokens);
       if (body.stream) {
         const keepSpecial = body.sampling_params?.skip_special_tokens === false;
         const input = {
@@ -258,12 +281,12 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
           keepSpecial,
           incremental: options.incrementalStreaming === true,
           payload,
-          routedBytes,
+          routedBytes: size,
         };
         return sendStream(reply, generateStream(folder, input, pacing));
       }
       await tokensTime(options, (response.output_ids as number[]).length);
-      return send(reply, responseChunks(response, payload, routedBytes));
+      return send(reply, responseChunks(response, payload, size));
     },
   );
 

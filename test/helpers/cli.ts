@@ -14,14 +14,18 @@ export interface CliRun {
   exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Start the CLI and wait for its ready line (or its exit, which rejects). */
-export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
+/** A started CLI, before its ready line: its output so far, a wait on its stderr, its exit. */
+export type SpawnedCli = Omit<CliRun, "url" | "readyLine"> & { stdout: () => string };
+
+/** Start `tito-server serve ARGS` without waiting for anything. */
+export function spawnCli(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): SpawnedCli {
   const proc = spawn(process.execPath, [BIN, "serve", ...args], {
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, ...options.env },
   });
   let stdout = "";
   let stderr = "";
+  proc.stdout!.on("data", (d) => (stdout += d));
   proc.stderr!.on("data", (d) => (stderr += d));
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     proc.once("exit", (code, signal) => resolve({ code, signal })),
@@ -34,20 +38,31 @@ export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = 
         resolve();
       };
       proc.stderr!.on("data", check);
-      void exit.then(() => reject(new Error(`CLI exited before stderr matched ${pattern}: ${stderr}`)));
+      void exit.then(({ code, signal }) =>
+        reject(new Error(`CLI exited (code ${code}, signal ${signal}) before stderr matched ${pattern}: ${stderr}`)),
+      );
       check();
     });
+  return { proc, stdout: () => stdout, stderr: () => stderr, waitForStderr, exit };
+}
+
+/** Start the CLI and wait for its ready line (or its exit, which rejects). */
+export function startCli(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): Promise<CliRun> {
+  const cli = spawnCli(args, options);
   return new Promise((resolve, reject) => {
-    proc.stdout!.on("data", (d) => {
-      stdout += d;
-      const line = stdout.split("\n").find((l) => l.startsWith("tito-server ready "));
-      if (line) {
-        const url = /url=(\S+)/.exec(line)![1];
-        resolve({ proc, url, readyLine: line, stderr: () => stderr, waitForStderr, exit });
-      }
-    });
-    void exit.then(({ code, signal }) =>
-      reject(new Error(`CLI exited before ready (code ${code}, signal ${signal}): ${stderr}`)),
+    const onData = () => {
+      const line = cli
+        .stdout()
+        .split("\n")
+        .find((l) => l.startsWith("tito-server ready "));
+      if (!line) return;
+      cli.proc.stdout!.off("data", onData);
+      const url = /url=(\S+)/.exec(line)![1]!;
+      resolve({ ...cli, url, readyLine: line });
+    };
+    cli.proc.stdout!.on("data", onData);
+    void cli.exit.then(({ code, signal }) =>
+      reject(new Error(`CLI exited before ready (code ${code}, signal ${signal}): ${cli.stderr()}`)),
     );
   });
 }

@@ -7,7 +7,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitGone } from "../helpers/events.ts";
-import { runCli, startCli, type CliRun } from "../helpers/cli.ts";
+import { runCli, spawnCli, startCli, type CliRun } from "../helpers/cli.ts";
 import { LOCK_FILE } from "../../server/host/data-dir-lock.ts";
 import type { SessionCreatedBody, SupervisionBody } from "../helpers/bodies.ts";
 import { call } from "../helpers/server.ts";
@@ -112,6 +112,20 @@ test("a third SIGINT forces the exit (130): children killed, the lock still remo
   assert.match(run.stderr(), /third SIGINT: forcing the exit/);
   assert.not.ok(existsSync(lock), "the data directory's lock is released");
   assert.equal(await waitGone(pids, 5_000), []);
+});
+
+test("a SIGTERM during the start shuts down what started: exit 0, no ready line, no lock, no child", async () => {
+  const dataDir = join(dir, "signal-at-start");
+  const cli = spawnCli(["--port", "0", "--workers", "2", "--engine", engine.url, "--data-dir", dataDir]);
+  await cli.waitForStderr(/shard-1 spawned pid=\d+/);
+  cli.proc.kill("SIGTERM");
+  assert.equal(await cli.exit, { code: 0, signal: null });
+  assert.is(cli.stdout(), "", "never announced ready");
+  assert.match(cli.stderr(), /SIGTERM: shutting down/);
+  const pids = [...cli.stderr().matchAll(/ spawned pid=(\d+)/g)].map((m) => Number(m[1]));
+  assert.ok(pids.length >= 2);
+  assert.equal(await waitGone(pids, 5_000), []);
+  assert.not.ok(existsSync(join(dataDir, LOCK_FILE)));
 });
 
 test("the host's family list is the families' own (host/ cannot import sessions/ values)", () => {
