@@ -11,6 +11,7 @@ export type { SessionServerOptions } from "./server/host/options.ts";
 export {
   CreateSessionError,
   DataDirInUseError,
+  DataDirLayoutError,
   InvalidOptionError,
   RolloutRequestError,
   SamplesRequestError,

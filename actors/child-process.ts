@@ -5,6 +5,7 @@
 import { fork, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
+import type { ChildToHost } from "./control-messages.ts";
 
 const require = createRequire(import.meta.url);
 /** tsx's ESM loader, by absolute URL so a child starts the same from any cwd; only .ts entries need it. */
@@ -102,4 +103,27 @@ export function sendToChild(proc: ChildProcess | undefined, message: unknown): b
   } catch {
     return false;
   }
+}
+
+/**
+ * Runs one of our entry points as a one-shot job (the journal re-shard, before the tree
+ * starts): resolves with the info of its `ready` message once it has exited 0; rejects with
+ * the message of its `failed` one, or its exit code or signal. Like any child it has the IPC
+ * channel, so it dies with the host.
+ */
+export function runChildJob(spec: ChildSpec): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const proc = spawnChild(spec, 1);
+    let result: Record<string, unknown> | undefined;
+    let failure: string | undefined;
+    proc.on("message", (message: ChildToHost) => {
+      if (message.type === "ready") result = message.info;
+      else if (message.type === "failed") failure = message.message;
+    });
+    proc.once("error", (err) => reject(err));
+    proc.once("exit", (code, signal) => {
+      if (code === 0 && result) resolve(result);
+      else reject(new Error(failure ?? `${spec.name} exited with ${signal ?? `code ${code}`}`));
+    });
+  });
 }

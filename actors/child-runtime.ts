@@ -7,7 +7,11 @@ import type { ChildToHost } from "./control-messages.ts";
 export interface ChildRuntime<Config> {
   config: Config & { name: string; epoch: number };
   ready(info: Record<string, unknown>): void;
-  /** Reports to the host; resolves once the message is written to the IPC channel (it survives our death then). */
+  /**
+   * Reports to the host (a one-shot job's `ready` or `failed` for runChildJob, the router's
+   * rollout state); resolves once the message is written to the IPC channel (it survives our
+   * death then, so a job may exit).
+   */
   report(message: ChildToHost): Promise<void>;
   /** Messages the host sends (HostToRouter for the router). */
   onMessage(listener: (message: unknown) => void): void;

@@ -42,7 +42,10 @@ export interface RolloutEvent {
 
 /** Child -> host. */
 export type ChildToHost =
-  { type: "ready"; info: Record<string, unknown> } | { type: "rollout"; rollout: RolloutState; event?: RolloutEvent };
+  | { type: "ready"; info: Record<string, unknown> }
+  | { type: "rollout"; rollout: RolloutState; event?: RolloutEvent }
+  /** A one-shot job (runChildJob) that could not do its work, and why. */
+  | { type: "failed"; message: string };
 
 /** Host -> router process. */
 export type HostToRouter =

@@ -17,7 +17,7 @@ import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
 import { startSessionServer, type SessionServer, type SessionServerOptions } from "../index.ts";
-import { shardOf } from "../server/router/shard-hash.ts";
+import { shardOf } from "../server/shard-protocol.ts";
 import { startSimEngine, type SimEngine } from "../server/sim-engine/sim-engine.ts";
 import { bundledQwen3Dir, loadTokenizerFolder } from "../sessions/tokenizer-folder.ts";
 import { peakRssMiB } from "./rollout-proc-stats.ts";

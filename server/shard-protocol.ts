@@ -1,9 +1,38 @@
-// The router↔worker protocol: every op the router sends a worker, with the metadata its
-// request frame carries, and the metadata of the worker's reply. Both sides import this
-// file, so an op is named and shaped in one place. Body bytes travel as the frame body and
+// The router↔worker protocol: which shard owns a session (the router routes by it, and a
+// journal re-shard places sessions by it), every op the router sends a worker, with the
+// metadata its request frame carries, and the metadata of the worker's reply. Both sides
+// import this file, so an op is named and shaped in one place. Body bytes travel as the frame body and
 // are never described here: the router imports this file and never parses a body. It must
 // import nothing but transport types (no sessions/, no engine/, no tokenizer).
 import type { Channel, IncomingBody, Meta, OutBody } from "../transport/index.ts";
+
+const TWO_32 = 4294967296;
+
+/**
+ * FNV-1a 64 over the id's UTF-8 bytes as [high 32 bits, low 32 bits]. Fixed and unsalted,
+ * so every process (and every restart) agrees forever. Computed in two 32-bit halves: it
+ * runs on every routed request, and BigInt is slower.
+ */
+function fnv1a64(text: string): [number, number] {
+  let hi = 0xcbf29ce4;
+  let lo = 0x84222325;
+  const bytes = Buffer.from(text, "utf8");
+  for (let i = 0; i < bytes.length; i++) {
+    lo = (lo ^ bytes[i]!) >>> 0;
+    // (hi·2^32 + lo) · (2^40 + 0x1b3) mod 2^64
+    const low = lo * 0x1b3;
+    const carry = Math.floor(low / TWO_32);
+    hi = (Math.imul(hi, 0x1b3) + (lo << 8) + carry) >>> 0;
+    lo = low >>> 0;
+  }
+  return [hi, lo];
+}
+
+/** The shard that owns a session among `workers`: FNV-1a 64 of its id, modulo the count. */
+export function shardOf(sessionId: string, workers: number): number {
+  const [hi, lo] = fnv1a64(sessionId);
+  return ((hi % workers) * (TWO_32 % workers) + (lo % workers)) % workers;
+}
 
 /** The client's request headers as Node parsed them (lower-case names). */
 export type ShardHeaders = Record<string, string | string[] | undefined>;

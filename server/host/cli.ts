@@ -129,7 +129,10 @@ const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
   agentProxyAllow: "--agent-proxy-allow",
   bodyLimit: "--body-limit",
   shardWaitMs: "--shard-wait-ms",
+  holdTimeoutMs: "--hold-timeout-ms",
+  sessionIdleTtlS: "--session-idle-ttl-s",
   simLatencyMs: "--sim-latency-ms",
+  simTokenMs: "--sim-token-ms",
   logLevel: "--log-level",
 };
 

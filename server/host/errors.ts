@@ -51,3 +51,13 @@ export class RolloutRequestError extends ServerError {
     super("TITO_ERR_ROLLOUT_REQUEST", status, `${route} failed (${status}): ${message}`);
   }
 }
+
+/**
+ * A --data-dir's journal cannot be made right for this worker count: its layout record
+ * (tito-journal.json) is unreadable, or re-sharding it failed (the old shards are untouched).
+ */
+export class DataDirLayoutError extends ServerError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("TITO_ERR_DATA_DIR_LAYOUT", 500, message, options);
+  }
+}

@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
+  runChildJob,
   SessionServerFailedError,
   SupervisionTree,
   type SupervisionEvent,
@@ -17,6 +18,7 @@ import {
 } from "../../actors/index.ts";
 import { lockDataDir, type DataDirLock } from "./data-dir-lock.ts";
 import { makeSocketDir, sweepStaleSocketDirs } from "./socket-dir.ts";
+import { prepareJournal, type ReshardJob } from "./journal-layout.ts";
 import type { TrainingSample } from "../../sessions/index.ts";
 import { CreateSessionError, SamplesRequestError } from "./errors.ts";
 import { errorText, httpText } from "./http-text.ts";
@@ -31,6 +33,7 @@ import { resolveOptions, type ResolvedOptions, type SessionServerOptions } from 
 import type { SimEngine } from "../sim-engine/sim-engine.ts";
 import type { RouterConfig } from "../router/router-main.ts";
 import type { WorkerConfig } from "../worker/worker-main.ts";
+import type { ReshardConfig } from "../worker/reshard-main.ts";
 
 const here = dirname(fileURLToPath(import.meta.url));
 // Children run the same build as this module: the compiled .js in dist/ (plain node), or the
@@ -269,6 +272,16 @@ async function waitHealthy(url: string, deadline: number): Promise<void> {
   throw new SessionServerFailedError(`session server did not become healthy: ${last}`);
 }
 
+/** Runs the re-shard job (server/worker/reshard-main.ts) as a child process, to completion. */
+async function reshardJob(job: ReshardJob, logLevel: string): Promise<void> {
+  const config: ReshardConfig = { ...job, logLevel };
+  await runChildJob({
+    name: "reshard",
+    entry: join(here, "..", "worker", `reshard-main${entryExt}`),
+    config: config as unknown as Record<string, unknown>,
+  });
+}
+
 /** Start the session server: the router and `workers` worker processes under supervision. */
 export async function startSessionServer(options: SessionServerOptions = {}): Promise<SessionServer> {
   const opts = resolveOptions(options, { port: 0 });
@@ -307,8 +320,11 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
   };
   try {
     socketDir = makeSocketDir();
-    if (opts.durability === "journal" && dataDir === undefined)
-      [dataDir, ownDataDir] = [mkdtempSync(join(tmpdir(), "tito-data-")), true];
+    if (opts.durability === "journal") {
+      if (dataDir === undefined) [dataDir, ownDataDir] = [mkdtempSync(join(tmpdir(), "tito-data-")), true];
+      // Shards written by another worker count are re-sharded first (journal-layout.ts).
+      await prepareJournal(dataDir, opts.workers, (job) => reshardJob(job, opts.logLevel));
+    }
     if (!opts.engineUrl) {
       // Loaded only when needed: with a real engine the host never holds the simulator's
       // HTTP server and tokenizer code.

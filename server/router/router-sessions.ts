@@ -4,14 +4,19 @@
 // Each route is one shard op (server/shard-protocol.ts); only the ops that hand the client's
 // request to the session core (chat, samples, proxy) carry its method, path and headers.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { ShardOp } from "../shard-protocol.ts";
+import { randomBytes } from "node:crypto";
+import { shardOf, type ShardOp } from "../shard-protocol.ts";
 import { relay } from "./router-relay.ts";
 import { listSessions } from "./router-list.ts";
-import { mintSessionId, shardOf } from "./shard-hash.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import type { RouterMetrics } from "./router-metrics.ts";
 import type { SessionTokens } from "./router-auth.ts";
 import type { RolloutDoor } from "./rollout-door.ts";
+
+/** A new session id: 32 lower-case hex characters. */
+export function mintSessionId(): string {
+  return randomBytes(16).toString("hex");
+}
 
 export interface SessionRoutesOptions {
   links: ShardLinks;

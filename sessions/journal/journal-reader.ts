@@ -21,6 +21,8 @@ export interface ScannedEntry {
   meta: EntryMeta;
   /** Where the entry starts in the file. */
   offset: number;
+  /** Where it ends (the next entry's offset): the entry is the bytes [offset, end). */
+  end: number;
   /** Absolute file offset of the payload (a TURN's request; its reply follows). */
   payloadOffset: number;
   /** A TURN's request bytes (replay rebuilds the trajectory from them). */
@@ -118,7 +120,7 @@ export async function scanSegment(
       throw new JournalCorruptError(path, offset, `unreadable metadata: ${(metaError as Error)?.message}`, {
         cause: metaError,
       });
-    await onEntry({ meta, offset, payloadOffset, request });
+    await onEntry({ meta, offset, end, payloadOffset, request });
     offset = end;
   }
   return { end: offset };

@@ -60,6 +60,14 @@ export interface SegmentLogOptions {
 const NAME = /^(\d{8})\.tj$/;
 const SPARE_NAME = /^spare-(\d+)\.tjs$/;
 
+/** The sequence numbers of the segment files among a directory's `names`, oldest first (spares are not segments). */
+export function segmentSeqs(names: readonly string[]): number[] {
+  return names.flatMap((name) => (NAME.test(name) ? [Number(NAME.exec(name)![1])] : [])).sort((a, b) => a - b);
+}
+
+/** A segment's file name: its sequence number, 8 digits, `.tj`. */
+export const segmentName = (seq: number): string => `${String(seq).padStart(8, "0")}.tj`;
+
 export const DEFAULT_SEGMENT_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_SPARE_SEGMENTS = 8;
 
@@ -134,8 +142,7 @@ export class SegmentLog {
     const log = new SegmentLog(options);
     await mkdir(options.dir, { recursive: true });
     const names = await readdir(options.dir);
-    const seqs = names.flatMap((name) => (NAME.test(name) ? [Number(NAME.exec(name)![1])] : [])).sort((a, b) => a - b);
-    for (const seq of seqs) {
+    for (const seq of segmentSeqs(names)) {
       const path = log.#path(seq);
       log.#segments.set(seq, new Segment(seq, path, await open(path, "r+")));
       log.#nextSeq = seq + 1;
@@ -309,6 +316,6 @@ export class SegmentLog {
   }
 
   #path(seq: number): string {
-    return join(this.dir, `${String(seq).padStart(8, "0")}.tj`);
+    return join(this.dir, segmentName(seq));
   }
 }

@@ -4,7 +4,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import OpenAI from "openai";
 import { startSessionServer, type SessionServer } from "../../index.ts";
-import { shardOf } from "../../server/router/shard-hash.ts";
+import { shardOf } from "../../server/shard-protocol.ts";
 import type {
   ErrorBody,
   EventsBody,

@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { SamplesRequestError, startSessionServer, type SessionServer } from "../../index.ts";
-import { shardOf } from "../../server/router/shard-hash.ts";
+import { shardOf } from "../../server/shard-protocol.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import type { SampleBody, SessionBody } from "../helpers/bodies.ts";
 import { call, newSession, toolLoop } from "../helpers/server.ts";
