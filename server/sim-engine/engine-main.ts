@@ -4,39 +4,8 @@
 // errors go to stderr.
 import { parseArgs } from "node:util";
 import { DEFAULT_ROUTING_SHAPE } from "./sim-engine-payload.ts";
+import { ENGINE_FLAGS, ENGINE_USAGE as USAGE } from "./engine-flags.ts";
 import { startSimEngine, type SimEngineOptions } from "./sim-engine.ts";
-
-const USAGE = `Usage: npm run engine -- [flags]
-
-The simulated engine (deterministic replies, tool calls in the model family's format) on
-the three engine APIs:
-POST /v1/chat/completions (patched SGLang), /generate (SGLang), /v1/completions (vLLM).
-
-  --host HOST                   listen address (default 127.0.0.1)
-  --port PORT                   listen port, 0 = a free one (default 30000)
-  --tokenizer DIR               Hugging Face tokenizer folder (default: bundled Qwen3)
-  --tito-family NAME            the family whose format replies are written in and whose
-                                stop token ends them (default: detected from the tokenizer)
-  --latency-ms MS               simulated generation time per request (default 0)
-  --token-ms MS                 simulated time per generated token; streamed replies
-                                (stream: true) send a chunk per token at this pace (default 0)
-  --incremental-streaming       /generate streams only what is new in each chunk
-                                (SGLang's --incremental-streaming-output)
-  --routed-experts-layers N     routed_experts rows are per token (prompt + completion
-                                - 1) of N layers × K experts, int32, as SGLang's
-                                (default ${DEFAULT_ROUTING_SHAPE.layers})
-  --routed-experts-top-k K      experts per token per layer (default ${DEFAULT_ROUTING_SHAPE.topK})
-  --routed-experts-bytes N      a fixed routed_experts size instead, bytes before base64
-                                (load tests; not per token: POST /samples refuses it)
-  --always-routed-experts       add routed_experts even when the request does not ask
-  --reasoning                   /generate and /v1/completions open with a <think> block
-  --prebuilt-tokens N           pre-built replies of N completion tokens (benchmarks)
-  --prebuilt-turns T            pre-build turns 0..T-1 at start (with --prebuilt-tokens)
-  --prebuilt-r3-last-bytes B    pre-built routed_experts growing linearly to B bytes on turn T-1
-  --log                         fastify request logs on stderr
-  --help                        this text
-
-Prints "sim-engine ready url=http://HOST:PORT" on stdout once listening.`;
 
 function fail(message: string): never {
   process.stderr.write(`sim-engine: ${message}\n\n${USAGE}\n`);
@@ -56,25 +25,7 @@ function parse(argv: string[]): SimEngineOptions {
     ({ values } = parseArgs({
       args: argv,
       strict: true,
-      options: {
-        host: { type: "string" },
-        port: { type: "string" },
-        tokenizer: { type: "string" },
-        "tito-family": { type: "string" },
-        "latency-ms": { type: "string" },
-        "token-ms": { type: "string" },
-        "incremental-streaming": { type: "boolean" },
-        "routed-experts-layers": { type: "string" },
-        "routed-experts-top-k": { type: "string" },
-        "routed-experts-bytes": { type: "string" },
-        "always-routed-experts": { type: "boolean" },
-        reasoning: { type: "boolean" },
-        "prebuilt-tokens": { type: "string" },
-        "prebuilt-turns": { type: "string" },
-        "prebuilt-r3-last-bytes": { type: "string" },
-        log: { type: "boolean" },
-        help: { type: "boolean" },
-      },
+      options: ENGINE_FLAGS,
     }));
   } catch (err) {
     fail((err as Error).message);
