@@ -265,7 +265,7 @@ class StopSignals {
     if (signal === "SIGINT") this.#interrupts++;
     if (!this.#stopping) {
       this.#stopping = true;
-      this.#log(`tito-server: ${signal}: shutting down (a third SIGINT forces it)`);
+      this.#log(`tito-server: ${signal}: shutting down (later signals are ignored; a third SIGINT forces the exit)`);
       this.#onStop?.();
     } else if (this.#interrupts >= 3) {
       this.#log("tito-server: third SIGINT: forcing the exit; children are killed");
