@@ -1,14 +1,17 @@
 // Keeps the user docs true to the code, without starting a process: the router's
 // registered routes vs docs/http.md's route index (both ways), the router's own error
-// messages vs docs/http.md, the CLI's flags and --help text vs docs/operations.md, and
-// the embedding options and their defaults vs docs/embedding.md.
+// messages vs docs/http.md, the CLI's flags and --help text vs docs/operations.md, the
+// embedding options and their defaults vs docs/embedding.md, the standalone simulated
+// engine's flags and --help vs docs/engines.md, and the README's benchmark commands vs
+// docs/benchmark.md and package.json.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { HELP } from "../../server/host/cli.ts";
-import { resolveOptions } from "../../server/host/options.ts";
+import { defaultWorkers, resolveOptions } from "../../server/host/options.ts";
+import { ENGINE_FLAGS, ENGINE_USAGE } from "../../server/sim-engine/engine-flags.ts";
 import { buildRouterApp } from "../../server/router/router-app.ts";
 import { ShardLinks } from "../../server/router/shard-links.ts";
 
@@ -17,6 +20,7 @@ const read = (path: string) => readFileSync(join(root, path), "utf8");
 const httpDoc = read("docs/http.md");
 const opsDoc = read("docs/operations.md");
 const embedDoc = read("docs/embedding.md");
+const enginesDoc = read("docs/engines.md");
 
 type RouteMap = Map<string, Set<string>>;
 
@@ -117,12 +121,53 @@ test("every startSessionServer option is in docs/embedding.md with its default",
     const row = new RegExp(`^\\| \`${key}\` \\|.*$`, "m").exec(embedDoc)?.[0];
     assert.ok(row, `docs/embedding.md has no options-table row for \`${key}\``);
     const value = defaults[key];
+    if (key === "workers") {
+      // The default depends on the machine: the row states the rule.
+      assert.is(value, defaultWorkers());
+      assert.ok(row.includes("available CPU cores, at most `8`"), `docs/embedding.md's workers row: ${row}`);
+      continue;
+    }
     if (value === undefined || typeof value === "function") continue;
     assert.ok(
       row.includes(JSON.stringify(value)),
       `docs/embedding.md's row for ${key} lacks its default ${JSON.stringify(value)}: ${row}`,
     );
   }
+});
+
+// The flags of `tito-server serve` that the simulated-engine section may name.
+const SERVE_FLAGS_HERE = ["engine", "routing-replay", "tito-family", "sim-latency-ms", "sim-token-ms"];
+
+test("the standalone simulated engine's flags and --help are in docs/engines.md, verbatim", () => {
+  assert.ok(enginesDoc.includes(ENGINE_USAGE), "docs/engines.md must quote `npm run engine -- --help` exactly");
+  const flags = Object.keys(ENGINE_FLAGS);
+  assert.ok(flags.length >= 10, `too few engine flags: ${flags}`);
+  for (const flag of flags) assert.ok(ENGINE_USAGE.includes(`--${flag}`), `the engine's --help lacks --${flag}`);
+  // Outside the quoted --help, which names SGLang's own --incremental-streaming-output.
+  const section = (enginesDoc.split("## The simulated engine")[1] ?? "").replace(ENGINE_USAGE, "");
+  for (const m of section.matchAll(/--([a-z][a-z0-9-]*[a-z0-9])/g))
+    assert.ok(
+      flags.includes(m[1]!) || SERVE_FLAGS_HERE.includes(m[1]!),
+      `docs/engines.md's simulated-engine section names --${m[1]}, which the engine does not define`,
+    );
+});
+
+test("the README's benchmark commands are the guide's, and each is an npm script", () => {
+  const readme = read("README.md");
+  const guide = read("docs/benchmark.md");
+  const scripts = Object.keys((JSON.parse(read("package.json")) as { scripts: Record<string, string> }).scripts);
+  const benchesIn = (text: string) => [
+    ...new Set([...text.matchAll(/`npm run (bench(?::[a-z-]+)?|soak)[` ]/g)].map((m) => m[1]!)),
+  ];
+  const listed = benchesIn(readme).sort();
+  const table = benchesIn(guide.split("\n## ")[0]!).sort();
+  assert.ok(listed.length >= 9, `too few bench commands in the README: ${listed}`);
+  assert.equal(listed, table, "README and docs/benchmark.md's table list the same benchmarks");
+  assert.equal(
+    scripts.filter((s) => /^(bench(:|$)|soak$)/.test(s)).sort(),
+    table,
+    "every bench script is in the guide, and nothing else",
+  );
 });
 
 test.run();
