@@ -202,7 +202,10 @@ test("--hold-timeout-ms and --session-idle-ttl-s: parsed, defaulted and checked"
   assert.equal([options.holdTimeoutMs, options.sessionIdleTtlS], [2500, 3600]);
   const defaults = resolveOptions({}, { port: 0 });
   assert.equal([defaults.holdTimeoutMs, defaults.sessionIdleTtlS], [600_000, 0]);
-  assert.throws(() => resolveOptions({ holdTimeoutMs: 0 }, { port: 0 }), /holdTimeoutMs must be an integer between 1/);
+  assert.throws(
+    () => resolveOptions({ holdTimeoutMs: 0 }, { port: 0 }),
+    /holdTimeoutMs must be an integer of at least 1, got 0/,
+  );
   assert.throws(() => resolveOptions({ sessionIdleTtlS: -1 }, { port: 0 }), /sessionIdleTtlS must be an integer/);
   assert.throws(() => parseServeArgs(["--hold-timeout-ms", "soon"], {}), /--hold-timeout-ms must be a number/);
 });
