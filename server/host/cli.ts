@@ -72,7 +72,7 @@ Options:
 Once ready it prints: tito-server ready url=http://HOST:PORT workers=N instance=<id>
 `;
 
-const FLAGS = {
+export const FLAGS = {
   host: { type: "string" },
   port: { type: "string" },
   workers: { type: "string" },
@@ -105,7 +105,7 @@ const FLAGS = {
 } as const;
 
 /** The flag of each option: an error names what the user typed (`--restart-window-ms`). */
-const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
+export const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
   host: "--host",
   port: "--port",
   workers: "--workers",

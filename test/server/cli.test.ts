@@ -12,6 +12,7 @@ import { LOCK_FILE } from "../../server/host/data-dir-lock.ts";
 import type { SessionCreatedBody, SupervisionBody } from "../helpers/bodies.ts";
 import { call } from "../helpers/server.ts";
 import { TITO_FAMILIES } from "../../server/host/options.ts";
+import { FLAG_OF, FLAGS } from "../../server/host/cli.ts";
 import { FAMILY_NAMES } from "../../sessions/families/index.ts";
 
 let engine: SimEngine;
@@ -126,6 +127,11 @@ test("a SIGTERM during the start shuts down what started: exit 0, no ready line,
   assert.ok(pids.length >= 2);
   assert.equal(await waitGone(pids, 5_000), []);
   assert.not.ok(existsSync(join(dataDir, LOCK_FILE)));
+});
+
+test("every flag has its option's name for errors, so no error names an option the user did not type", () => {
+  const flags = Object.keys(FLAGS).filter((flag) => flag !== "help");
+  assert.equal(Object.values(FLAG_OF).sort(), flags.map((flag) => `--${flag}`).sort());
 });
 
 test("the host's family list is the families' own (host/ cannot import sessions/ values)", () => {
