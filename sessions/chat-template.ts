@@ -1,7 +1,9 @@
 // Renders a conversation with the tokenizer folder's chat template (@huggingface/jinja).
-// Normalizes on a copy, never the caller's objects: content null -> "", an OpenAI list of
-// text parts -> their text joined by one space, tool-call `arguments` given as a JSON
-// string -> an object (templates index arguments as objects).
+// Normalizes on a copy, never the caller's objects: content null -> "", tool-call
+// `arguments` given as a JSON string -> an object (templates index arguments as objects).
+// Content-part lists reach the template as they are (the session core refuses non-text
+// parts first, checkContent; prompt-builder.ts renderOrThrow joins them, contentText, for
+// a template that cannot take a list).
 import { Template } from "@huggingface/jinja";
 import { InvalidChatRequestError, TokenizerLoadError } from "./errors.ts";
 import type { TokenizerFolder } from "./tokenizer-folder.ts";
@@ -111,10 +113,6 @@ export function contentText(content: unknown): unknown {
 export function normalizeMessage(message: ChatMessage): ChatMessage {
   const out: ChatMessage = { ...message };
   if (out.content === null || out.content === undefined) out.content = "";
-  else if (Array.isArray(out.content)) {
-    checkContent(out.content, `message with role '${out.role}'`);
-    out.content = contentText(out.content);
-  }
   if (Array.isArray(out.tool_calls)) out.tool_calls = out.tool_calls.map(normalizeToolCall);
   return out;
 }

@@ -6,6 +6,7 @@
 // the rollback it returns) and never re-tokenizes what the model produced. It also checks
 // the configured append roles against what the family can append (appendRoles).
 import {
+  contentText,
   fixedContext,
   jinjaRenderer,
   type ChatMessage,
@@ -66,6 +67,19 @@ export interface PromptPlan {
 }
 
 /** Renders; a template that throws on the client's messages is bad input, not a bug. */
+/** The messages with every list of text parts as its joined text (contentText), or null when none has a list. */
+function asText(messages: readonly ChatMessage[]): ChatMessage[] | null {
+  if (!messages.some((m) => Array.isArray(m.content))) return null;
+  return messages.map((m) => (Array.isArray(m.content) ? { ...m, content: contentText(m.content) } : m));
+}
+
+/**
+ * Renders, or throws TemplateRenderError. Content-part lists (text parts only: other parts
+ * are refused with the request, checkContent) go to the family's renderer as they are, and
+ * render as its template writes them; a template that cannot take a list (it calls string
+ * methods on the content) gets each list as its joined text instead, as SGLang flattens
+ * lists for such templates.
+ */
 export function renderOrThrow(
   renderer: ChatRenderer,
   messages: readonly ChatMessage[],
@@ -75,6 +89,14 @@ export function renderOrThrow(
     return renderer.render(messages, options);
   } catch (err) {
     if (err instanceof TitoError) throw err;
+    const flat = asText(messages);
+    if (flat) {
+      try {
+        return renderer.render(flat, options);
+      } catch {
+        // the first error says what is wrong with the messages as sent
+      }
+    }
     throw new TemplateRenderError((err as Error).message, { cause: err });
   }
 }

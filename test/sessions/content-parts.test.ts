@@ -1,8 +1,9 @@
 // OpenAI content-part lists (`content: [{"type": "text", "text": "…"}]`, as many agent
 // SDKs send every message) through the session core against the simulated engine: text
-// parts give exactly the prompt ids of the joined string, a client may switch between the
-// two shapes from one turn to the next, and image, audio or file parts are a 400 naming
-// the part, before anything reaches the engine.
+// parts give exactly the prompt ids of their text (as the family's template writes a list,
+// or joined by a space for a template that cannot take one), a client may switch between
+// the two shapes from one turn to the next, and image, audio or file parts are a 400
+// naming the part, before anything reaches the engine.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { coreFor } from "../helpers/core.ts";
@@ -45,26 +46,51 @@ async function records(id: string) {
   return json<SessionBody>(await core.get(id)).records;
 }
 
-test("text parts on every role give the prompt ids of the joined string", async () => {
-  const asText = await session();
-  const asParts = await session();
+async function firstPromptIds(on: SessionCore, messages: unknown[]): Promise<number[]> {
+  const id = json<{ session_id: string }>(await on.create()).session_id;
+  const res = await on.chat(id, {
+    method: "POST",
+    path: "/v1/chat/completions",
+    query: "",
+    headers: { "content-type": "application/json" },
+    body: Buffer.from(JSON.stringify({ model: "m", messages })),
+  });
+  assert.is(res.status, 200, text(res));
+  const ids = json<SessionBody>(await on.get(id)).records[0]!.request.input_ids;
+  assert.ok(ids.length > 10);
+  assert.not.match(qwen3().decode(ids), '"type"', "no part rendered as JSON");
+  return ids;
+}
+
+test("text parts on every role give the prompt ids of their text, as the family's template writes it", async () => {
+  // The qwen3 family's template takes a list and writes its texts one after the other.
   const strings = [
     { role: "system", content: "You are terse." },
     { role: "user", content: "What is the weather in Paris? Answer briefly." },
   ];
   const listed = [
     { role: "system", content: parts("You are terse.") },
-    { role: "user", content: parts("What is the weather in Paris?", "Answer briefly.") },
+    { role: "user", content: parts("What is the weather in Paris? ", "Answer briefly.") },
   ];
-  const a = await turn(asText, strings);
-  const b = await turn(asParts, listed);
-  assert.is(a.status, 200, text(a));
-  assert.is(b.status, 200, text(b));
-  const [ra] = await records(asText);
-  const [rb] = await records(asParts);
-  assert.ok(ra!.request.input_ids.length > 10);
-  assert.equal(rb!.request.input_ids, ra!.request.input_ids, "the same prompt ids");
-  assert.not.match(qwen3().decode(rb!.request.input_ids), '"type"', "no part rendered as JSON");
+  assert.equal(await firstPromptIds(core, listed), await firstPromptIds(core, strings), "the same prompt ids");
+});
+
+test("a template that cannot take a list (the folder's own Qwen3 one) gets the texts joined by a space", async () => {
+  // Before: 400 "chat template failed to render the messages: Cannot call something that is not a function".
+  const plain = coreFor({ engineUrl: engine.url, tokenizerFolder: qwen3(), titoFamily: "default" });
+  try {
+    const strings = [
+      { role: "system", content: "You are terse." },
+      { role: "user", content: "What is the weather in Paris? Answer briefly." },
+    ];
+    const listed = [
+      { role: "system", content: parts("You are terse.") },
+      { role: "user", content: parts("What is the weather in Paris?", "Answer briefly.") },
+    ];
+    assert.equal(await firstPromptIds(plain, listed), await firstPromptIds(plain, strings), "the same prompt ids");
+  } finally {
+    await plain.close();
+  }
 });
 
 test("a client may send a message as a string once and as text parts the next turn: no rollback", async () => {
