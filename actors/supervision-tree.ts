@@ -31,6 +31,12 @@ export interface SupervisionTreeOptions {
   eventsFile?: string;
   /** Extra listeners, attached before the first event. */
   listeners?: EventListener[];
+  /**
+   * Runs when the process exits before shutdown() (e.g. a forced exit), after the children
+   * are killed: the owner's own last clean-up (the data-dir lock), from the tree's one
+   * "exit" listener so that many servers in one process add one listener each.
+   */
+  onProcessExit?: () => void;
 }
 
 export class SupervisionTree extends EventEmitter {
@@ -44,6 +50,11 @@ export class SupervisionTree extends EventEmitter {
   #stopping: Promise<void> | undefined;
   #exitHook = () => {
     for (const proc of this.#live) killNow(proc);
+  };
+  #onProcessExit: (() => void) | undefined;
+  #processExit = () => {
+    this.#exitHook();
+    this.#onProcessExit?.();
   };
   readonly #graceMs: number;
 
@@ -66,7 +77,8 @@ export class SupervisionTree extends EventEmitter {
       router: { pid: null, restarts: 0, state: "starting" },
       shards: options.shards.map((_, index) => ({ index, pid: null, restarts: 0, state: "starting" })),
     };
-    process.on("exit", this.#exitHook);
+    this.#onProcessExit = options.onProcessExit;
+    process.on("exit", this.#processExit);
     this.#system = startActorSystem();
     const eventLog = (this.#eventLog = spawnEventLog(this.#system, { ring: this.ring, listeners }));
     this.#supervisor = spawnSupervisor(this.#system, {
@@ -153,7 +165,7 @@ export class SupervisionTree extends EventEmitter {
     await query(this.#eventLog, { type: "flush" }, 5_000).catch(() => undefined);
     this.#exitHook(); // nothing should be left; this is the backstop
     stopActor(this.#system);
-    process.off("exit", this.#exitHook);
+    process.off("exit", this.#processExit);
     this.emit("shutdown");
   }
 }

@@ -305,7 +305,7 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
     if (ownDataDir && dataDir) rmSync(dataDir, { recursive: true, force: true });
   };
   // A process that exits without shutdown() (the CLI's forced exit on a third SIGINT) still
-  // gives the lock back; the tree's own exit hook, added before this one, kills the children first.
+  // gives the lock back: the tree's exit hook kills the children, then runs this.
   const onExit = () => {
     try {
       removeFiles();
@@ -314,7 +314,6 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
     }
   };
   const cleanup = async () => {
-    process.off("exit", onExit);
     await engine?.close();
     removeFiles();
   };
@@ -346,6 +345,7 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
       restart: { maxRestarts: opts.maxRestarts, windowMs: opts.restartWindowMs, baseBackoffMs: opts.restartBackoffMs },
       graceMs: opts.shutdownGraceMs,
       eventsFile: opts.eventsFile,
+      onProcessExit: onExit,
       listeners: [
         ...(opts.onEvent ? [opts.onEvent] : []),
         (event) => {
@@ -356,7 +356,6 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
         },
       ],
     });
-    process.on("exit", onExit);
     const deadline = Date.now() + opts.startTimeoutMs;
     const timer = new Promise<never>((_, reject) => {
       const t = setTimeout(
