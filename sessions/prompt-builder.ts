@@ -66,7 +66,6 @@ export interface PromptPlan {
   rollbackToTurns?: number;
 }
 
-/** Renders; a template that throws on the client's messages is bad input, not a bug. */
 /** The messages with every list of text parts as its joined text (contentText), or null when none has a list. */
 function asText(messages: readonly ChatMessage[]): ChatMessage[] | null {
   if (!messages.some((m) => Array.isArray(m.content))) return null;
