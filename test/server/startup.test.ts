@@ -91,8 +91,8 @@ test("events: the async iterable replays from the start, matches on('event'), an
   const server = await startSessionServer({ engineUrl: engine.url, workers: 1, logLevel: "warn" });
   assert.is(
     process.listenerCount("exit"),
-    exitHooks + 2,
-    "exit hooks guard the children and the data directory (its lock) while running",
+    exitHooks + 1,
+    "one exit hook guards the children, then the data directory (its lock), while running",
   );
   const live: SupervisionEvent[] = [];
   server.on("event", (e) => live.push(e));
