@@ -37,6 +37,8 @@ export interface SpawnOptions {
   echoStderr?: boolean;
   /** Extra environment (e.g. NODE_OPTIONS=--cpu-prof, inherited by the server's children). */
   env?: Record<string, string>;
+  /** The checkout to run in (default: this one); bench:memory measures another commit's server with it. */
+  cwd?: string;
 }
 
 function isAlive(pid: number): boolean {
@@ -58,7 +60,7 @@ async function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
 export async function startChild(options: SpawnOptions): Promise<Started> {
   const t0 = performance.now();
   const child = spawn(process.execPath, options.args, {
-    cwd: REPO_ROOT,
+    cwd: options.cwd ?? REPO_ROOT,
     stdio: ["ignore", "pipe", "pipe"],
     env: options.env ? { ...process.env, ...options.env } : process.env,
   });

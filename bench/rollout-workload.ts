@@ -37,7 +37,7 @@ const WORDS = (
   "home water room mother area money story fact month lot right study book eye job word business issue side"
 ).split(" ");
 
-function text(tokens: number, seed: number): string {
+export function text(tokens: number, seed: number): string {
   const out: string[] = [];
   for (let i = 0; i < tokens; i++) out.push(WORDS[(seed * 7919 + i * 31 + (i >> 3)) % WORDS.length]);
   return out.join(" ");

@@ -59,7 +59,8 @@ export type ShardRequest =
   | ForwardOp<"samples">
   | ForwardOp<"proxy">
   | { op: "health" }
-  | { op: "metrics" }
+  // gc: run a full GC first, so the memory series are what is live (GET /metrics?gc=1).
+  | { op: "metrics"; gc?: boolean }
   // A pause with in_flight "abort": every chat turn in flight on the worker aborts its
   // engine request and answers a retryable 503 unless it already committed.
   | { op: "abort-turns" }

@@ -12,6 +12,7 @@ import type { RolloutDoor } from "./rollout-door.ts";
 import { RolloutMetrics } from "./rollout-metrics.ts";
 
 const WORKER_METRICS_TIMEOUT_MS = 2_000;
+const WORKER_GC_METRICS_TIMEOUT_MS = 10_000;
 const TREE_STATES = ["starting", "running", "failed", "stopping", "stopped"];
 
 export class RouterMetrics {
@@ -93,12 +94,15 @@ export async function metricsRoutes(
       metrics.chatLatency.observe({ status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
 
-  app.get("/metrics", async (_request, reply) => {
-    const signal = AbortSignal.timeout(WORKER_METRICS_TIMEOUT_MS);
+  app.get("/metrics", async (request, reply) => {
+    // ?gc=1 (memory benchmarks): every worker runs a full GC before it reads its memory,
+    // which on a large heap takes longer than a plain scrape is given.
+    const gc = (request.query as Record<string, unknown>).gc === "1";
+    const signal = AbortSignal.timeout(gc ? WORKER_GC_METRICS_TIMEOUT_MS : WORKER_METRICS_TIMEOUT_MS);
     const fromWorkers = await Promise.allSettled(
       Array.from({ length: links.size }, async (_, shard) => {
         const channel = await links.acquire(shard, signal);
-        const res = await requestShard(channel, { op: "metrics" }, undefined, signal);
+        const res = await requestShard(channel, { op: "metrics", gc }, undefined, signal);
         const chunks = await res.body.collect();
         return JSON.parse(Buffer.concat(chunks).toString("utf8"));
       }),

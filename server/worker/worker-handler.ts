@@ -102,6 +102,8 @@ export function workerHandler(core: SessionCore, metrics: WorkerMetrics): Handle
     const track = (run: () => Promise<CoreResponse>) => metrics.track(request.op, run).then(toReply);
     switch (request.op) {
       case "metrics":
+        // --expose-gc is on for workers (session-server.ts); without it there is nothing to force.
+        if (request.gc === true) (globalThis as { gc?: () => void }).gc?.();
         return toReply(jsonResponse(200, await metrics.registry.getMetricsAsJSON()));
       case "health":
         return toReply(core.health());

@@ -54,6 +54,7 @@ export class WorkerMetrics {
       help: "Requests the worker is handling now.",
       registers,
     });
+    memoryGauges(registers);
     new Gauge({
       name: "tito_sessions",
       help: "Live sessions on the shard.",
@@ -91,6 +92,31 @@ export class WorkerMetrics {
       end({ status: String(status) });
     }
   }
+}
+
+/**
+ * The worker's memory as process.memoryUsage() reads it at scrape time: RSS, V8 heap used
+ * and memory outside the heap (ArrayBuffers, typed arrays' stores). A scrape asked with
+ * `gc` (GET /metrics?gc=1) reads them after a full GC, so they are what is live.
+ */
+function memoryGauges(registers: Registry[]): void {
+  const gauge = (name: string, help: string, read: (m: NodeJS.MemoryUsage) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        this.set(read(process.memoryUsage()));
+      },
+    });
+  gauge("process_resident_memory_bytes", "Resident set size of the worker process, bytes.", (m) => m.rss);
+  gauge("nodejs_heap_size_used_bytes", "V8 heap used by the worker, bytes.", (m) => m.heapUsed);
+  gauge("nodejs_heap_size_total_bytes", "V8 heap reserved by the worker, bytes.", (m) => m.heapTotal);
+  gauge(
+    "nodejs_external_memory_bytes",
+    "Memory outside the V8 heap held by the worker's JS objects (ArrayBuffers, typed arrays, Buffers), bytes.",
+    (m) => m.external,
+  );
 }
 
 function bodyBytes(body: unknown): number {

@@ -1,0 +1,280 @@
+// `npm run bench:memory`: worker memory per token held (issue 25). Starts the simulated
+// engine and a `tito-server serve` child, warms every worker up, reads each worker's memory
+// (GET /metrics?gc=1: a full GC in every worker before its reading), then runs N sessions
+// x T turns with tool outputs of a given size and keeps them open, reads again, and
+// divides each worker's growth by the token ids its sessions hold (the last turn's prompt
+// + completion tokens). Then it deletes the sessions and reads once more. It prints a
+// markdown table and writes JSON. It stops exactly the processes it started.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { request } from "undici";
+import { killStartedOnExit, REPO_ROOT, startChild, startEngine, stopServer } from "./rollout-procs.ts";
+import { Target, text, warmUp } from "./rollout-workload.ts";
+
+const USAGE = `Usage: npm run bench:memory -- [flags]
+
+Worker memory per token held: N sessions x T turns kept open, each worker's RSS and V8
+heap growth over its idle reading (after a warm-up), divided by the token ids it holds.
+
+  --sessions N         sessions, kept open until the reading (default 200)
+  --turns T            chat turns per session; turn k > 0 appends one tool message (default 10)
+  --tool-tokens N      tokens of the first user message and of each tool message (default 1500)
+  --output-tokens N    completion tokens of every engine reply (default 32)
+  --workers W          worker processes (default 2)
+  --concurrency C      sessions running at once (default 32)
+  --server-root DIR    run the server of another checkout (a built export of a commit, to
+                       measure "before"); the engine and this client stay this checkout's
+  --server-flag FLAG   extra flag for tito-server serve (repeatable)
+  --out FILE           JSON results (default bench/out/memory.json)
+  --help               this text`;
+
+interface Config {
+  sessions: number;
+  turns: number;
+  toolTokens: number;
+  outputTokens: number;
+  workers: number;
+  concurrency: number;
+  serverRoot: string;
+  serverFlags: string[];
+  out: string;
+}
+
+function parse(argv: string[]): Config {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      sessions: { type: "string" },
+      turns: { type: "string" },
+      "tool-tokens": { type: "string" },
+      "output-tokens": { type: "string" },
+      workers: { type: "string" },
+      concurrency: { type: "string" },
+      "server-root": { type: "string" },
+      "server-flag": { type: "string", multiple: true },
+      out: { type: "string" },
+      help: { type: "boolean" },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  const num = (name: string, value: string | undefined, fallback: number): number => {
+    if (value === undefined) return fallback;
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1) {
+      process.stderr.write(`bench: --${name} must be an integer >= 1, got ${JSON.stringify(value)}\n\n${USAGE}\n`);
+      process.exit(2);
+    }
+    return n;
+  };
+  return {
+    sessions: num("sessions", values.sessions, 200),
+    turns: num("turns", values.turns, 10),
+    toolTokens: num("tool-tokens", values["tool-tokens"], 1500),
+    outputTokens: num("output-tokens", values["output-tokens"], 32),
+    workers: num("workers", values.workers, 2),
+    concurrency: num("concurrency", values.concurrency, 32),
+    serverRoot: resolve(values["server-root"] ?? REPO_ROOT),
+    serverFlags: values["server-flag"] ?? [],
+    out: values.out ?? join(REPO_ROOT, "bench", "out", "memory.json"),
+  };
+}
+
+interface Memory {
+  rss: number;
+  heapUsed: number;
+  external: number;
+}
+
+const SERIES: Record<string, keyof Memory> = {
+  process_resident_memory_bytes: "rss",
+  nodejs_heap_size_used_bytes: "heapUsed",
+  nodejs_external_memory_bytes: "external",
+};
+
+/** Each worker's memory, after a full GC in each (GET /metrics?gc=1). */
+async function readMemory(url: string, workers: number): Promise<Memory[]> {
+  const res = await request(`${url}/metrics?gc=1`);
+  const body = await res.body.text();
+  if (res.statusCode !== 200) throw new Error(`GET /metrics?gc=1: status ${res.statusCode}`);
+  const out = Array.from({ length: workers }, () => ({}) as Partial<Memory>);
+  for (const line of body.split("\n")) {
+    const m = /^(\w+)\{shard="(\d+)"\} (\S+)$/.exec(line);
+    const field = m && SERIES[m[1]!];
+    if (field) out[Number(m[2])]![field] = Number(m[3]);
+  }
+  out.forEach((mem, shard) => {
+    if (mem.rss === undefined || mem.heapUsed === undefined || mem.external === undefined)
+      throw new Error(`GET /metrics?gc=1 has no memory series for shard ${shard} (a server without them?)`);
+  });
+  return out as Memory[];
+}
+
+interface Held {
+  id: string;
+  shard: number;
+  tokens: number;
+}
+
+/** One session: create, T turns with a growing history; kept open. Resolves with its shard and tokens held. */
+async function runSession(target: Target, config: Config, seed: number): Promise<Held> {
+  const { id, shard } = await target.createOnShard();
+  const messages: { role: string; content: string }[] = [
+    { role: "user", content: `Session ${seed}.${text(config.toolTokens, seed)}` },
+  ];
+  let tokens = 0;
+  for (let k = 0; k < config.turns; k++) {
+    if (k > 0) messages.push({ role: "tool", content: `Result ${k}:${text(config.toolTokens, seed * 1000 + k)}` });
+    const body = JSON.stringify({ model: "tito-sim", messages, max_tokens: config.outputTokens });
+    const res = await target.request("POST", target.chatPath(id), body);
+    const reply = JSON.parse(Buffer.concat(res.chunks).toString("utf8"));
+    if (res.status !== 200) throw new Error(`turn ${k} of session ${seed}: ${res.status} ${JSON.stringify(reply)}`);
+    messages.push({ role: "assistant", content: reply.choices[0].message.content });
+    // The session's ids after this turn: the prompt sent and the completion.
+    tokens = reply.usage.prompt_tokens + reply.usage.completion_tokens;
+  }
+  return { id, shard, tokens };
+}
+
+/** Runs the sessions, at most `concurrency` at once (a bounded pool of runners). */
+async function runAll(target: Target, config: Config): Promise<Held[]> {
+  const done: Held[] = [];
+  let next = 0;
+  const runner = async () => {
+    while (next < config.sessions) {
+      const seed = next++;
+      done.push(await runSession(target, config, seed));
+      if (done.length % 20 === 0) process.stderr.write(`bench: ${done.length}/${config.sessions} sessions\r`);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(config.concurrency, config.sessions) }, runner));
+  return done;
+}
+
+const MiB = 1024 * 1024;
+const fmt = (n: number, digits = 1) => n.toFixed(digits);
+
+async function main(): Promise<void> {
+  const config = parse(process.argv.slice(2));
+  killStartedOnExit();
+  const loadAtStart = loadavg();
+  const engine = await startEngine([
+    "--prebuilt-tokens",
+    String(config.outputTokens),
+    "--prebuilt-turns",
+    String(config.turns),
+  ]);
+  const server = await startChild({
+    name: `tito-server(w${config.workers})`,
+    cwd: config.serverRoot,
+    args: [
+      join(config.serverRoot, "bin", "tito-server.js"),
+      "serve",
+      "--port",
+      "0",
+      "--workers",
+      String(config.workers),
+      "--engine",
+      engine.url,
+      "--log-level",
+      "warn",
+      ...config.serverFlags,
+    ],
+    ready: /^tito-server ready url=(\S+)/,
+  });
+  const tree = (await (await request(`${server.url}/supervision`)).body.json()) as {
+    router: { pid: number };
+    shards: { pid: number }[];
+  };
+  const childPids = [tree.router.pid, ...tree.shards.map((s) => s.pid)];
+  const target = new Target("memory", server.url, { sessions: true, connections: config.concurrency + 2 });
+  try {
+    process.stderr.write("bench: warming up\n");
+    const shape = {
+      sessions: 2 * config.workers,
+      turns: config.turns,
+      inputTokens: config.toolTokens,
+      outputTokens: config.outputTokens,
+      getRecords: false,
+      r3BytesPerSession: 0,
+    };
+    await warmUp(target, shape, config.workers, 1);
+    const idle = await readMemory(server.url, config.workers);
+    const t0 = Date.now();
+    const sessions = await runAll(target, config);
+    const loadMs = Date.now() - t0;
+    const loadAtReading = loadavg();
+    const held = await readMemory(server.url, config.workers);
+    for (const s of sessions) await target.delete(s.id);
+    const afterDelete = await readMemory(server.url, config.workers);
+
+    const perWorker = held.map((mem, shard) => {
+      const mine = sessions.filter((s) => s.shard === shard);
+      const tokens = mine.reduce((n, s) => n + s.tokens, 0);
+      const growth = {
+        rss: mem.rss - idle[shard]!.rss,
+        heapUsed: mem.heapUsed - idle[shard]!.heapUsed,
+        external: mem.external - idle[shard]!.external,
+      };
+      return {
+        shard,
+        sessions: mine.length,
+        tokens,
+        idle: idle[shard]!,
+        held: mem,
+        afterDelete: afterDelete[shard]!,
+        growth,
+        bytesPerToken: {
+          rss: growth.rss / tokens,
+          heapUsed: growth.heapUsed / tokens,
+          heapPlusExternal: (growth.heapUsed + growth.external) / tokens,
+        },
+      };
+    });
+    const tokens = perWorker.reduce((n, w) => n + w.tokens, 0);
+    const sum = (f: (w: (typeof perWorker)[number]) => number) => perWorker.reduce((n, w) => n + f(w), 0);
+    const total = {
+      tokens,
+      rss: sum((w) => w.growth.rss) / tokens,
+      heapUsed: sum((w) => w.growth.heapUsed) / tokens,
+      heapPlusExternal: sum((w) => w.growth.heapUsed + w.growth.external) / tokens,
+    };
+    const lines = [
+      `#### Memory per token held — ${config.sessions} sessions x ${config.turns} turns, ${config.toolTokens}-token tool outputs, ${config.outputTokens}-token replies, ${config.workers} workers`,
+      "",
+      "| worker | sessions | tokens held | idle RSS MiB | RSS growth MiB | RSS B/token | heap growth MiB | heap B/token | heap+external B/token | RSS after delete MiB |",
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+      ...perWorker.map(
+        (w) =>
+          `| shard-${w.shard} | ${w.sessions} | ${w.tokens} | ${fmt(w.idle.rss / MiB)} | ${fmt(w.growth.rss / MiB)} | ${fmt(w.bytesPerToken.rss)} | ${fmt(w.growth.heapUsed / MiB)} | ${fmt(w.bytesPerToken.heapUsed)} | ${fmt(w.bytesPerToken.heapPlusExternal)} | ${fmt(w.afterDelete.rss / MiB)} |`,
+      ),
+      `| all | ${config.sessions} | ${tokens} | | ${fmt(sum((w) => w.growth.rss) / MiB)} | ${fmt(total.rss)} | ${fmt(sum((w) => w.growth.heapUsed) / MiB)} | ${fmt(total.heapUsed)} | ${fmt(total.heapPlusExternal)} | |`,
+    ];
+    const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
+    lines.push(
+      "",
+      `server: ${config.serverRoot}; ${(loadMs / 1000).toFixed(1)} s of turns; load average at start ${load(loadAtStart)}, at the reading ${load(loadAtReading)}`,
+    );
+    process.stdout.write(`${lines.join("\n")}\n`);
+    mkdirSync(dirname(config.out), { recursive: true });
+    writeFileSync(
+      config.out,
+      `${JSON.stringify({ config, date: new Date().toISOString(), loadAtStart, loadAtReading, total, perWorker }, null, 1)}\n`,
+    );
+    process.stdout.write(`results: ${config.out}\n`);
+  } finally {
+    await target.close();
+    for (const problem of await stopServer(server, childPids)) process.stderr.write(`bench: warning: ${problem}\n`);
+    await engine.stop();
+  }
+}
+
+main().catch((err: Error) => {
+  process.stderr.write(`\nbench: ${err.stack ?? err.message}\n`);
+  process.exit(1);
+});
