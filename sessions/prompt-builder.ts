@@ -21,6 +21,7 @@ import {
   TitoError,
   TokenizationError,
 } from "./errors.ts";
+import type { CheckpointView } from "./checkpoints.ts";
 import { generationPromptInputs, inputsArePlain } from "./generation-prompt.ts";
 import { matchingPrefixLength } from "./message-compare.ts";
 import type { TitoFamily } from "./families/index.ts";
@@ -52,16 +53,11 @@ export interface TrajectoryView {
   /** Per committed turn, the message count right after it (its assistant message is the last). */
   readonly turnMessageCounts: readonly number[];
   /** Per committed turn, its checkpoint (prompt ids + completion ids). */
-  readonly checkpoints: readonly (readonly number[])[];
+  readonly checkpoints: CheckpointView;
 }
 
 export interface PromptPlan {
   promptIds: number[];
-  /**
-   * The committed checkpoint promptIds extends (its first ids, less the trailing ones the
-   * family's boundaryDrop left out); undefined on a first turn (a retried one included).
-   */
-  base?: readonly number[];
   /** Turns to keep when the request rolls back one turn (0: a retried first turn); undefined when nothing rolls back. */
   rollbackToTurns?: number;
 }
@@ -253,7 +249,7 @@ export function planPrompt(
   request: readonly ChatMessage[],
   tools?: unknown[],
 ): PromptPlan {
-  if (view.checkpoints.length === 0) return { promptIds: firstTurnIds(ctx, request, tools) };
+  if (view.checkpoints.count === 0) return { promptIds: firstTurnIds(ctx, request, tools) };
   const matched = matchingPrefixLength(view.messages, request);
   let keptMessages = view.messages.length;
   let rollbackToTurns: number | undefined;
@@ -268,12 +264,14 @@ export function planPrompt(
     if (!ctx.allowedAppendRoles.includes(m.role))
       throw new AppendRoleError(keptMessages + i, m.role, ctx.allowedAppendRoles);
   });
-  const base = view.checkpoints[(rollbackToTurns ?? view.checkpoints.length) - 1]!;
-  const promptIds = base.slice(0, base.length - (ctx.family.boundaryDrop?.(base) ?? 0));
-  for (const id of ctx.family.boundaryIds(base)) promptIds.push(id);
+  // The kept checkpoint, less the trailing ids the family's boundaryDrop leaves out, is the prompt's start.
+  const promptIds = view.checkpoints.ids((rollbackToTurns ?? view.checkpoints.count) - 1);
+  const boundary = ctx.family.boundaryIds(promptIds);
+  promptIds.length -= ctx.family.boundaryDrop?.(promptIds) ?? 0;
+  for (const id of boundary) promptIds.push(id);
   if (ctx.family.increment === "history") {
     for (const id of historyIncrement(ctx, request, keptMessages, tools)) promptIds.push(id);
-    return { promptIds, base, rollbackToTurns };
+    return { promptIds, rollbackToTurns };
   }
   let at = keptMessages;
   for (const segment of segmentsOf(appended)) {
@@ -281,7 +279,7 @@ export function planPrompt(
     at += segment.length;
   }
   for (const id of generationPromptIds(ctx, request, tools)) promptIds.push(id);
-  return { promptIds, base, rollbackToTurns };
+  return { promptIds, rollbackToTurns };
 }
 
 /** A first turn renders the whole conversation, generation prompt included. */

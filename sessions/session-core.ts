@@ -26,7 +26,7 @@ import { sampleJson, sampleSafetensors } from "./journal/sample-encode.ts";
 import { buildSample, parseSampleRequest } from "./journal/samples.ts";
 import { isEngineStream, type Engine, type EngineCompletion } from "./engine-port.ts";
 import { streamedTurn } from "./streamed-turn.ts";
-import { idsText, rememberCheckpointText } from "./ids-text.ts";
+import { idsText } from "./ids-text.ts";
 import { selectFamily, type TitoFamilyName } from "./families/index.ts";
 import { serverKwargs, TurnKwargs } from "./template-kwargs.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
@@ -321,9 +321,7 @@ export class SessionCore {
         assistant: res.message,
         conversation: res.requestHasConversation ? undefined : { messages: turn.messages, tools: turn.tools },
       });
-      const previous = t.currentIds;
       t.restore(input);
-      rememberCheckpointText(t.currentIds, turn.promptText, res.completionIds, previous);
     });
   }
 
@@ -338,7 +336,7 @@ export class SessionCore {
         if (t.closing) throw new SessionNotFoundError(sessionId, this.#registry.notFoundHint);
         const sample = buildSample(
           t.id,
-          t.turns,
+          t.checkpoints,
           await this.#records.list(t.id),
           request.maxSeqLen,
           this.#ctx.family.maxTrimTokens,
@@ -373,7 +371,7 @@ export class SessionCore {
       await this.#records.truncate(t.id, plan.rollbackToTurns);
       t.rollbackTo(plan.rollbackToTurns);
     }
-    const promptText = idsText(plan.promptIds, plan.base);
+    const promptText = idsText(plan.promptIds);
     return { promptIds: plan.promptIds, promptText, messages, tools, body, kwargs, version: t.version };
   }
 

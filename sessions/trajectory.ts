@@ -1,20 +1,18 @@
 // The token trajectory of one session (docs/architecture.md, "The token algorithm"): the messages
-// as of the last committed turn, one checkpoint per committed assistant turn, the lock
-// and the closing flag. It applies rollbacks and commits turns after the prefix check.
+// as of the last committed turn (one array: a turn's message count says where it ends),
+// one checkpoint per committed assistant turn (checkpoints.ts: the ids stored once), the
+// lock and the closing flag. It applies rollbacks and commits turns after the prefix check.
 // It holds no records (records.ts does) and never renders or tokenizes.
 import { AsyncLock } from "./async-lock.ts";
 import type { ChatMessage } from "./chat-template.ts";
+import { Checkpoints, type CheckpointView } from "./checkpoints.ts";
 import { TokenizationError } from "./errors.ts";
 import type { TrajectoryView } from "./prompt-builder.ts";
 
-export interface CommittedTurn {
-  /** Prompt ids + completion ids of the turn. */
-  readonly checkpoint: readonly number[];
-  /** Where the completion starts inside the checkpoint. */
-  readonly promptLength: number;
+interface CommittedTurn {
   /** Message count right after the turn (its assistant message is the last one). */
   readonly messageCount: number;
-  /** The tools the turn was rendered with; the drift report re-renders with the last turn's. */
+  /** The tools the turn was rendered with (the previous turn's object when equal); the drift report re-renders with the last turn's. */
   readonly tools?: unknown[];
 }
 
@@ -25,6 +23,7 @@ export class Trajectory implements TrajectoryView {
   closing = false;
   #messages: ChatMessage[] = [];
   #turns: CommittedTurn[] = [];
+  readonly #checkpoints = new Checkpoints();
   #version = 0;
 
   constructor(id: string) {
@@ -34,9 +33,6 @@ export class Trajectory implements TrajectoryView {
   get messages(): readonly ChatMessage[] {
     return this.#messages;
   }
-  get turns(): readonly CommittedTurn[] {
-    return this.#turns;
-  }
   /** Bumped by every rollback and commit: a chat whose snapshot is stale skips its update. */
   get version(): number {
     return this.#version;
@@ -44,15 +40,19 @@ export class Trajectory implements TrajectoryView {
   get assistantCount(): number {
     return this.#turns.length;
   }
-  get checkpoints(): readonly (readonly number[])[] {
-    return this.#turns.map((t) => t.checkpoint);
+  get checkpoints(): CheckpointView {
+    return this.#checkpoints;
   }
   get turnMessageCounts(): readonly number[] {
     return this.#turns.map((t) => t.messageCount);
   }
-  /** The current token ids: the last checkpoint, empty before the first turn. */
-  get currentIds(): readonly number[] {
-    return this.#turns.length === 0 ? [] : this.#turns[this.#turns.length - 1]!.checkpoint;
+  /** The current token ids (the last checkpoint, empty before the first turn), as a new array. */
+  get currentIds(): number[] {
+    return Array.from(this.#checkpoints.current());
+  }
+  /** How many ids the session holds (the last checkpoint's length). */
+  get idCount(): number {
+    return this.#checkpoints.length;
   }
   get lastTools(): unknown[] | undefined {
     return this.#turns.length === 0 ? undefined : this.#turns[this.#turns.length - 1]!.tools;
@@ -63,6 +63,7 @@ export class Trajectory implements TrajectoryView {
     if (turns >= this.#turns.length) return;
     this.#version++;
     this.#turns.length = turns;
+    this.#checkpoints.truncate(turns);
     this.#messages = this.#messages.slice(0, turns === 0 ? 0 : this.#turns[turns - 1]!.messageCount);
   }
 
@@ -70,14 +71,14 @@ export class Trajectory implements TrajectoryView {
    * Commits a turn: the previous checkpoint, minus its last `maxTrimTokens` ids, must be a
    * prefix of prompt + completion (nothing generated is ever re-tokenized), else 500.
    */
-  commit(turn: TurnInput, maxTrimTokens: number): CommittedTurn {
+  commit(turn: TurnInput, maxTrimTokens: number): void {
     this.verify(turn, maxTrimTokens);
-    return this.restore(turn);
+    this.restore(turn);
   }
 
   /** The check of commit() without the commit (a journal write goes between the two). */
   verify(turn: TurnInput, maxTrimTokens: number): void {
-    const previous = this.currentIds;
+    const previous = this.#checkpoints.current();
     const length = turn.promptIds.length + turn.completionIds.length;
     const at = (i: number) =>
       i < turn.promptIds.length ? turn.promptIds[i] : turn.completionIds[i - turn.promptIds.length];
@@ -97,17 +98,14 @@ export class Trajectory implements TrajectoryView {
   }
 
   /** Appends a turn unchecked: a verified one, or one replayed from the journal that verified it. */
-  restore(turn: TurnInput): CommittedTurn {
-    const committed: CommittedTurn = {
-      checkpoint: [...turn.promptIds, ...turn.completionIds],
-      promptLength: turn.promptIds.length,
-      messageCount: turn.messages.length,
-      tools: turn.tools,
-    };
+  restore(turn: TurnInput): void {
+    const last = this.#turns[this.#turns.length - 1];
+    // Each request carries its own copy of the tools: a turn whose tools equal the last one's keeps only that one.
+    const tools = last?.tools !== undefined && sameJson(last.tools, turn.tools) ? last.tools : turn.tools;
+    this.#checkpoints.push(turn.promptIds, turn.completionIds);
     this.#version++;
-    this.#turns.push(committed);
+    this.#turns.push({ messageCount: turn.messages.length, tools });
     this.#messages = turn.messages;
-    return committed;
   }
 }
 
@@ -116,4 +114,8 @@ export interface TurnInput {
   completionIds: readonly number[];
   messages: ChatMessage[];
   tools?: unknown[];
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
 }

@@ -9,7 +9,7 @@ import assert from "node:assert";
 import { InvalidSampleRequestError, SampleDataError } from "../errors.ts";
 import { countInputIds, scanReplyFacts } from "./record-scan.ts";
 import type { TurnRecord } from "./records.ts";
-import type { CommittedTurn } from "../trajectory.ts";
+import type { CheckpointView } from "../checkpoints.ts";
 
 export interface SampleRequest {
   maxSeqLen?: number;
@@ -90,15 +90,15 @@ export function parseSampleRequest(
 
 /** Where the sample ends under max_seq_len: the token count and the last turn (partly) kept. */
 function cutPoint(
-  turns: readonly CommittedTurn[],
+  turns: CheckpointView,
   ends: readonly number[],
   maxSeqLen: number | undefined,
 ): { length: number; lastTurn: number; cut: boolean } {
-  const total = turns.length === 0 ? 0 : ends[turns.length - 1]!;
-  if (maxSeqLen === undefined || total <= maxSeqLen) return { length: total, lastTurn: turns.length - 1, cut: false };
+  const total = turns.count === 0 ? 0 : ends[turns.count - 1]!;
+  if (maxSeqLen === undefined || total <= maxSeqLen) return { length: total, lastTurn: turns.count - 1, cut: false };
   const k = ends.findIndex((end) => end > maxSeqLen);
   // Some of the overflowing turn's completion fits, or it is the first prompt itself: cut inside it.
-  if (turns[k]!.promptLength < maxSeqLen || k === 0) return { length: maxSeqLen, lastTurn: k, cut: true };
+  if (turns.promptLengthOf(k) < maxSeqLen || k === 0) return { length: maxSeqLen, lastTurn: k, cut: true };
   // Only its prompt would fit (tool/user tokens, nothing generated): end at the previous turn.
   return { length: ends[k - 1]!, lastTurn: k - 1, cut: false };
 }
@@ -109,19 +109,16 @@ function cutPoint(
  * its completion's last ids (a GLM stop token the next prompt replaced). Matched
  * greedily: a stop token the next prompt wrote again stays the turn's own.
  */
-function turnEnds(
-  sessionId: string,
-  turns: readonly CommittedTurn[],
-  full: readonly number[],
-  maxTrimTokens: number,
-): number[] {
-  return turns.map((turn, k) => {
-    if (k === turns.length - 1) return turn.checkpoint.length;
-    const diff = firstDifference(turn.checkpoint, full, 0, turn.checkpoint.length);
-    const end = diff === -1 ? turn.checkpoint.length : diff;
+function turnEnds(sessionId: string, turns: CheckpointView, maxTrimTokens: number): number[] {
+  const last = turns.count - 1;
+  return Array.from({ length: turns.count }, (_, k) => {
+    const length = turns.lengthOf(k);
+    if (k === last) return length;
+    const diff = firstDifference(turns, k, last, 0, length);
+    const end = diff === -1 ? length : diff;
     assert.ok(
-      end >= turn.checkpoint.length - maxTrimTokens,
-      `session ${sessionId}: turn ${k + 1} leaves out ${turn.checkpoint.length - end} ids of turn ${k}, at most ${maxTrimTokens} may be`,
+      end >= length - maxTrimTokens,
+      `session ${sessionId}: turn ${k + 1} leaves out ${length - end} ids of turn ${k}, at most ${maxTrimTokens} may be`,
     );
     return end;
   });
@@ -129,20 +126,17 @@ function turnEnds(
 
 export function buildSample(
   sessionId: string,
-  turns: readonly CommittedTurn[],
+  turns: CheckpointView,
   records: readonly TurnRecord[],
   maxSeqLen?: number,
   maxTrimTokens = 0,
 ): Sample {
-  assert.equal(
-    records.length,
-    turns.length,
-    `session ${sessionId}: ${records.length} records for ${turns.length} turns`,
-  );
-  const full = turns.length === 0 ? [] : turns[turns.length - 1]!.checkpoint;
-  const ends = turnEnds(sessionId, turns, full, maxTrimTokens);
+  assert.equal(records.length, turns.count, `session ${sessionId}: ${records.length} records for ${turns.count} turns`);
+  const last = turns.count - 1;
+  const fullLength = turns.count === 0 ? 0 : turns.lengthOf(last);
+  const ends = turnEnds(sessionId, turns, maxTrimTokens);
   const { length, lastTurn, cut } = cutPoint(turns, ends, maxSeqLen);
-  const firstPrompt = turns.length === 0 ? 0 : Math.min(turns[0]!.promptLength, length);
+  const firstPrompt = turns.count === 0 ? 0 : Math.min(turns.promptLengthOf(0), length);
   const responseLength = length - firstPrompt;
   const lossMask = new Uint8Array(responseLength);
   const logProbs = new Array<number>(responseLength).fill(0);
@@ -150,10 +144,10 @@ export function buildSample(
   let previousEnd = 0;
   let routed: (() => Buffer) | undefined;
   for (let k = 0; k <= lastTurn; k++) {
-    const turn = turns[k]!;
+    const promptLength = turns.promptLengthOf(k);
     // Each prompt extends the previous turn as far as the sample keeps it (prompt-builder.ts builds it so).
     assert.equal(
-      firstDifference(turn.checkpoint, full, 0, previousEnd),
+      firstDifference(turns, k, last, 0, previousEnd),
       -1,
       `session ${sessionId}: turn ${k} does not extend turn ${k - 1}`,
     );
@@ -161,24 +155,24 @@ export function buildSample(
     const inputIds = countInputIds(records[k]!.request, k);
     assert.equal(
       inputIds,
-      turn.promptLength,
-      `session ${sessionId}: record ${k} sent ${inputIds} input_ids, its turn has ${turn.promptLength}`,
+      promptLength,
+      `session ${sessionId}: record ${k} sent ${inputIds} input_ids, its turn has ${promptLength}`,
     );
     assert.equal(
       facts.completionIds.length,
-      turn.checkpoint.length - turn.promptLength,
+      turns.lengthOf(k) - promptLength,
       `session ${sessionId}: record ${k} completion length`,
     );
     assert.equal(
-      firstDifference(facts.completionIds, turn.checkpoint.slice(turn.promptLength), 0, facts.completionIds.length),
+      facts.completionIds.findIndex((id, i) => id !== turns.idAt(k, promptLength + i)),
       -1,
       `session ${sessionId}: record ${k} completion tokens`,
     );
     const end = Math.min(ends[k]!, length);
-    const start = Math.min(turn.promptLength, end);
+    const start = Math.min(promptLength, end);
     for (let p = start; p < end; p++) {
       lossMask[p - firstPrompt] = 1;
-      logProbs[p - firstPrompt] = facts.logprobs[p - turn.promptLength]!;
+      logProbs[p - firstPrompt] = facts.logprobs[p - promptLength]!;
     }
     // A turn whose whole completion max_seq_len cut away is not listed.
     if (end > start || end === ends[k]) {
@@ -199,8 +193,8 @@ export function buildSample(
   }
   const sample: Sample = {
     sessionId,
-    status: cut || length < full.length ? "truncated" : "completed",
-    tokens: full.slice(0, length),
+    status: cut || length < fullLength ? "truncated" : "completed",
+    tokens: turns.count === 0 ? [] : turns.ids(last, length),
     responseLength,
     lossMask,
     logProbs,
@@ -209,18 +203,13 @@ export function buildSample(
   };
   // The last kept turn's payload covers every earlier token too: it alone is the sample's.
   if (routed)
-    sample.routedExperts = routedRows(
-      routed(),
-      turns[lastTurn]!.checkpoint.length - 1,
-      Math.max(0, length - 1),
-      lastTurn,
-    );
+    sample.routedExperts = routedRows(routed(), turns.lengthOf(lastTurn) - 1, Math.max(0, length - 1), lastTurn);
   return sample;
 }
 
-/** The first index in [from, to) where a and b differ, or -1 (one assert per check, not per token). */
-function firstDifference(a: readonly number[], b: readonly number[], from: number, to: number): number {
-  for (let i = from; i < to; i++) if (a[i] !== b[i]) return i;
+/** The first index in [from, to) where checkpoints a and b differ, or -1 (one assert per check, not per token). */
+function firstDifference(turns: CheckpointView, a: number, b: number, from: number, to: number): number {
+  for (let i = from; i < to; i++) if (turns.idAt(a, i) !== turns.idAt(b, i)) return i;
   return -1;
 }
 

@@ -4,7 +4,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { buildUpstreamBody } from "../../engine/request-body.ts";
-import { idsText, rememberCheckpointText } from "../../sessions/ids-text.ts";
+import { idsText } from "../../sessions/ids-text.ts";
 
 const forced = { logprobs: true, return_meta_info: true, no_stop_trim: false, return_routed_experts: true };
 const ids = [151644, 872, 198, 9707, 0, 151645];
@@ -60,37 +60,15 @@ test("no forced fields at all: only input_ids is added", () => {
   assert.is(out, '{"messages":[{"role":"user","content":"x"}],"input_ids":[1,2]}');
 });
 
-test("ids text reuses the text of the checkpoint a prompt extends, and equals a plain join", () => {
-  const first = [151644, 872, 198, 40, 2776];
-  assert.is(idsText(first), first.join(","));
-  assert.is(idsText(first, [151644]), first.join(","), "an unknown base: a plain join");
-  const completion = [13, 151645];
-  const checkpoint = [...first, ...completion];
-  rememberCheckpointText(checkpoint, idsText(first), completion);
-  const next = [...checkpoint, 198, 151644, 77091, 198];
-  assert.is(idsText(next, checkpoint), next.join(","));
-  assert.is(idsText(checkpoint, checkpoint), checkpoint.join(","));
-  // A list that does not start with the base is joined in full, never spliced.
-  const other = [...checkpoint];
-  other[2] = 7;
-  assert.is(idsText([...other, 1], checkpoint), [...other, 1].join(","));
-  // The next checkpoint replaces the previous one's text.
-  const nextCheckpoint = [...next, 9, 151645];
-  rememberCheckpointText(nextCheckpoint, idsText(next, checkpoint), [9, 151645], checkpoint);
-  assert.is(idsText([...nextCheckpoint, 5], nextCheckpoint), [...nextCheckpoint, 5].join(","));
-  assert.is(
-    idsText([...checkpoint, 5], checkpoint),
-    [...checkpoint, 5].join(","),
-    "the dropped text is rebuilt by a join",
-  );
-  const out = buildUpstreamBody(
-    Buffer.from('{"messages":[]}'),
-    { messages: [] },
-    {},
-    next,
-    idsText(next, nextCheckpoint),
-  );
-  assert.equal(JSON.parse(out.toString()).input_ids, next);
+test("ids text equals a plain join, for every id size, a long prompt and no ids", () => {
+  const ids = [0, 7, 10, 99, 100, 151644, 872, 198, 2147483647, -1, -2147483648];
+  assert.is(idsText(ids), ids.join(","));
+  assert.is(idsText([]), "");
+  const long = Array.from({ length: 200_000 }, (_, i) => (i * 7919) % 151_936);
+  assert.is(idsText(long), long.join(","), "larger than the kept scratch buffer");
+  assert.is(idsText(ids), ids.join(","), "a later short one after it");
+  const out = buildUpstreamBody(Buffer.from('{"messages":[]}'), { messages: [] }, {}, long, idsText(long));
+  assert.equal(JSON.parse(out.toString()).input_ids, long);
 });
 
 test.run();

@@ -309,7 +309,7 @@ test("TITO loop sample: a stop id the next prompt wrote again is trained on, a r
   const { t, turns } = playLoop();
   const sample = buildSample(
     t.id,
-    t.turns,
+    t.checkpoints,
     turns.map((p) => p.record),
     undefined,
     family.maxTrimTokens,
@@ -322,9 +322,9 @@ test("TITO loop sample: a stop id the next prompt wrote again is trained on, a r
     generated - 1,
   );
   const third = sample.turns[2]!;
-  assert.is(third.completion_end, t.turns[2]!.checkpoint.length - 1);
+  assert.is(third.completion_end, t.checkpoints.lengthOf(2) - 1);
   assert.is(sample.turns[3]!.prompt_start, third.completion_end);
-  assert.is(sample.turns[1]!.completion_end, t.turns[1]!.checkpoint.length, "<|user|> written again: kept");
+  assert.is(sample.turns[1]!.completion_end, t.checkpoints.lengthOf(1), "<|user|> written again: kept");
 });
 
 test.run();

@@ -6,7 +6,7 @@ import * as assert from "uvu/assert";
 import { countInputIds, scanReplyFacts, type ReplyFacts } from "../../../sessions/journal/record-scan.ts";
 import { buildSample } from "../../../sessions/journal/samples.ts";
 import type { TurnRecord } from "../../../sessions/journal/records.ts";
-import type { CommittedTurn } from "../../../sessions/trajectory.ts";
+import { Checkpoints } from "../../../sessions/checkpoints.ts";
 import { SampleDataError } from "../../../sessions/errors.ts";
 
 const ROUTED = Buffer.from(Int32Array.from({ length: 48 }, (_, i) => i * 1000 - 7).buffer);
@@ -182,13 +182,11 @@ test("countInputIds: input_ids (SGLang), or a prompt list (vLLM); a text prompt 
 });
 
 /** Two turns of one session: prompt 0..3, completion, tool ids, completion. */
-function session(): CommittedTurn[] {
-  const first = [1, 2, 3, 4, 11, 12, 7];
-  const second = [...first, 99, 20, 21, 22, 13, 7];
-  return [
-    { checkpoint: first, promptLength: 4, messageCount: 2 },
-    { checkpoint: second, promptLength: 11, messageCount: 4 },
-  ];
+function session(): Checkpoints {
+  const turns = new Checkpoints();
+  turns.push([1, 2, 3, 4], [11, 12, 7]);
+  turns.push([1, 2, 3, 4, 11, 12, 7, 99, 20, 21, 22], [13, 7]);
+  return turns;
 }
 
 function record(request: unknown, reply: string): TurnRecord {
@@ -218,9 +216,9 @@ test("a sample from /generate records: ids, loss mask, logprobs, turns and route
   });
   const sample = buildSample("s", turns, [
     record({ input_ids: [1, 2, 3, 4] }, sglangGenerate),
-    record({ input_ids: turns[1]!.checkpoint.slice(0, 11) }, reply2),
+    record({ input_ids: turns.ids(1, 11) }, reply2),
   ]);
-  assert.equal(sample.tokens, turns[1]!.checkpoint);
+  assert.equal(sample.tokens, turns.ids(1));
   assert.equal([...sample.lossMask], [1, 1, 1, 0, 0, 0, 0, 1, 1]);
   assert.equal(sample.logProbs, [-0.5, -0.25, -1.5e-3, 0, 0, 0, 0, -1, -2]);
   assert.equal(
@@ -237,9 +235,9 @@ test("a sample from vLLM records: the prompt list counts as input ids; no routed
   });
   const sample = buildSample("s", turns, [
     record({ prompt: [1, 2, 3, 4] }, vllmCompletions),
-    record({ prompt: turns[1]!.checkpoint.slice(0, 11) }, reply2),
+    record({ prompt: turns.ids(1, 11) }, reply2),
   ]);
-  assert.equal(sample.tokens, turns[1]!.checkpoint);
+  assert.equal(sample.tokens, turns.ids(1));
   assert.equal([...sample.lossMask], [1, 1, 1, 0, 0, 0, 0, 1, 1]);
   assert.equal(sample.logProbs, [-0.5, 0, -0.125, 0, 0, 0, 0, -1, 0]);
   assert.equal(sample.turns, [

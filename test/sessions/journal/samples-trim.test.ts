@@ -6,7 +6,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { buildSample } from "../../../sessions/journal/samples.ts";
 import type { TurnRecord } from "../../../sessions/journal/records.ts";
-import type { CommittedTurn } from "../../../sessions/trajectory.ts";
+import { Checkpoints } from "../../../sessions/checkpoints.ts";
 
 const OBSERVATION = 90;
 const USER = 91;
@@ -34,23 +34,23 @@ function record(promptLength: number, completion: readonly number[], logprobs: r
  * Turn 0: prompt [1,2,3], completion [11,12,OBSERVATION]. Turn 1's prompt drops the stop id
  * and appends `opener` + [30,31]; its completion is [13,USER].
  */
-function session(opener: number): { turns: CommittedTurn[]; records: TurnRecord[] } {
+function session(opener: number): { turns: Checkpoints; second: number[]; records: TurnRecord[] } {
   const first = [1, 2, 3, 11, 12, OBSERVATION];
   const prompt2 = [...first.slice(0, -1), opener, 30, 31];
-  const second = [...prompt2, 13, USER];
+  const turns = new Checkpoints();
+  turns.push(first.slice(0, 3), first.slice(3));
+  turns.push(prompt2, [13, USER]);
   return {
-    turns: [
-      { checkpoint: first, promptLength: 3, messageCount: 2 },
-      { checkpoint: second, promptLength: prompt2.length, messageCount: 4 },
-    ],
+    turns,
+    second: [...prompt2, 13, USER],
     records: [record(3, [11, 12, OBSERVATION], [-1, -2, -3]), record(prompt2.length, [13, USER], [-4, -5])],
   };
 }
 
 test("a stop id the next prompt replaced is cut from its turn: loss mask 0, the turn ends before it", () => {
-  const { turns, records } = session(USER);
+  const { turns, second, records } = session(USER);
   const sample = buildSample("s", turns, records, undefined, 1);
-  assert.equal(sample.tokens, turns[1]!.checkpoint);
+  assert.equal(sample.tokens, second);
   // Response = tokens after the first prompt: 11 12 USER 30 31 13 USER.
   assert.equal([...sample.lossMask], [1, 1, 0, 0, 0, 1, 1]);
   assert.equal(sample.logProbs, [-1, -2, 0, 0, 0, -4, -5]);
@@ -79,10 +79,9 @@ test("without a trim allowance a replaced id is an inconsistent session", () => 
   const { turns, records } = session(USER);
   assert.throws(() => buildSample("s", turns, records), /turn 1 leaves out 1 ids of turn 0, at most 0 may be/);
   // Two ids left out is more than max_trim 1 allows.
-  const broken = [...turns];
-  const second = [...turns[1]!.checkpoint];
-  second[4] = 77;
-  broken[1] = { ...turns[1]!, checkpoint: second };
+  const broken = new Checkpoints();
+  broken.push([1, 2, 3], [11, 12, OBSERVATION]);
+  broken.push([1, 2, 3, 11, 77, USER, 30, 31], [13, USER]);
   assert.throws(() => buildSample("s", broken, records, undefined, 1), /leaves out 2 ids of turn 0/);
 });
 
