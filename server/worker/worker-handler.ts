@@ -102,8 +102,7 @@ export function workerHandler(core: SessionCore, metrics: WorkerMetrics): Handle
     const track = (run: () => Promise<CoreResponse>) => metrics.track(request.op, run).then(toReply);
     switch (request.op) {
       case "metrics":
-        // --expose-gc is on for workers (session-server.ts); without it there is nothing to force.
-        if (request.gc === true) (globalThis as { gc?: () => void }).gc?.();
+        if (request.gc === true) fullGc();
         return toReply(jsonResponse(200, await metrics.registry.getMetricsAsJSON()));
       case "health":
         return toReply(core.health());
@@ -138,6 +137,15 @@ export function workerHandler(core: SessionCore, metrics: WorkerMetrics): Handle
         return unhandled(request);
     }
   };
+}
+
+/**
+ * A full GC that also gives freed heap pages back to the OS before it returns ("last-resort":
+ * V8's memory-reducing collection); after a plain gc() they go back a moment later, so an
+ * RSS read at once would still count them. --expose-gc is on for workers (session-server.ts).
+ */
+function fullGc(): void {
+  (globalThis as { gc?: (options?: object) => void }).gc?.({ type: "major", execution: "sync", flavor: "last-resort" });
 }
 
 // An op added to ShardRequest but not to the switch above makes `request` not `never`
