@@ -24,6 +24,8 @@ heap growth over its idle reading (after a warm-up), divided by the token ids it
   --output-tokens N    completion tokens of every engine reply (default 32)
   --workers W          worker processes (default 2)
   --concurrency C      sessions running at once (default 32)
+  --settle-ms MS       wait before each reading, so buffers pooled for a burst are let go
+                       (they go after 2 s unused) (default 3000)
   --server-root DIR    run the server of another checkout (a built export of a commit, to
                        measure "before"); the engine and this client stay this checkout's
   --server-flag FLAG   extra flag for tito-server serve (repeatable)
@@ -37,6 +39,7 @@ interface Config {
   outputTokens: number;
   workers: number;
   concurrency: number;
+  settleMs: number;
   serverRoot: string;
   serverFlags: string[];
   out: string;
@@ -53,6 +56,7 @@ function parse(argv: string[]): Config {
       "output-tokens": { type: "string" },
       workers: { type: "string" },
       concurrency: { type: "string" },
+      "settle-ms": { type: "string" },
       "server-root": { type: "string" },
       "server-flag": { type: "string", multiple: true },
       out: { type: "string" },
@@ -79,6 +83,7 @@ function parse(argv: string[]): Config {
     outputTokens: num("output-tokens", values["output-tokens"], 32),
     workers: num("workers", values.workers, 2),
     concurrency: num("concurrency", values.concurrency, 32),
+    settleMs: num("settle-ms", values["settle-ms"], 3000),
     serverRoot: resolve(values["server-root"] ?? REPO_ROOT),
     serverFlags: values["server-flag"] ?? [],
     out: values.out ?? join(REPO_ROOT, "bench", "out", "memory.json"),
@@ -99,8 +104,9 @@ const SERIES: Record<string, keyof Memory> = {
   nodejs_external_memory_bytes: "external",
 };
 
-/** Each worker's memory, after a full GC in each (GET /metrics?gc=1). */
-async function readMemory(url: string, workers: number): Promise<Memory[]> {
+/** Each worker's memory, after `settleMs` and a full GC in each (GET /metrics?gc=1). */
+async function readMemory(url: string, workers: number, settleMs: number): Promise<Memory[]> {
+  await new Promise((resolve) => setTimeout(resolve, settleMs));
   const res = await request(`${url}/metrics?gc=1`);
   const body = await res.body.text();
   if (res.statusCode !== 200) throw new Error(`GET /metrics?gc=1: status ${res.statusCode}`);
@@ -207,14 +213,14 @@ async function main(): Promise<void> {
       r3BytesPerSession: 0,
     };
     await warmUp(target, shape, config.workers, 1);
-    const idle = await readMemory(server.url, config.workers);
+    const idle = await readMemory(server.url, config.workers, config.settleMs);
     const t0 = Date.now();
     const sessions = await runAll(target, config);
     const loadMs = Date.now() - t0;
     const loadAtReading = loadavg();
-    const held = await readMemory(server.url, config.workers);
+    const held = await readMemory(server.url, config.workers, config.settleMs);
     for (const s of sessions) await target.delete(s.id);
-    const afterDelete = await readMemory(server.url, config.workers);
+    const afterDelete = await readMemory(server.url, config.workers, config.settleMs);
 
     const perWorker = held.map((mem, shard) => {
       const mine = sessions.filter((s) => s.shard === shard);

@@ -50,10 +50,6 @@ export class Trajectory implements TrajectoryView {
   get currentIds(): number[] {
     return Array.from(this.#checkpoints.current());
   }
-  /** How many ids the session holds (the last checkpoint's length). */
-  get idCount(): number {
-    return this.#checkpoints.length;
-  }
   get lastTools(): unknown[] | undefined {
     return this.#turns.length === 0 ? undefined : this.#turns[this.#turns.length - 1]!.tools;
   }

@@ -1,0 +1,147 @@
+// The token store of a session (sessions/checkpoints.ts): one growing Int32Array, each
+// checkpoint an offset into it, rollback truncates; checked against the obvious model (a
+// full copy per checkpoint), including the boundary ids a later prompt overwrites.
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import fc from "fast-check";
+import { Checkpoints } from "../../sessions/checkpoints.ts";
+import { Trajectory } from "../../sessions/trajectory.ts";
+
+const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+
+/** Every checkpoint, read back through the view, equals its model copy. */
+function assertSame(store: Checkpoints, model: number[][], what = "") {
+  assert.is(store.count, model.length, `${what} count`);
+  model.forEach((ids, k) => {
+    assert.is(store.lengthOf(k), ids.length, `${what} length of ${k}`);
+    assert.equal(store.ids(k), ids, `${what} checkpoint ${k}`);
+    assert.equal(
+      ids.map((_, i) => store.idAt(k, i)),
+      ids,
+      `${what} idAt of ${k}`,
+    );
+  });
+  assert.equal([...store.current()], model[model.length - 1] ?? [], `${what} current`);
+}
+
+test("appends grow one array geometrically; checkpoints are its prefixes, not copies", () => {
+  const store = new Checkpoints();
+  assert.is(store.capacity, 0, "nothing allocated before the first turn");
+  const model: number[][] = [];
+  let ids: number[] = [];
+  const capacities: number[] = [];
+  for (let k = 0; k < 40; k++) {
+    const prompt = [...ids, ...range(1000 * k, 100)];
+    const completion = range(1000 * k + 500, 20);
+    store.push(prompt, completion);
+    ids = [...prompt, ...completion];
+    model.push(ids);
+    capacities.push(store.capacity);
+    assert.ok(store.capacity >= ids.length && store.capacity <= Math.max(256, Math.ceil(ids.length * 1.25)));
+    assert.is(store.promptLengthOf(k), prompt.length);
+  }
+  assertSame(store, model);
+  // 40 turns of 120 ids grew the array far fewer than 40 times.
+  assert.ok(new Set(capacities).size < 20, `reallocations: ${new Set(capacities).size}`);
+  assert.equal(store.ids(39, 5), [0, 1, 2, 3, 4]);
+});
+
+test("rollback truncates to a checkpoint; a commit after it extends that checkpoint", () => {
+  const store = new Checkpoints();
+  store.push([1, 2, 3], [4, 5]);
+  store.push([1, 2, 3, 4, 5, 6], [7]);
+  store.push([1, 2, 3, 4, 5, 6, 7, 8], [9, 10]);
+  store.truncate(2);
+  assertSame(store, [
+    [1, 2, 3, 4, 5],
+    [1, 2, 3, 4, 5, 6, 7],
+  ]);
+  assert.is(store.length, 7);
+  store.truncate(5); // more than it holds: nothing changes
+  assert.is(store.count, 2);
+  store.push([1, 2, 3, 4, 5, 6, 7, 20], [21]);
+  assertSame(store, [
+    [1, 2, 3, 4, 5],
+    [1, 2, 3, 4, 5, 6, 7],
+    [1, 2, 3, 4, 5, 6, 7, 20, 21],
+  ]);
+  store.truncate(0);
+  assertSame(store, []);
+  assert.is(store.capacity, 0, "an emptied session lets its array go");
+  store.push([9], [8]);
+  assertSame(store, [[9, 8]]);
+});
+
+test("ids a later prompt overwrites (GLM's stop id) stay their checkpoint's, through rollbacks", () => {
+  const STOP = 77;
+  const store = new Checkpoints();
+  store.push([1, 2], [3, STOP]);
+  // The next prompt drops the stop id and writes its own opener there.
+  store.push([1, 2, 3, 50, 51], [4, STOP]);
+  store.push([1, 2, 3, 50, 51, 4, 60], [5]);
+  const model = [
+    [1, 2, 3, STOP],
+    [1, 2, 3, 50, 51, 4, STOP],
+    [1, 2, 3, 50, 51, 4, 60, 5],
+  ];
+  assertSame(store, model);
+  store.truncate(2);
+  assertSame(store, model.slice(0, 2), "after a rollback to turn 2");
+  store.push([1, 2, 3, 50, 51, 4, 61], [6]);
+  assertSame(store, [...model.slice(0, 2), [1, 2, 3, 50, 51, 4, 61, 6]], "after a new turn 3");
+  store.truncate(1);
+  assertSame(store, model.slice(0, 1), "after a rollback to turn 1");
+  // A shorter next checkpoint (its prompt trims the stop id, nothing generated).
+  store.push([1, 2, 3], []);
+  assertSame(store, [model[0]!, [1, 2, 3]]);
+  store.truncate(1);
+  assertSame(store, model.slice(0, 1));
+});
+
+test("any sequence of commits and rollbacks reads back as the full copies would", () => {
+  const op = fc.oneof(
+    fc.record({
+      kind: fc.constant("push" as const),
+      keep: fc.nat({ max: 3 }), // ids of the previous checkpoint the prompt leaves out at its end
+      prompt: fc.array(fc.integer({ min: 0, max: 2 ** 31 - 1 }), { maxLength: 300 }),
+      completion: fc.array(fc.integer({ min: 0, max: 9 }), { maxLength: 5 }),
+    }),
+    fc.record({ kind: fc.constant("rollback" as const), turns: fc.nat({ max: 12 }) }),
+  );
+  fc.assert(
+    fc.property(fc.array(op, { maxLength: 25 }), (ops) => {
+      const store = new Checkpoints();
+      const model: number[][] = [];
+      for (const o of ops) {
+        if (o.kind === "rollback") {
+          store.truncate(o.turns);
+          model.length = Math.min(model.length, o.turns);
+        } else {
+          const previous = model[model.length - 1] ?? [];
+          const prompt = [...previous.slice(0, Math.max(0, previous.length - o.keep)), ...o.prompt];
+          store.push(prompt, o.completion);
+          model.push([...prompt, ...o.completion]);
+        }
+        assertSame(store, model);
+      }
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test("a trajectory keeps one tools object for consecutive turns with equal tools", () => {
+  const t = new Trajectory("tools");
+  const tools = () => [{ type: "function", function: { name: "f", parameters: { type: "object" } } }];
+  const first = tools();
+  t.commit({ promptIds: [1], completionIds: [2], messages: [], tools: first }, 0);
+  t.commit({ promptIds: [1, 2, 3], completionIds: [4], messages: [], tools: tools() }, 0);
+  assert.is(t.lastTools, first, "an equal copy is not kept");
+  const other = [{ type: "function", function: { name: "g" } }];
+  t.commit({ promptIds: [1, 2, 3, 4, 5], completionIds: [6], messages: [], tools: other }, 0);
+  assert.is(t.lastTools, other);
+  t.rollbackTo(2);
+  assert.is(t.lastTools, first);
+  assert.equal(t.currentIds, [1, 2, 3, 4]);
+});
+
+test.run();
