@@ -104,9 +104,17 @@ const SERIES: Record<string, keyof Memory> = {
   nodejs_external_memory_bytes: "external",
 };
 
-/** Each worker's memory, after `settleMs` and a full GC in each (GET /metrics?gc=1). */
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Each worker's memory after `settleMs` and a full GC in each (GET /metrics?gc=1), read
+ * from a second GC a second after the first: V8 gives the pages a GC freed back to the OS
+ * a moment after the GC returns, so an RSS read right after the first still counts them.
+ */
 async function readMemory(url: string, workers: number, settleMs: number): Promise<Memory[]> {
-  await new Promise((resolve) => setTimeout(resolve, settleMs));
+  await sleep(settleMs);
+  await (await request(`${url}/metrics?gc=1`)).body.dump();
+  await sleep(1000);
   const res = await request(`${url}/metrics?gc=1`);
   const body = await res.body.text();
   if (res.statusCode !== 200) throw new Error(`GET /metrics?gc=1: status ${res.statusCode}`);

@@ -140,12 +140,12 @@ export function workerHandler(core: SessionCore, metrics: WorkerMetrics): Handle
 }
 
 /**
- * A full GC that also gives freed heap pages back to the OS before it returns ("last-resort":
- * V8's memory-reducing collection); after a plain gc() they go back a moment later, so an
- * RSS read at once would still count them. --expose-gc is on for workers (session-server.ts).
+ * A full GC. --expose-gc is on for workers (session-server.ts). Node 20's gc() does a full
+ * collection only without arguments (with an options object it ran a minor one here). The
+ * heap pages it frees go back to the OS a moment later, not before it returns.
  */
 function fullGc(): void {
-  (globalThis as { gc?: (options?: object) => void }).gc?.({ type: "major", execution: "sync", flavor: "last-resort" });
+  (globalThis as { gc?: () => void }).gc?.();
 }
 
 // An op added to ShardRequest but not to the switch above makes `request` not `never`
