@@ -1,6 +1,10 @@
 // The token ids of one session's committed turns, stored once (issue 25): one growing
-// Int32Array holds the ids of the latest checkpoint, and every earlier checkpoint is an
-// offset into it, not a copy. A checkpoint is usually a prefix of the next one; a family
+// Int32Array store holds the ids of the latest checkpoint, and every earlier checkpoint is
+// an offset into it, not a copy. The store is chunked: a first chunk that doubles up to
+// CHUNK ids, then fixed chunks of CHUNK ids, so a growing session never frees and
+// reallocates its ids (freed stores of ever larger sizes fragmented the workers' malloc
+// heap: RSS grew by ~8 B per token beyond what was live), and it leaves at most one
+// partly used chunk. A checkpoint is usually a prefix of the next one; a family
 // whose next prompt replaces a checkpoint's last ids (GLM: its stop id; maxTrimTokens)
 // overwrites them in the store, so each checkpoint keeps the few ids it lost that way (its
 // `tail`). A rollback truncates the store back to a checkpoint and writes its tail back.
@@ -30,13 +34,14 @@ interface Mark {
   tail?: Int32Array;
 }
 
-/** Capacity grows to this factor of what is needed (amortized O(1) appends, at most 25% unused). */
-const GROWTH = 1.25;
-const MIN_CAPACITY = 256;
-const EMPTY = new Int32Array(0);
+/** Ids per chunk: 16 KiB. */
+const CHUNK_BITS = 12;
+const CHUNK = 1 << CHUNK_BITS;
+const CHUNK_MASK = CHUNK - 1;
+const FIRST_CHUNK = 256;
 
 export class Checkpoints implements CheckpointView {
-  #store: Int32Array = EMPTY;
+  #chunks: Int32Array[] = [];
   /** Ids in the store: the latest checkpoint's length (0 before the first turn). */
   #length = 0;
   #marks: Mark[] = [];
@@ -48,13 +53,13 @@ export class Checkpoints implements CheckpointView {
   get length(): number {
     return this.#length;
   }
-  /** Int32 slots allocated (for tests and sizing; at most 1.25 x length after growth). */
+  /** Int32 slots allocated (for tests and sizing). */
   get capacity(): number {
-    return this.#store.length;
+    return this.#chunks.reduce((n, chunk) => n + chunk.length, 0);
   }
-  /** The latest checkpoint's ids, a view of the store (valid until the next push or truncate). */
-  current(): Int32Array {
-    return this.#store.subarray(0, this.#length);
+  /** Id i of the latest checkpoint (i < length). */
+  at(i: number): number {
+    return this.#chunks[i >>> CHUNK_BITS]![i & CHUNK_MASK]!;
   }
 
   lengthOf(k: number): number {
@@ -65,14 +70,14 @@ export class Checkpoints implements CheckpointView {
   }
   idAt(k: number, i: number): number {
     const mark = this.#mark(k);
-    return i < mark.shared ? this.#store[i]! : mark.tail![i - mark.shared]!;
+    return i < mark.shared ? this.at(i) : mark.tail![i - mark.shared]!;
   }
   ids(k: number, end?: number): number[] {
     const mark = this.#mark(k);
     const stop = Math.min(end ?? mark.end, mark.end);
     const out: number[] = [];
     const shared = Math.min(stop, mark.shared);
-    for (let i = 0; i < shared; i++) out.push(this.#store[i]!);
+    for (let i = 0; i < shared; i++) out.push(this.at(i));
     for (let i = shared; i < stop; i++) out.push(mark.tail![i - mark.shared]!);
     return out;
   }
@@ -84,10 +89,10 @@ export class Checkpoints implements CheckpointView {
     // Where the new checkpoint leaves the store's ids: usually at its end (an append).
     const common = Math.min(this.#length, end);
     let from = 0;
-    while (from < common && this.#store[from] === at(from)) from++;
+    while (from < common && this.at(from) === at(from)) from++;
     this.#keepTails(from);
     this.#reserve(end);
-    for (let i = from; i < end; i++) this.#store[i] = at(i);
+    for (let i = from; i < end; i++) this.#chunks[i >>> CHUNK_BITS]![i & CHUNK_MASK] = at(i);
     this.#length = end;
     this.#marks.push({ end, promptLength: prompt.length, shared: end });
   }
@@ -97,7 +102,7 @@ export class Checkpoints implements CheckpointView {
     if (count >= this.#marks.length) return;
     this.#marks.length = count;
     if (count === 0) {
-      this.#store = EMPTY; // a retried first turn: nothing of the session's ids is left
+      this.#chunks = []; // a retried first turn: nothing of the session's ids is left
       this.#length = 0;
       return;
     }
@@ -105,7 +110,8 @@ export class Checkpoints implements CheckpointView {
     this.#keepTails(last.shared);
     if (last.tail) {
       this.#reserve(last.end);
-      this.#store.set(last.tail, last.shared);
+      for (let i = last.shared; i < last.end; i++)
+        this.#chunks[i >>> CHUNK_BITS]![i & CHUNK_MASK] = last.tail[i - last.shared]!;
       last.tail = undefined;
     }
     last.shared = last.end;
@@ -117,17 +123,24 @@ export class Checkpoints implements CheckpointView {
     if (from >= this.#length) return;
     for (const mark of this.#marks) {
       if (mark.shared <= from) continue;
-      const own = this.#store.slice(from, mark.shared);
+      const own = Int32Array.from({ length: mark.shared - from }, (_, i) => this.at(from + i));
       mark.tail = mark.tail ? concat(own, mark.tail) : own;
       mark.shared = from;
     }
   }
 
   #reserve(size: number): void {
-    if (size <= this.#store.length) return;
-    const grown = new Int32Array(Math.max(MIN_CAPACITY, Math.ceil(size * GROWTH)));
-    grown.set(this.#store.subarray(0, this.#length));
-    this.#store = grown;
+    const chunks = this.#chunks;
+    // The first chunk doubles up to CHUNK (a short session holds little), the others are CHUNK from the start.
+    const first = chunks[0];
+    if (first === undefined || (first.length < CHUNK && size > first.length)) {
+      let length = first?.length ?? FIRST_CHUNK;
+      while (length < Math.min(size, CHUNK)) length *= 2;
+      const grown = new Int32Array(length);
+      if (first) grown.set(first.subarray(0, Math.min(this.#length, first.length)));
+      chunks[0] = grown;
+    }
+    while (chunks.length * CHUNK < size) chunks.push(new Int32Array(CHUNK));
   }
 
   #mark(k: number): Mark {

@@ -48,7 +48,8 @@ export class Trajectory implements TrajectoryView {
   }
   /** The current token ids (the last checkpoint, empty before the first turn), as a new array. */
   get currentIds(): number[] {
-    return Array.from(this.#checkpoints.current());
+    const c = this.#checkpoints;
+    return c.count === 0 ? [] : c.ids(c.count - 1);
   }
   get lastTools(): unknown[] | undefined {
     return this.#turns.length === 0 ? undefined : this.#turns[this.#turns.length - 1]!.tools;
@@ -74,7 +75,7 @@ export class Trajectory implements TrajectoryView {
 
   /** The check of commit() without the commit (a journal write goes between the two). */
   verify(turn: TurnInput, maxTrimTokens: number): void {
-    const previous = this.#checkpoints.current();
+    const previous = this.#checkpoints;
     const length = turn.promptIds.length + turn.completionIds.length;
     const at = (i: number) =>
       i < turn.promptIds.length ? turn.promptIds[i] : turn.completionIds[i - turn.promptIds.length];
@@ -85,9 +86,9 @@ export class Trajectory implements TrajectoryView {
       );
     }
     for (let i = 0; i < mustMatch; i++) {
-      if (previous[i] !== at(i)) {
+      if (previous.at(i) !== at(i)) {
         throw new TokenizationError(
-          `the previous checkpoint is not a prefix of the new trajectory: first difference at token ${i} (previous ${previous[i]}, new ${at(i)}) of ${previous.length}`,
+          `the previous checkpoint is not a prefix of the new trajectory: first difference at token ${i} (previous ${previous.at(i)}, new ${at(i)}) of ${previous.length}`,
         );
       }
     }
