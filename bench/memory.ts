@@ -3,9 +3,11 @@
 // (GET /metrics?gc=1: a full GC in every worker before its reading), then runs N sessions
 // x T turns with tool outputs of a given size and keeps them open, reads again, and
 // divides each worker's growth by the token ids its sessions hold (the last turn's prompt
-// + completion tokens). Then it deletes the sessions and reads once more. It prints a
+// + completion tokens). It also reads half-way (after half the sessions): the growth from
+// there to the end per token added is the marginal cost, free of what the idle reading's
+// malloc and V8 free lists happened to hold. Then it deletes the sessions and reads again. It prints a
 // markdown table and writes JSON. It stops exactly the processes it started.
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -95,6 +97,17 @@ interface Memory {
   heapUsed: number;
   heapTotal: number;
   external: number;
+  /** /proc/PID/status RssAnon: RSS without the mapped files (the node binary's code pages); Linux only. */
+  rssAnon?: number;
+}
+
+function rssAnon(pid: number): number | undefined {
+  try {
+    const kb = /^RssAnon:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+    return kb === undefined ? undefined : Number(kb) * 1024;
+  } catch {
+    return undefined; // not Linux
+  }
 }
 
 const SERIES: Record<string, keyof Memory> = {
@@ -111,7 +124,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * from a second GC a second after the first: V8 gives the pages a GC freed back to the OS
  * a moment after the GC returns, so an RSS read right after the first still counts them.
  */
-async function readMemory(url: string, workers: number, settleMs: number): Promise<Memory[]> {
+async function readMemory(url: string, pids: number[], settleMs: number): Promise<Memory[]> {
+  const workers = pids.length;
   await sleep(settleMs);
   await (await request(`${url}/metrics?gc=1`)).body.dump();
   await sleep(1000);
@@ -127,6 +141,7 @@ async function readMemory(url: string, workers: number, settleMs: number): Promi
   out.forEach((mem, shard) => {
     if (Object.keys(SERIES).length !== Object.keys(mem).length)
       throw new Error(`GET /metrics?gc=1 has no memory series for shard ${shard} (a server without them?)`);
+    mem.rssAnon = rssAnon(pids[shard]!);
   });
   return out as Memory[];
 }
@@ -158,16 +173,16 @@ async function runSession(target: Target, config: Config, seed: number): Promise
 }
 
 /** Runs the sessions, at most `concurrency` at once (a bounded pool of runners). */
-async function runAll(target: Target, config: Config): Promise<Held[]> {
+async function runAll(target: Target, config: Config, from: number, to: number): Promise<Held[]> {
   const done: Held[] = [];
-  let next = 0;
+  let next = from;
   const runner = async () => {
-    while (next < config.sessions) {
+    while (next < to) {
       const seed = next++;
       done.push(await runSession(target, config, seed));
     }
   };
-  await Promise.all(Array.from({ length: Math.min(config.concurrency, config.sessions) }, runner));
+  await Promise.all(Array.from({ length: Math.min(config.concurrency, to - from) }, runner));
   return done;
 }
 
@@ -221,18 +236,23 @@ async function main(): Promise<void> {
       r3BytesPerSession: 0,
     };
     await warmUp(target, shape, config.workers, 1);
-    const idle = await readMemory(server.url, config.workers, config.settleMs);
+    const pids = tree.shards.map((s) => s.pid);
+    const idle = await readMemory(server.url, pids, config.settleMs);
     const t0 = Date.now();
-    const sessions = await runAll(target, config);
+    const half = Math.floor(config.sessions / 2);
+    const firstHalf = await runAll(target, config, 0, half);
+    const halfway = await readMemory(server.url, pids, config.settleMs);
+    const sessions = [...firstHalf, ...(await runAll(target, config, half, config.sessions))];
     const loadMs = Date.now() - t0;
     const loadAtReading = loadavg();
-    const held = await readMemory(server.url, config.workers, config.settleMs);
+    const held = await readMemory(server.url, pids, config.settleMs);
     for (const s of sessions) await target.delete(s.id);
-    const afterDelete = await readMemory(server.url, config.workers, config.settleMs);
+    const afterDelete = await readMemory(server.url, pids, config.settleMs);
 
     const perWorker = held.map((mem, shard) => {
       const mine = sessions.filter((s) => s.shard === shard);
       const tokens = mine.reduce((n, s) => n + s.tokens, 0);
+      const secondHalfTokens = tokens - firstHalf.filter((s) => s.shard === shard).reduce((n, s) => n + s.tokens, 0);
       const growth = {
         rss: mem.rss - idle[shard]!.rss,
         heapUsed: mem.heapUsed - idle[shard]!.heapUsed,
@@ -243,7 +263,9 @@ async function main(): Promise<void> {
         shard,
         sessions: mine.length,
         tokens,
+        secondHalfTokens,
         idle: idle[shard]!,
+        halfway: halfway[shard]!,
         held: mem,
         afterDelete: afterDelete[shard]!,
         growth,
@@ -251,6 +273,10 @@ async function main(): Promise<void> {
           rss: growth.rss / tokens,
           heapUsed: growth.heapUsed / tokens,
           heapPlusExternal: (growth.heapUsed + growth.external) / tokens,
+          rssAnon: mem.rssAnon === undefined ? null : (mem.rssAnon - idle[shard]!.rssAnon!) / tokens,
+          /** From the half-way reading to the end, per token the second half added. */
+          marginalRss: (mem.rss - halfway[shard]!.rss) / secondHalfTokens,
+          marginalHeap: (mem.heapUsed - halfway[shard]!.heapUsed) / secondHalfTokens,
         },
       };
     });
@@ -261,18 +287,48 @@ async function main(): Promise<void> {
       rss: sum((w) => w.growth.rss) / tokens,
       heapUsed: sum((w) => w.growth.heapUsed) / tokens,
       heapPlusExternal: sum((w) => w.growth.heapUsed + w.growth.external) / tokens,
+      rssAnon: sum((w) => (w.bytesPerToken.rssAnon ?? NaN) * w.tokens) / tokens,
+      marginalRss: sum((w) => w.held.rss - w.halfway.rss) / sum((w) => w.secondHalfTokens),
     };
+    const mib = (n: number) => fmt(n / MiB);
     const lines = [
       `#### Memory per token held — ${config.sessions} sessions x ${config.turns} turns, ${config.toolTokens}-token tool outputs, ${config.outputTokens}-token replies, ${config.workers} workers`,
       "",
-      "| worker | sessions | tokens held | idle RSS MiB | RSS growth MiB | RSS B/token | heap growth MiB | heap B/token | heap+external B/token | heap reserved growth MiB | RSS after delete MiB |",
-      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-      ...perWorker.map(
-        (w) =>
-          `| shard-${w.shard} | ${w.sessions} | ${w.tokens} | ${fmt(w.idle.rss / MiB)} | ${fmt(w.growth.rss / MiB)} | ${fmt(w.bytesPerToken.rss)} | ${fmt(w.growth.heapUsed / MiB)} | ${fmt(w.bytesPerToken.heapUsed)} | ${fmt(w.bytesPerToken.heapPlusExternal)} | ${fmt(w.growth.heapTotal / MiB)} | ${fmt(w.afterDelete.rss / MiB)} |`,
+      "| worker | sessions | tokens held | idle RSS MiB | RSS growth MiB | **RSS B/token** | RssAnon B/token | marginal RSS B/token | heap growth MiB | heap B/token | heap+external B/token | heap reserved growth MiB | RSS after delete MiB |",
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+      ...perWorker.map((w) =>
+        [
+          `shard-${w.shard}`,
+          w.sessions,
+          w.tokens,
+          mib(w.idle.rss),
+          mib(w.growth.rss),
+          `**${fmt(w.bytesPerToken.rss)}**`,
+          w.bytesPerToken.rssAnon === null ? "–" : fmt(w.bytesPerToken.rssAnon),
+          fmt(w.bytesPerToken.marginalRss),
+          mib(w.growth.heapUsed),
+          fmt(w.bytesPerToken.heapUsed),
+          fmt(w.bytesPerToken.heapPlusExternal),
+          mib(w.growth.heapTotal),
+          mib(w.afterDelete.rss),
+        ].join(" | "),
       ),
-      `| all | ${config.sessions} | ${tokens} | | ${fmt(sum((w) => w.growth.rss) / MiB)} | ${fmt(total.rss)} | ${fmt(sum((w) => w.growth.heapUsed) / MiB)} | ${fmt(total.heapUsed)} | ${fmt(total.heapPlusExternal)} | ${fmt(sum((w) => w.growth.heapTotal) / MiB)} | |`,
-    ];
+      [
+        "all",
+        config.sessions,
+        tokens,
+        "",
+        mib(sum((w) => w.growth.rss)),
+        `**${fmt(total.rss)}**`,
+        fmt(total.rssAnon),
+        fmt(total.marginalRss),
+        mib(sum((w) => w.growth.heapUsed)),
+        fmt(total.heapUsed),
+        fmt(total.heapPlusExternal),
+        mib(sum((w) => w.growth.heapTotal)),
+        "",
+      ].join(" | "),
+    ].map((row) => (row.startsWith("|") || row.startsWith("#") || row === "" ? row : `| ${row} |`));
     const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
     lines.push(
       "",
