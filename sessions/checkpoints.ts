@@ -77,7 +77,12 @@ export class Checkpoints implements CheckpointView {
     const stop = Math.min(end ?? mark.end, mark.end);
     const out: number[] = [];
     const shared = Math.min(stop, mark.shared);
-    for (let i = 0; i < shared; i++) out.push(this.at(i));
+    // Chunk by chunk: the per-turn copy of the prompt's start is the hot loop here.
+    for (let c = 0; c * CHUNK < shared; c++) {
+      const chunk = this.#chunks[c]!;
+      const n = Math.min(CHUNK, shared - c * CHUNK);
+      for (let i = 0; i < n; i++) out.push(chunk[i]!);
+    }
     for (let i = shared; i < stop; i++) out.push(mark.tail![i - mark.shared]!);
     return out;
   }
@@ -85,16 +90,27 @@ export class Checkpoints implements CheckpointView {
   /** Commits checkpoint `count` = prompt + completion; the store then holds it. */
   push(prompt: readonly number[], completion: readonly number[]): void {
     const end = prompt.length + completion.length;
-    const at = (i: number) => (i < prompt.length ? prompt[i]! : completion[i - prompt.length]!);
     // Where the new checkpoint leaves the store's ids: usually at its end (an append).
-    const common = Math.min(this.#length, end);
-    let from = 0;
-    while (from < common && this.at(from) === at(from)) from++;
+    const from = this.#firstDifference(prompt, completion, Math.min(this.#length, end));
     this.#keepTails(from);
     this.#reserve(end);
-    for (let i = from; i < end; i++) this.#chunks[i >>> CHUNK_BITS]![i & CHUNK_MASK] = at(i);
+    for (let i = from; i < end; i++)
+      this.#chunks[i >>> CHUNK_BITS]![i & CHUNK_MASK] = i < prompt.length ? prompt[i]! : completion[i - prompt.length]!;
     this.#length = end;
     this.#marks.push({ end, promptLength: prompt.length, shared: end });
+  }
+
+  /** The first i < `common` where the store and prompt + completion differ, else `common`. */
+  #firstDifference(prompt: readonly number[], completion: readonly number[], common: number): number {
+    for (let c = 0; c * CHUNK < common; c++) {
+      const chunk = this.#chunks[c]!;
+      const base = c * CHUNK;
+      const n = Math.min(CHUNK, common - base);
+      const inPrompt = Math.max(0, Math.min(n, prompt.length - base));
+      for (let i = 0; i < inPrompt; i++) if (chunk[i] !== prompt[base + i]) return base + i;
+      for (let i = inPrompt; i < n; i++) if (chunk[i] !== completion[base + i - prompt.length]) return base + i;
+    }
+    return common;
   }
 
   /** Keeps the first `count` checkpoints; the store holds the last of them again. */
