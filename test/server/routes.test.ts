@@ -253,6 +253,33 @@ function sample(text: string, name: string, labels: Record<string, string>): num
   return 0;
 }
 
+test("GET /metrics: every worker's memory; with ?gc=1 read after a full GC, so a deleted session's memory is gone", async () => {
+  const MEMORY = [
+    "process_resident_memory_bytes",
+    "nodejs_heap_size_used_bytes",
+    "nodejs_heap_size_total_bytes",
+    "nodejs_external_memory_bytes",
+  ];
+  const plain = (await call(base, "GET", "/metrics")).text;
+  for (let shard = 0; shard < WORKERS; shard++)
+    for (const name of MEMORY)
+      assert.ok(sample(plain, name, { shard: String(shard) }) > 0, `${name} of shard ${shard}`);
+  // A session holding ~600 KB of text and ~100k token ids on its worker, then deleted.
+  const id = await newSession(base);
+  const shard = { shard: String(shardOf(id, WORKERS)) };
+  const turn = await chat(base, id, [{ role: "user", content: "hello ".repeat(100_000) }]);
+  assert.is(turn.res.status, 200);
+  const live = (text: string) =>
+    sample(text, "nodejs_heap_size_used_bytes", shard) + sample(text, "nodejs_external_memory_bytes", shard);
+  const held = (await call(base, "GET", "/metrics?gc=1")).text;
+  assert.ok(sample(held, "nodejs_heap_size_used_bytes", shard) <= sample(held, "nodejs_heap_size_total_bytes", shard));
+  assert.ok(sample(held, "process_resident_memory_bytes", shard) > sample(held, "nodejs_heap_size_used_bytes", shard));
+  assert.is((await call(base, "DELETE", `/sessions/${id}`)).status, 204);
+  const gone = (await call(base, "GET", "/metrics?gc=1")).text;
+  // Without the forced GC the deleted session's strings and ids would still be counted.
+  assert.ok(live(held) - live(gone) > 500_000, `heap + external went from ${live(held)} to ${live(gone)}`);
+});
+
 test("GET /metrics: Prometheus text whose counters move with traffic", async () => {
   const before = await call(base, "GET", "/metrics");
   assert.is(before.status, 200);
