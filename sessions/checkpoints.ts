@@ -3,8 +3,8 @@
 // an offset into it, not a copy. The store is chunked: a first chunk that doubles up to
 // CHUNK ids, then fixed chunks of CHUNK ids, so a growing session never frees and
 // reallocates its ids (freed stores of ever larger sizes fragmented the workers' malloc
-// heap: RSS grew by ~8 B per token beyond what was live), and it leaves at most one
-// partly used chunk. A checkpoint is usually a prefix of the next one; a family
+// heap: docs/benchmark.md, "Memory per token held"), and it leaves at most one partly
+// used chunk. A checkpoint is usually a prefix of the next one; a family
 // whose next prompt replaces a checkpoint's last ids (GLM: its stop id; maxTrimTokens)
 // overwrites them in the store, so each checkpoint keeps the few ids it lost that way (its
 // `tail`). A rollback truncates the store back to a checkpoint and writes its tail back.
