@@ -18,14 +18,23 @@ import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { Pool, request } from "undici";
 import { cpuMs, rssMiB } from "./rollout-proc-stats.ts";
-import { killStartedOnExit, startChild, startEngine, startServer, stopServer, type Started } from "./rollout-procs.ts";
+import {
+  cpuProfEnv,
+  killStartedOnExit,
+  startChild,
+  startEngine,
+  startServer,
+  stopServer,
+  type Started,
+} from "./rollout-procs.ts";
 import { fmt, summarize, type LatencySummary } from "./rollout-stats.ts";
 
-const USAGE = `Usage: npm run bench:hop -- [--workers 1,2,8] [--requests N] [--out FILE]
+const USAGE = `Usage: npm run bench:hop -- [--workers 1,2,8] [--requests N] [--out FILE] [--cpu-prof DIR]
 
   --workers LIST   worker counts to start (default 1,2,8)
   --requests N     timed requests per path per worker count (default 2000)
-  --out FILE       also write the results as JSON`;
+  --out FILE       also write the results as JSON
+  --cpu-prof DIR   write a V8 .cpuprofile of every server process (host, router, workers) into DIR`;
 
 const BLOCK = 100;
 const SESSION_ID = "0123456789abcdef0123456789abcdef"; // the proxy route does not need the session to exist
@@ -49,7 +58,7 @@ interface HopRow {
   hopRatio: number;
 }
 
-function parse(argv: string[]): { workers: number[]; requests: number; out?: string } {
+function parse(argv: string[]): { workers: number[]; requests: number; out?: string; cpuProf?: string } {
   let values;
   try {
     ({ values } = parseArgs({
@@ -59,6 +68,7 @@ function parse(argv: string[]): { workers: number[]; requests: number; out?: str
         workers: { type: "string" },
         requests: { type: "string" },
         out: { type: "string" },
+        "cpu-prof": { type: "string" },
         help: { type: "boolean" },
       },
     }));
@@ -78,7 +88,7 @@ function parse(argv: string[]): { workers: number[]; requests: number; out?: str
     );
     process.exit(2);
   }
-  return { workers, requests, out: values.out };
+  return { workers, requests, out: values.out, cpuProf: values["cpu-prof"] };
 }
 
 /** One request, body read to the end; returns µs. */
@@ -210,8 +220,9 @@ async function runOne(
   engine: { url: string; pid: number },
   floor: Floor,
   requests: number,
+  env?: Record<string, string>,
 ): Promise<HopRow> {
-  const server = await startServer(workers, engine.url);
+  const server = await startServer(workers, engine.url, [], false, env);
   let childPids: number[] = [];
   try {
     const pids = await supervisionPids(server.url);
@@ -301,7 +312,8 @@ function table(rows: HopRow[]): string {
 }
 
 async function main(): Promise<void> {
-  const { workers, requests, out } = parse(process.argv.slice(2));
+  const { workers, requests, out, cpuProf } = parse(process.argv.slice(2));
+  const env = cpuProf ? cpuProfEnv(cpuProf) : undefined;
   killStartedOnExit();
   const load = loadavg();
   const engine = await startEngine([]);
@@ -311,7 +323,7 @@ async function main(): Promise<void> {
     try {
       for (const w of workers) {
         if (process.stderr.isTTY) process.stderr.write(`bench:hop: ${w} worker(s)…\n`);
-        rows.push(await runOne(w, engine, floor, requests));
+        rows.push(await runOne(w, engine, floor, requests, env));
       }
     } finally {
       await floor.stop();

@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { join, resolve } from "node:path";
 import { performance } from "node:perf_hooks";
 
 export const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -122,6 +123,15 @@ export async function startChild(options: SpawnOptions): Promise<Started> {
     await handle.stop(2_000);
     throw new Error(`${options.name}: ${(err as Error).message}\n--- stderr tail ---\n${tail}`, { cause: err });
   }
+}
+
+/** The environment that makes a server's processes write V8 CPU profiles into `dir` (rollout-cpu-prof.mjs). */
+export function cpuProfEnv(dir: string): Record<string, string> {
+  return {
+    NODE_OPTIONS:
+      `${process.env.NODE_OPTIONS ?? ""} --import ${join(REPO_ROOT, "bench", "rollout-cpu-prof.mjs")}`.trim(),
+    TITO_BENCH_CPU_PROF_DIR: resolve(dir),
+  };
 }
 
 /** The simulated engine in pre-built mode (replies built before the ready line). */

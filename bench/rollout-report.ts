@@ -170,6 +170,56 @@ function perProcess(values: Record<string, number>, digits: number): string {
   return `h ${fmt(values.host, digits)} · r ${fmt(values.router, digits)} · w ${workers.join("/")}`;
 }
 
+/** Cores the ceiling is projected for (issue 20). */
+const PROJECTED_CORES = [8, 16, 32];
+
+export interface FrontShare {
+  /** The busiest non-worker process (router or host) and its share of the server's CPU. */
+  process: string;
+  share: number;
+  /** Turns/s ceilings at PROJECTED_CORES from CPU per turn: see frontTable. */
+  ceilings: number[];
+}
+
+/**
+ * The front's share and the ceiling it sets (issue 20). Worker CPU per turn divides across
+ * workers, front CPU per turn does not: with C cores, one for the front and C - 1 workers,
+ * turns/s <= min(1000 / router ms, 1000 / host ms, (C - 1) * 1000 / all workers' ms).
+ */
+export function frontShare(run: RunResult): FrontShare | undefined {
+  if (run.kind !== "server") return undefined;
+  const per = run.cpuPerTurnMs.perProcess;
+  const workers = Object.entries(per)
+    .filter(([n]) => n.startsWith("worker-"))
+    .reduce((sum, [, v]) => sum + v, 0);
+  const front = (["router", "host"] as const).map((n) => ({ n, ms: per[n] ?? 0 }));
+  const total = workers + front.reduce((sum, f) => sum + f.ms, 0);
+  const busiest = front.reduce((a, b) => (b.ms > a.ms ? b : a));
+  const frontCap = busiest.ms > 0 ? 1000 / busiest.ms : Number.POSITIVE_INFINITY;
+  return {
+    process: busiest.n,
+    share: total > 0 ? busiest.ms / total : 0,
+    ceilings: PROJECTED_CORES.map((c) => Math.min(frontCap, workers > 0 ? ((c - 1) * 1000) / workers : frontCap)),
+  };
+}
+
+function frontTable(runs: RunResult[]): string[] {
+  const lines = [
+    `The front (issue 20): the busiest non-worker process's share of the server's CPU (target ≤ 20%), and the turns/s ceiling projected from CPU per turn at ${PROJECTED_CORES.join(", ")} cores (one core for the front, the rest workers; worker CPU divides across workers, front CPU does not):`,
+    "",
+    `| run | busiest front process | its share of server CPU | ${PROJECTED_CORES.map((c) => `ceiling at ${c} cores, turns/s`).join(" | ")} |`,
+    `|---|---|---|${PROJECTED_CORES.map(() => "---|").join("")}`,
+  ];
+  for (const r of runs) {
+    const f = frontShare(r);
+    if (!f) continue;
+    lines.push(
+      `| ${r.label}${r.repeat > 1 ? ` #${r.repeat}` : ""} | ${f.process} | ${fmt(100 * f.share, 1)}% | ${f.ceilings.map((c) => fmt(c, 0)).join(" | ")} |`,
+    );
+  }
+  return lines;
+}
+
 export function describe(config: RolloutConfig): string {
   const r3 = config.r3LastMiB > 0 ? `routed_experts growing to ${config.r3LastMiB} MiB` : "no routed_experts";
   return (
@@ -197,6 +247,7 @@ export function markdown(config: RolloutConfig, runs: RunResult[], labels: Label
         `${server ? fmt(r.rss.serverGroupPeakMiB ?? Number.NaN, 0) : "-"} | ${server ? perProcess(hwm, 0) : "-"} | ${r.startupMs === null ? "-" : fmt(r.startupMs / 1000, 2)} |`,
     );
   }
+  lines.push("", ...frontTable(runs));
   const rows = ratios(config, labels);
   const goals = targets(config, labels);
   if (rows.length + goals.length > 0) {

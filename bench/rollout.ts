@@ -6,10 +6,10 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname } from "node:path";
 import { chartSvg } from "./rollout-chart.ts";
 import { parseRolloutArgs, r3BytesPerSession, r3LastRawBytes, type RolloutConfig } from "./rollout-args.ts";
-import { killStartedOnExit, REPO_ROOT, startEngine } from "./rollout-procs.ts";
+import { cpuProfEnv, killStartedOnExit, REPO_ROOT, startEngine } from "./rollout-procs.ts";
 import { Progress } from "./rollout-progress.ts";
 import { describe, markdown, ratios, summarizeLabels, targets } from "./rollout-report.ts";
 import { runFloor, runServer, type RunContext, type RunResult } from "./rollout-run.ts";
@@ -77,13 +77,7 @@ async function main(): Promise<void> {
         warmup: config.warmup,
         serverFlags,
         verbose: config.verbose,
-        serverEnv: config.cpuProf
-          ? {
-              NODE_OPTIONS:
-                `${process.env.NODE_OPTIONS ?? ""} --import ${join(REPO_ROOT, "bench", "rollout-cpu-prof.mjs")}`.trim(),
-              TITO_BENCH_CPU_PROF_DIR: resolve(config.cpuProf),
-            }
-          : undefined,
+        serverEnv: config.cpuProf ? cpuProfEnv(config.cpuProf) : undefined,
         hooks: { onTurn: () => progress.tick() },
         note: (line) => {
           progress.phase(line);
