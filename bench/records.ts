@@ -23,9 +23,31 @@ import { bundledQwen3Dir, loadTokenizerFolder } from "../sessions/tokenizer-fold
 import { peakRssMiB } from "./rollout-proc-stats.ts";
 import { fmt, fmtRatio, summarize, type LatencySummary } from "./rollout-stats.ts";
 
-const { values: args } = parseArgs({
-  options: { quick: { type: "boolean" }, out: { type: "string" } },
-});
+const USAGE = `Usage: npm run bench:records -- [--quick] [--data-dir DIR] [--out FILE]
+
+  --quick          fewer turns and a ~64 MiB big session (a few minutes)
+  --data-dir DIR   where the journals go (default: a fresh temporary directory); each run
+                   makes and removes its own subdirectory there
+  --out FILE       JSON results (default bench/out/records.json)`;
+
+let args: { quick?: boolean; out?: string; "data-dir"?: string; help?: boolean };
+try {
+  ({ values: args } = parseArgs({
+    options: {
+      quick: { type: "boolean" },
+      out: { type: "string" },
+      "data-dir": { type: "string" },
+      help: { type: "boolean" },
+    },
+  }));
+} catch (err) {
+  process.stderr.write(`bench:records: ${(err as Error).message}\n\n${USAGE}\n`);
+  process.exit(2);
+}
+if (args.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
 const QUICK = args.quick === true;
 const MiB = 1024 * 1024;
 const SIZES = [0, 16, 64]; // reply MiB (base64 payload)
@@ -37,7 +59,7 @@ const CHAT_LOOPS = 4;
 const CHAT_TURNS = QUICK ? 60 : 160; // per round, over all loops
 const ROUNDS = 2; // alone, with GETs, alone, with GETs: machine noise hits both phases alike
 const folder = loadTokenizerFolder(bundledQwen3Dir());
-const dataRoot = mkdtempSync(join(tmpdir(), "tito-bench-records-"));
+const dataRoot = mkdtempSync(join(args["data-dir"] ?? tmpdir(), "tito-bench-records-"));
 
 const stderr = (line: string) => process.stderr.write(`${line}\n`);
 
