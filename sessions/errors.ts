@@ -69,6 +69,25 @@ export class InvalidChatRequestError extends TitoError {
   }
 }
 
+/** A session's turns came through one client API (chat or Anthropic messages) and a request uses the other. */
+export class ClientApiMixError extends TitoError {
+  constructor(sessionId: string, has: string, asked: string) {
+    super(
+      "TITO_ERR_CLIENT_API_MIX",
+      400,
+      `session ${sessionId} speaks the ${has} API (${ROUTES[has] ?? has}); it cannot take a turn through the ${asked} API (${ROUTES[asked] ?? asked}): one session, one API`,
+    );
+  }
+}
+const ROUTES: Record<string, string> = { chat: "/v1/chat/completions", messages: "/v1/messages" };
+
+/** An Anthropic Messages request that cannot be turned into a chat turn (docs/agents.md). */
+export class InvalidMessagesRequestError extends TitoError {
+  constructor(message: string) {
+    super("TITO_ERR_INVALID_MESSAGES_REQUEST", 400, message);
+  }
+}
+
 /** A request's `chat_template_kwargs` contradicts a kwarg the model family pins (it would break append-only rendering). */
 export class PinnedKwargError extends TitoError {
   constructor(family: string, key: string, pinned: unknown, given: unknown) {

@@ -12,3 +12,4 @@ export type { Mismatch } from "./drift.ts";
 export type { Engine, EngineTurn, EngineTurnRequest, EngineCompletion, EngineRefusal } from "./engine-port.ts";
 export type { TrainingSample } from "./journal/sample-encode.ts";
 export type { TitoFamilyName } from "./families/index.ts";
+export type { MessageMatcher } from "./message-compare.ts";

@@ -23,7 +23,7 @@ import {
 } from "./errors.ts";
 import type { CheckpointView } from "./checkpoints.ts";
 import { generationPromptInputs, inputsArePlain } from "./generation-prompt.ts";
-import { matchingPrefixLength } from "./message-compare.ts";
+import { adoptStored, matchingPrefixLength, type MessageMatcher } from "./message-compare.ts";
 import type { TitoFamily } from "./families/index.ts";
 import type { TokenizerFolder } from "./tokenizer-folder.ts";
 
@@ -34,6 +34,8 @@ export interface PromptContext {
   renderer: ChatRenderer;
   kwargs: Readonly<Record<string, unknown>>;
   allowedAppendRoles: readonly string[];
+  /** How request messages are matched against the stored ones (message-compare.ts); default strict. */
+  matcher?: MessageMatcher;
 }
 
 /** A context with the family's renderer (its own template or encoder, else the folder's template). */
@@ -60,6 +62,10 @@ export interface PromptPlan {
   promptIds: number[];
   /** Turns to keep when the request rolls back one turn (0: a retried first turn); undefined when nothing rolls back. */
   rollbackToTurns?: number;
+  /** The turn's messages: the request, with the stored copies of the messages it matched (adoptStored). */
+  messages: readonly ChatMessage[];
+  /** Whether `messages` differs from the request (the request alone does not tell the turn). */
+  adopted: boolean;
 }
 
 /** The messages with every list of text parts as its joined text (contentText), or null when none has a list. */
@@ -246,17 +252,20 @@ function planRollback(view: TrajectoryView, matched: number): number {
 export function planPrompt(
   ctx: PromptContext,
   view: TrajectoryView,
-  request: readonly ChatMessage[],
+  clientMessages: readonly ChatMessage[],
   tools?: unknown[],
 ): PromptPlan {
-  if (view.checkpoints.count === 0) return { promptIds: firstTurnIds(ctx, request, tools) };
-  const matched = matchingPrefixLength(view.messages, request);
+  if (view.checkpoints.count === 0)
+    return { promptIds: firstTurnIds(ctx, clientMessages, tools), messages: clientMessages, adopted: false };
+  const matched = matchingPrefixLength(view.messages, clientMessages, ctx.matcher);
+  const { messages: request, adopted } = adoptStored(view.messages, clientMessages, matched);
+  const planned = { messages: request, adopted };
   let keptMessages = view.messages.length;
   let rollbackToTurns: number | undefined;
   if (matched < view.messages.length) {
     rollbackToTurns = planRollback(view, matched);
     // Back to the empty session: the request is a first turn again.
-    if (rollbackToTurns === 0) return { promptIds: firstTurnIds(ctx, request, tools), rollbackToTurns };
+    if (rollbackToTurns === 0) return { promptIds: firstTurnIds(ctx, request, tools), rollbackToTurns, ...planned };
     keptMessages = view.turnMessageCounts[rollbackToTurns - 1]!;
   }
   const appended = request.slice(keptMessages);
@@ -271,7 +280,7 @@ export function planPrompt(
   for (const id of boundary) promptIds.push(id);
   if (ctx.family.increment === "history") {
     for (const id of historyIncrement(ctx, request, keptMessages, tools)) promptIds.push(id);
-    return { promptIds, rollbackToTurns };
+    return { promptIds, rollbackToTurns, ...planned };
   }
   let at = keptMessages;
   for (const segment of segmentsOf(appended)) {
@@ -279,7 +288,7 @@ export function planPrompt(
     at += segment.length;
   }
   for (const id of generationPromptIds(ctx, request, tools)) promptIds.push(id);
-  return { promptIds, rollbackToTurns };
+  return { promptIds, rollbackToTurns, ...planned };
 }
 
 /** A first turn renders the whole conversation, generation prompt included. */

@@ -8,15 +8,11 @@
 // become coded error responses; only bugs throw.
 // No HTTP server, and no engine protocol: the worker hands the core an Engine.
 import type { Logger } from "pino";
-import { checkContent, type ChatMessage } from "./chat-template.ts";
+import type { ChatMessage } from "./chat-template.ts";
 import { compareTrajectories } from "./drift.ts";
-import {
-  InvalidChatRequestError,
-  InvalidJsonError,
-  SessionNotFoundError,
-  TitoError,
-  UpstreamAbortedError,
-} from "./errors.ts";
+import { SessionNotFoundError, TitoError, UpstreamAbortedError } from "./errors.ts";
+import { checkClientApi, parseChatBody, type ClientApi } from "./chat-request.ts";
+import type { MessageMatcher } from "./message-compare.ts";
 import { IdleExpiry } from "./idle-expiry.ts";
 import { appendRoles, planPrompt, promptContext, renderOrThrow, type PromptContext } from "./prompt-builder.ts";
 import { MemoryRecordStore, sessionBodyEnds, type RecordStore } from "./journal/records.ts";
@@ -70,12 +66,16 @@ export interface SessionCoreOptions {
   sessionIdleTtlS?: number;
   /** Called once per session idle expiry deleted (a metric). */
   onSessionExpired?: () => void;
+  /** How a request's history is matched against the stored messages (docs/agents.md); default strict. */
+  messageMatcher?: MessageMatcher;
 }
 
 /** What the router says about a chat turn besides the client's request. */
 export interface TurnContext {
   /** The policy version current when the router sent the turn (docs/rl-loop.md); kept in its record. */
   weightVersion?: string | null;
+  /** The client API the turn came through (default chat); a session keeps to one (chat-request.ts). */
+  api?: ClientApi;
 }
 
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -101,30 +101,8 @@ interface PreparedTurn {
   /** The turn's effective template kwargs (server, pinned, request). */
   kwargs: Readonly<Record<string, unknown>>;
   version: number;
-}
-
-function parseChatBody(bytes: Buffer): Record<string, unknown> {
-  let body: unknown;
-  try {
-    body = JSON.parse(bytes.toString("utf8"));
-  } catch (err) {
-    throw new InvalidJsonError((err as Error).message, { cause: err });
-  }
-  if (!body || typeof body !== "object" || Array.isArray(body))
-    throw new InvalidChatRequestError("chat request body must be a JSON object");
-  const b = body as Record<string, unknown>;
-  if (!Array.isArray(b.messages) || b.messages.length === 0)
-    throw new InvalidChatRequestError("chat request needs a non-empty `messages` list");
-  b.messages.forEach((m: unknown, i: number) => {
-    if (!m || typeof m !== "object" || typeof (m as { role?: unknown }).role !== "string") {
-      throw new InvalidChatRequestError(`messages[${i}] must be an object with a string \`role\``);
-    }
-    // Every family's renderer (jinja or code) then sees text only.
-    checkContent((m as { content?: unknown }).content, `messages[${i}]`);
-  });
-  if (b.tools !== undefined && b.tools !== null && !Array.isArray(b.tools))
-    throw new InvalidChatRequestError("`tools` must be a list");
-  return b;
+  /** Whether `messages` took stored copies over the client's (then the journal keeps them). */
+  adopted: boolean;
 }
 
 export class SessionCore {
@@ -141,7 +119,7 @@ export class SessionCore {
     const family = selectFamily(folder, options.titoFamily);
     this.#kwargs = new TurnKwargs(family, serverKwargs(family, options.chatTemplateKwargs));
     const roles = appendRoles(family.name, family.appendRoles, options.allowedAppendRoles);
-    this.#ctx = promptContext(folder, family, this.#kwargs.base, roles);
+    this.#ctx = { ...promptContext(folder, family, this.#kwargs.base, roles), matcher: options.messageMatcher };
     this.#registry = new SessionRegistry(options.notFoundHint ?? "");
     this.#records = options.recordStore ?? new MemoryRecordStore();
     this.#engine = options.engine;
@@ -240,7 +218,7 @@ export class SessionCore {
   async #chat(sessionId: string, req: CoreRequest, signal: AbortSignal | undefined, context: TurnContext) {
     return this.#guard(async () => {
       const t = this.#registry.get(sessionId);
-      const turn = await t.lock.run(() => this.#prepare(t, req.body));
+      const turn = await t.lock.run(() => this.#prepare(t, req.body, context.api ?? "chat"));
       const res = await this.#engine.generate({
         clientBytes: req.body,
         body: turn.body,
@@ -319,8 +297,11 @@ export class SessionCore {
         index: t.assistantCount,
         completionIds: res.completionIds,
         assistant: res.message,
-        conversation: res.requestHasConversation ? undefined : { messages: turn.messages, tools: turn.tools },
+        conversation:
+          res.requestHasConversation && !turn.adopted ? undefined : { messages: turn.messages, tools: turn.tools },
+        clientApi: context.api === "messages" ? "messages" : undefined,
       });
+      t.clientApi = context.api ?? "chat";
       t.restore(input);
     });
   }
@@ -358,21 +339,31 @@ export class SessionCore {
   }
 
   /** Step 1 of a turn, under the lock: parse, force fields, plan the prompt, apply a rollback. */
-  async #prepare(t: Trajectory, bytes: Buffer): Promise<PreparedTurn> {
+  async #prepare(t: Trajectory, bytes: Buffer, api: ClientApi): Promise<PreparedTurn> {
     if (t.closing) throw new SessionNotFoundError(t.id, this.#registry.notFoundHint);
+    checkClientApi(t, api);
     const body = parseChatBody(bytes);
-    const messages = body.messages as ChatMessage[];
     const tools = Array.isArray(body.tools) ? body.tools : undefined;
     const kwargs = this.#kwargs.of(body.chat_template_kwargs);
     const ctx = kwargs === this.#ctx.kwargs ? this.#ctx : { ...this.#ctx, kwargs };
-    const plan = planPrompt(ctx, t, messages, tools);
+    const plan = planPrompt(ctx, t, body.messages as ChatMessage[], tools);
+    const { messages, adopted } = plan;
     if (plan.rollbackToTurns !== undefined) {
       this.#log?.info({ sessionId: t.id, from: t.assistantCount, to: plan.rollbackToTurns }, "rollback");
       await this.#records.truncate(t.id, plan.rollbackToTurns);
       t.rollbackTo(plan.rollbackToTurns);
     }
     const promptText = idsText(plan.promptIds);
-    return { promptIds: plan.promptIds, promptText, messages, tools, body, kwargs, version: t.version };
+    return {
+      promptIds: plan.promptIds,
+      promptText,
+      messages: [...messages],
+      tools,
+      body,
+      kwargs,
+      version: t.version,
+      adopted,
+    };
   }
 
   #drift(t: Trajectory) {

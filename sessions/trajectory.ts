@@ -21,6 +21,8 @@ export class Trajectory implements TrajectoryView {
   readonly lock = new AsyncLock();
   /** Set by DELETE: the session is gone for every later request, and in-flight chats skip their update. */
   closing = false;
+  /** The client API its turns came through, from the first commit on (chat-request.ts). */
+  clientApi?: "chat" | "messages";
   #messages: ChatMessage[] = [];
   #turns: CommittedTurn[] = [];
   readonly #checkpoints = new Checkpoints();

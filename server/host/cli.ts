@@ -30,6 +30,9 @@ Options:
   --chat-template-kwargs JSON  passed to every chat-template render (default {})
   --allowed-append-roles LIST  comma list of roles a turn may append (default: the
                                family's, docs/models.md)
+  --message-matcher MODE       strict | loose | role-content: how a turn's history is
+                               matched against the session's (default strict;
+                               docs/agents.md)
   --routing-replay             ask the engine for routed_experts (R3) payloads
   --indexer-replay             ask the engine for indexer_topk payloads
   --max-restarts N             restarts of one child within the window before the
@@ -81,6 +84,7 @@ export const FLAGS = {
   "tito-family": { type: "string" },
   "chat-template-kwargs": { type: "string" },
   "allowed-append-roles": { type: "string" },
+  "message-matcher": { type: "string" },
   "routing-replay": { type: "boolean" },
   "indexer-replay": { type: "boolean" },
   "max-restarts": { type: "string" },
@@ -114,6 +118,7 @@ export const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
   titoFamily: "--tito-family",
   chatTemplateKwargs: "--chat-template-kwargs",
   allowedAppendRoles: "--allowed-append-roles",
+  messageMatcher: "--message-matcher",
   routingReplay: "--routing-replay",
   indexerReplay: "--indexer-replay",
   maxRestarts: "--max-restarts",
@@ -198,6 +203,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       ?.split(",")
       .map((r) => r.trim())
       .filter(Boolean),
+    messageMatcher: values["message-matcher"] as SessionServerOptions["messageMatcher"],
     routingReplay: values["routing-replay"],
     indexerReplay: values["indexer-replay"],
     maxRestarts: num("max-restarts", values["max-restarts"]),

@@ -1,12 +1,15 @@
 // The options of startSessionServer() and of `tito-server serve`, with their defaults
 // and validation in one place, so the CLI and the embedding API cannot disagree.
 import { availableParallelism } from "node:os";
-import type { TitoFamilyName } from "../../sessions/index.ts";
+import type { MessageMatcher, TitoFamilyName } from "../../sessions/index.ts";
 import { closestName } from "./closest-name.ts";
 import { InvalidOptionError } from "./errors.ts";
 
 /** The engine APIs a worker speaks (engine/index.ts has the adapters; the host never loads them). */
 export const ENGINE_APIS: readonly string[] = ["sglang-chat", "sglang-generate", "vllm-completions"];
+
+/** sessions/message-compare.ts MESSAGE_MATCHERS (host/ takes only types from sessions/). */
+export const MESSAGE_MATCHERS: readonly MessageMatcher[] = ["strict", "loose", "role-content"];
 
 /** sessions/families/family.ts FAMILY_NAMES (host/ takes only types from sessions/; a test keeps them equal). */
 export const TITO_FAMILIES: readonly TitoFamilyName[] = [
@@ -45,6 +48,8 @@ export interface SessionServerOptions {
   chatTemplateKwargs?: Record<string, unknown>;
   /** Roles a later turn may append. Default: the family's (docs/models.md). */
   allowedAppendRoles?: string[];
+  /** How a turn's history is matched against the stored messages (docs/agents.md). Default "strict". */
+  messageMatcher?: MessageMatcher;
   routingReplay?: boolean;
   indexerReplay?: boolean;
   /** Restarts of one child allowed within restartWindowMs before the tree fails. 0 = fail fast. Default 3. */
@@ -129,6 +134,7 @@ const OPTION_NAMES: readonly string[] = Object.keys({
   titoFamily: 1,
   chatTemplateKwargs: 1,
   allowedAppendRoles: 1,
+  messageMatcher: 1,
   routingReplay: 1,
   indexerReplay: 1,
   maxRestarts: 1,
@@ -198,6 +204,7 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     titoFamily: options.titoFamily,
     chatTemplateKwargs: options.chatTemplateKwargs ?? {},
     allowedAppendRoles: options.allowedAppendRoles,
+    messageMatcher: options.messageMatcher ?? "strict",
     routingReplay: options.routingReplay ?? false,
     indexerReplay: options.indexerReplay ?? false,
     maxRestarts: int("maxRestarts", options.maxRestarts ?? 3, 0),
@@ -237,6 +244,7 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
       throw new InvalidOptionError(`${label("engineUrl")} must be an http(s) URL, got ${resolved.engineUrl}`);
     }
   }
+  oneOf("messageMatcher", resolved.messageMatcher, MESSAGE_MATCHERS);
   if (resolved.allowedAppendRoles?.length === 0)
     throw new InvalidOptionError(`${label("allowedAppendRoles")} must name at least one role`);
   for (const path of resolved.agentProxyAllow)

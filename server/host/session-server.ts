@@ -227,6 +227,7 @@ function childSpecs(
       titoFamily: opts.titoFamily,
       chatTemplateKwargs: opts.chatTemplateKwargs,
       allowedAppendRoles: opts.allowedAppendRoles,
+      messageMatcher: opts.messageMatcher,
       routingReplay: opts.routingReplay,
       indexerReplay: opts.indexerReplay,
       engineApi: opts.engineApi,

@@ -69,6 +69,7 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     titoFamily,
     chatTemplateKwargs,
     allowedAppendRoles,
+    messageMatcher,
     index,
     epoch,
     durability,
@@ -93,6 +94,7 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     titoFamily,
     chatTemplateKwargs,
     allowedAppendRoles,
+    messageMatcher,
     // Only in-memory sessions die with their process; a journal brings them back.
     notFoundHint:
       durability === "memory" && epoch > 1

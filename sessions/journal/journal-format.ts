@@ -41,6 +41,8 @@ export interface TurnMeta {
   weightVersion?: string;
   /** The engine's `meta_info.weight_version`, when it reported one. */
   engineWeightVersion?: string;
+  /** "messages" when the turn came through the Anthropic Messages API; absent for chat (and in older journals). */
+  clientApi?: "messages";
 }
 
 export type EntryMeta =

@@ -121,6 +121,7 @@ export class JournalRecordStore implements RecordStore {
       // Written only when set, so a turn without them is the entry older code wrote.
       ...(typeof record.weightVersion === "string" ? { weightVersion: record.weightVersion } : {}),
       ...(record.engineWeightVersion === undefined ? {} : { engineWeightVersion: record.engineWeightVersion }),
+      ...(turn.clientApi === undefined ? {} : { clientApi: turn.clientApi }),
     };
     const response =
       record.responseCrc === undefined ? record.response : [{ parts: record.response, crc: record.responseCrc }];
@@ -303,6 +304,7 @@ export class JournalRecordStore implements RecordStore {
       completionIds: meta.completionIds,
       assistant: meta.assistant,
       conversation: meta.conversation,
+      clientApi: meta.clientApi,
       request: scanned.request,
     });
   }

@@ -39,6 +39,8 @@ export interface TurnState {
   assistant: ChatMessage;
   /** The prompt's messages and tools, when the request sent upstream does not carry them. */
   conversation?: { messages: readonly ChatMessage[]; tools?: readonly unknown[] };
+  /** "messages" when the turn came through the Anthropic Messages API; absent for chat. */
+  clientApi?: "messages";
 }
 
 /** A committed turn read back from a journal, with the request it was sent with. */

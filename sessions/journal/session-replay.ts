@@ -48,6 +48,7 @@ export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { c
         messages: [...messages, turn.assistant],
         tools: Array.isArray(tools) ? [...tools] : undefined,
       });
+      t.clientApi = turn.clientApi ?? "chat";
     },
     truncated(sessionId, count) {
       registry.get(sessionId).rollbackTo(count);

@@ -11,9 +11,10 @@ import { runCli, spawnCli, startCli, type CliRun } from "../helpers/cli.ts";
 import { LOCK_FILE } from "../../server/host/data-dir-lock.ts";
 import type { SessionCreatedBody, SupervisionBody } from "../helpers/bodies.ts";
 import { call } from "../helpers/server.ts";
-import { TITO_FAMILIES } from "../../server/host/options.ts";
+import { MESSAGE_MATCHERS as HOST_MATCHERS, TITO_FAMILIES } from "../../server/host/options.ts";
 import { FLAG_OF, FLAGS } from "../../server/host/cli.ts";
 import { FAMILY_NAMES } from "../../sessions/families/index.ts";
+import { MESSAGE_MATCHERS } from "../../sessions/message-compare.ts";
 
 let engine: SimEngine;
 const dir = mkdtempSync(join(tmpdir(), "tito-cli-test-"));
@@ -136,6 +137,7 @@ test("every flag has its option's name for errors, so no error names an option t
 
 test("the host's family list is the families' own (host/ cannot import sessions/ values)", () => {
   assert.equal([...TITO_FAMILIES], [...FAMILY_NAMES]);
+  assert.equal([...HOST_MATCHERS], [...MESSAGE_MATCHERS]);
 });
 
 test("ready line, a working session, SIGTERM exits 0 and leaves no child", async () => {
