@@ -35,7 +35,7 @@ export class RouterMetrics {
     });
     this.chatLatency = new Histogram({
       name: "tito_chat_latency_seconds",
-      help: "Chat turn latency at the router (POST /sessions/:id/v1/chat/completions), by status.",
+      help: "Chat turn latency at the router (POST /sessions/:id/v1/chat/completions or /v1/messages), by status.",
       labelNames: ["status"],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers,
@@ -90,7 +90,7 @@ export async function metricsRoutes(
   app.addHook("onResponse", async (request, reply) => {
     const route = request.routeOptions.url ?? "unmatched";
     metrics.requests.inc({ route, method: request.method, status: String(reply.statusCode) });
-    if (route === "/sessions/:id/v1/chat/completions")
+    if (route === "/sessions/:id/v1/chat/completions" || route === "/sessions/:id/v1/messages")
       metrics.chatLatency.observe({ status: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
 

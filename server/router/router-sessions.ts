@@ -80,6 +80,8 @@ export async function sessionRoutes(
   app.get("/sessions/:id", bySessionId("get"));
   app.delete("/sessions/:id", bySessionId("delete"));
   app.post("/sessions/:id/v1/chat/completions", forward("chat"));
+  // Anthropic Messages: a chat turn the worker answers in Anthropic's shapes (docs/agents.md).
+  app.post("/sessions/:id/v1/messages", forward("chat"));
   app.post("/sessions/:id/samples", forward("samples"));
   app.route({ method: [...PROXY_METHODS], url: "/sessions/:id/*", handler: forward("proxy") });
 }

@@ -5,6 +5,7 @@
 // router's routing; it knows nothing of HTTP servers. It keeps its chat turns in flight,
 // so a pause with in_flight "abort" (op abort-turns) can stop them before they commit.
 import type { Handler, IncomingBody, Reply } from "../../transport/index.ts";
+import { asAnthropicError, messagesTurn } from "../../sessions/index.ts";
 import type { CoreRequest, CoreResponse, SessionCore } from "../../sessions/index.ts";
 import { readShardRequest, type ListPage, type ShardReply, type ShardRequest } from "../shard-protocol.ts";
 import { ShardRequestError, TurnAbortedError } from "./errors.ts";
@@ -35,6 +36,9 @@ async function coreRequest(request: ForwardRequest, body: IncomingBody): Promise
     body: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks),
   };
 }
+
+/** The path (below /sessions/{id}) of the Anthropic Messages route, which the router sends as a chat op. */
+const MESSAGES_PATH = "/v1/messages";
 
 /** Seconds a client should wait before sending an aborted turn again (the router's Retry-After too). */
 const RETRY_AFTER_S = "1";
@@ -116,14 +120,20 @@ export function workerHandler(core: SessionCore, metrics: WorkerMetrics): Handle
         return track(() => core.get(request.sessionId));
       case "delete":
         return track(() => core.delete(request.sessionId));
-      case "chat":
+      case "chat": {
+        // The Anthropic Messages route is a chat turn too, answered in its own shapes (messages-turn.ts).
+        const anthropic = request.path === MESSAGES_PATH;
+        const run = async (signal: AbortSignal) => {
+          const turn = await coreRequest(request, req.body);
+          const context = { weightVersion: request.weightVersion ?? null };
+          return anthropic
+            ? messagesTurn(core, request.sessionId, turn, signal, context)
+            : core.chat(request.sessionId, turn, signal, context);
+        };
         return track(() =>
-          abortableTurn(turns, req.signal, async (signal) =>
-            core.chat(request.sessionId, await coreRequest(request, req.body), signal, {
-              weightVersion: request.weightVersion ?? null,
-            }),
-          ),
+          abortableTurn(turns, req.signal, run).then((res) => (anthropic ? asAnthropicError(res) : res)),
         );
+      }
       case "abort-turns": {
         const aborted = turns.size;
         for (const turn of turns) turn.abort(new TurnAbortedError());
