@@ -49,7 +49,8 @@ function assistantMessage(content: unknown, where: string): Json {
     if (!isObject(block)) throw bad(`${at} must be a content block`);
     if (block.type === "text" && typeof block.text === "string") text += block.text;
     else if (block.type === "thinking" && typeof block.thinking === "string") reasoning += block.thinking;
-    else if (block.type === "redacted_thinking") return; // opaque: nothing a template renders
+    else if (block.type === "redacted_thinking")
+      return; // opaque: nothing a template renders
     else if (block.type === "tool_use") {
       if (typeof block.id !== "string" || typeof block.name !== "string")
         throw bad(`${at}: a tool_use block needs a string id and name`);
@@ -85,7 +86,10 @@ function userMessages(content: unknown, where: string): Json[] {
 function chatTool(tool: unknown, i: number): Json {
   if (!isObject(tool) || typeof tool.name !== "string" || (tool.type !== undefined && tool.type !== "custom"))
     throw bad(`tools[${i}] must be a custom tool with a name and an input_schema (server tools are not supported)`);
-  const fn: Json = { name: tool.name, parameters: isObject(tool.input_schema) ? tool.input_schema : { type: "object" } };
+  const fn: Json = {
+    name: tool.name,
+    parameters: isObject(tool.input_schema) ? tool.input_schema : { type: "object" },
+  };
   if (typeof tool.description === "string") fn.description = tool.description;
   return { type: "function", function: fn };
 }

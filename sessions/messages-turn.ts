@@ -8,7 +8,13 @@
 import { anthropicErrorBody, AnthropicEvents, chatToMessage, messagesToChat } from "./anthropic-convert.ts";
 import type { ConvertedRequest } from "./anthropic-convert.ts";
 import { InvalidJsonError, TitoError } from "./errors.ts";
-import { errorResponse, type CoreRequest, type CoreResponse, type SessionCore, type TurnContext } from "./session-core.ts";
+import {
+  errorResponse,
+  type CoreRequest,
+  type CoreResponse,
+  type SessionCore,
+  type TurnContext,
+} from "./session-core.ts";
 import { SSE_HEADERS } from "./sse.ts";
 
 const JSON_HEADERS = { "content-type": "application/json" };

@@ -62,7 +62,10 @@ for (const api of ["sglang-chat", "sglang-generate"] as const)
       assert.is(first.type, "message");
       assert.is(first.role, "assistant");
       assert.is(first.stop_reason, "tool_use");
-      assert.equal(blocksOf(first), ["thinking", "text", "tool_use"].filter((t) => blocksOf(first).includes(t)));
+      assert.equal(
+        blocksOf(first),
+        ["thinking", "text", "tool_use"].filter((t) => blocksOf(first).includes(t)),
+      );
       // The simulated engine reasons on its token-level routes only.
       if (api === "sglang-generate") assert.ok(blocksOf(first).includes("thinking"), "reasoning: a thinking block");
       const use = first.content.find((b): b is Anthropic.ToolUseBlock => b.type === "tool_use")!;
@@ -81,7 +84,7 @@ for (const api of ["sglang-chat", "sglang-generate"] as const)
       assert.equal([first.usage.input_tokens, first.usage.output_tokens], [t0!.prompt.length, t0!.completion.length]);
       assert.equal([second.usage.input_tokens, second.usage.output_tokens], [t1!.prompt.length, t1!.completion.length]);
 
-      // A retried second turn (its reply lost) rolls back and regenerates it: still one session, two turns.
+      // The history as the SDK keeps it goes on: a third turn extends the second exactly.
       messages.push({ role: "assistant", content: second.content }, { role: "user", content: "Thanks!" });
       await ask();
       await exactTrajectory(url, id, 3);
