@@ -9,6 +9,7 @@
 import { randomBytes } from "node:crypto";
 import type { CompletionDelta } from "../sessions/completion-stream.ts";
 import { sseData } from "../sessions/sse.ts";
+import { matchedStopOf } from "./token-reply.ts";
 
 export interface ChunkIdentity {
   id: string;
@@ -39,15 +40,10 @@ export class ChatChunks {
     this.#identity = identity;
   }
 
-  #chunk(delta: Record<string, unknown>, finishReason: string | null = null): Buffer {
+  #chunk(delta: Record<string, unknown>, finishReason: string | null = null, matchedStop?: string): Buffer {
     const { id, created, model } = this.#identity;
-    return sseData({
-      id,
-      object: "chat.completion.chunk",
-      created,
-      model,
-      choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
-    });
+    const choice = { index: 0, delta, logprobs: null, finish_reason: finishReason, ...matchedStopOf({ matchedStop }) };
+    return sseData({ id, object: "chat.completion.chunk", created, model, choices: [choice] });
   }
 
   role(): Buffer {
@@ -72,8 +68,9 @@ export class ChatChunks {
     return out;
   }
 
-  finish(reason: string): Buffer {
-    return this.#chunk({}, reason);
+  /** The last chunk: the finish reason, and the stop string that ended the completion when the engine named one. */
+  finish(reason: string, matchedStop?: string): Buffer {
+    return this.#chunk({}, reason, matchedStop);
   }
 
   usage(usage: Usage): Buffer {

@@ -17,6 +17,7 @@ export interface CompletionChoice {
   text?: unknown;
   token_ids?: unknown;
   finish_reason?: unknown;
+  stop_reason?: unknown;
   logprobs?: { tokens?: unknown; token_logprobs?: unknown } | null;
 }
 
@@ -53,7 +54,6 @@ interface Chunk {
 }
 
 interface StreamChoice extends CompletionChoice {
-  stop_reason?: unknown;
   prompt_token_ids?: unknown;
   logprobs?: {
     tokens?: unknown;
@@ -157,6 +157,7 @@ export class CompletionsStreamReader implements TokenStreamReader {
       text: this.#text,
       completionIds: this.#ids,
       finish: finish.reason === "length" ? "length" : "stop",
+      matchedStop: typeof finish.stop === "string" ? finish.stop : undefined,
       response: [Buffer.from(JSON.stringify(reply), "utf8")],
     };
   }

@@ -71,6 +71,7 @@ export class GenerateStreamReader implements TokenStreamReader {
   #last: Buffer | undefined;
   #lastSpans: ChunkSpans | undefined;
   #finish: "stop" | "length" = "stop";
+  #matched: string | undefined; // meta_info.finish_reason.matched of the last chunk, when a stop string
   #version: string | undefined; // meta_info.weight_version of the last chunk
 
   constructor(promptLength: number) {
@@ -95,13 +96,16 @@ export class GenerateStreamReader implements TokenStreamReader {
       throw new EngineReplyError(
         `the engine generated from ${prompt} prompt tokens, not the ${this.#promptLength} input_ids sent`,
       );
-    const finish = spans.finish ? (scan.parse(...spans.finish) as { type?: unknown; message?: unknown } | null) : null;
+    const finish = spans.finish
+      ? (scan.parse(...spans.finish) as { type?: unknown; message?: unknown; matched?: unknown } | null)
+      : null;
     if (finish?.type === "abort")
       throw new EngineReplyError(`the engine aborted the generation: ${String(finish.message ?? "no reason given")}`);
     const last = finish !== null && finish !== undefined;
     const piece = this.#advance(scan, spans, text, completion as number, last);
     if (last) {
       this.#finish = finish.type === "length" ? "length" : "stop";
+      if (typeof finish.matched === "string") this.#matched = finish.matched;
       if (spans.version) this.#version = weightVersionOf(scan.parse(...spans.version));
       this.#last = data;
       this.#lastSpans = spans;
@@ -167,6 +171,7 @@ export class GenerateStreamReader implements TokenStreamReader {
         text: this.#text,
         completionIds: this.#ids,
         finish: this.#finish,
+        matchedStop: this.#matched,
         response: [last],
         engineWeightVersion: this.#version,
       };
@@ -189,6 +194,7 @@ export class GenerateStreamReader implements TokenStreamReader {
       text: this.#text,
       completionIds: this.#ids,
       finish: this.#finish,
+      matchedStop: this.#matched,
       response: parts,
       engineWeightVersion: this.#version,
     };

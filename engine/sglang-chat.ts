@@ -67,7 +67,7 @@ function streamWhole(completion: EngineCompletion, body: Record<string, unknown>
     id?: unknown;
     created?: unknown;
     model?: unknown;
-    choices: [{ finish_reason?: unknown }];
+    choices: [{ finish_reason?: unknown; matched_stop?: unknown }];
     usage?: Usage;
   };
   const chunks = new ChatChunks({
@@ -92,7 +92,11 @@ function streamWhole(completion: EngineCompletion, body: Record<string, unknown>
   async function* events(): AsyncGenerator<Buffer, EngineCompletion, undefined> {
     yield chunks.role();
     for (const event of chunks.delta(delta)) yield event;
-    yield chunks.finish(typeof finish === "string" ? finish : "stop");
+    const matched = reply.choices[0].matched_stop;
+    yield chunks.finish(
+      typeof finish === "string" ? finish : "stop",
+      typeof matched === "string" ? matched : undefined,
+    );
     if (includeUsage(body) && reply.usage !== undefined) yield chunks.usage(reply.usage);
     return { ...completion, release, clientBody: [], headers: { ...SSE_HEADERS } };
   }

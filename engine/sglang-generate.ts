@@ -21,6 +21,8 @@ interface GenerateFacts {
   text: string;
   completionIds: number[];
   finish: "stop" | "length";
+  /** meta_info.finish_reason.matched, when it is a stop string. */
+  matchedStop?: string;
   promptTokens: number;
   /** meta_info.weight_version, when the engine reports its policy version. */
   weightVersion?: string;
@@ -66,12 +68,13 @@ export function scanGenerateReply(body: readonly Buffer[], quotes?: readonly num
     throw new EngineReplyError(
       `engine reply length mismatch: len(output_token_logprobs)=${completionIds.length} != meta_info.completion_tokens=${JSON.stringify(completionTokens ?? null)}`,
     );
-  const finish = spans.finish ? (scan.parse(...spans.finish) as { type?: unknown } | null) : null;
+  const finish = spans.finish ? (scan.parse(...spans.finish) as { type?: unknown; matched?: unknown } | null) : null;
   const promptTokens = spans.prompt ? scan.parse(...spans.prompt) : undefined;
   return {
     text,
     completionIds,
     finish: finish?.type === "length" ? "length" : "stop",
+    matchedStop: typeof finish?.matched === "string" ? finish.matched : undefined,
     promptTokens: typeof promptTokens === "number" ? promptTokens : -1,
     weightVersion: spans.version ? weightVersionOf(scan.parse(...spans.version)) : undefined,
   };

@@ -14,6 +14,8 @@ export interface TokenCompletion {
   completionIds: number[];
   /** Why the engine stopped: "length" when it hit the token limit, anything else is a stop. */
   finish: "stop" | "length";
+  /** The request's stop string that ended the completion, when the engine names one. */
+  matchedStop?: string;
   promptTokens: number;
   /** The request's `model`, echoed. */
   model: string;
@@ -40,6 +42,10 @@ export function messageOf(parsed: ParsedCompletion): ChatMessage {
 export const finishReasonOf = (finish: "stop" | "length", message: ChatMessage) =>
   finish === "length" ? "length" : message.tool_calls !== undefined ? "tool_calls" : "stop";
 
+/** SGLang's chat choices name the stop string that ended them (`matched_stop`); so do ours, when one did. */
+export const matchedStopOf = (c: { matchedStop?: string }) =>
+  c.matchedStop === undefined ? {} : { matched_stop: c.matchedStop };
+
 export function buildChatReply(family: TitoFamily, completion: TokenCompletion, context?: ParseContext): BuiltReply {
   const parsed = family.parseCompletion(completion.text, context);
   const message = messageOf(parsed);
@@ -50,7 +56,7 @@ export function buildChatReply(family: TitoFamily, completion: TokenCompletion, 
     object: "chat.completion",
     created: Math.floor(Date.now() / 1000),
     model: completion.model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason }],
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finishReason, ...matchedStopOf(completion) }],
     usage: {
       prompt_tokens: completion.promptTokens,
       completion_tokens: completionTokens,
@@ -64,7 +70,7 @@ export function buildChatReply(family: TitoFamily, completion: TokenCompletion, 
 export function tokenOutcome(
   options: AdapterOptions,
   turn: EngineTurnRequest,
-  generated: Pick<TokenCompletion, "text" | "completionIds" | "finish">,
+  generated: Pick<TokenCompletion, "text" | "completionIds" | "finish" | "matchedStop">,
 ): TurnOutcome {
   const model = typeof turn.body.model === "string" ? turn.body.model : "";
   const tools = Array.isArray(turn.body.tools) ? turn.body.tools : undefined;

@@ -32,6 +32,8 @@ export interface TokenStreamResult {
   text: string;
   completionIds: number[];
   finish: "stop" | "length";
+  /** The request's stop string that ended the completion, when the engine names one. */
+  matchedStop?: string;
   response: Buffer[];
   /** The engine's policy version, when its reply names one (SGLang's meta_info.weight_version). */
   engineWeightVersion?: string;
@@ -95,7 +97,7 @@ export async function streamTurn(
       options.onMalformedToolCalls?.(parsed.malformedToolCalls);
       for (const event of chunks.delta(delta)) yield event;
       const message = messageOf(parsed);
-      yield chunks.finish(finishReasonOf(result.finish, message));
+      yield chunks.finish(finishReasonOf(result.finish, message), result.matchedStop);
       const n = result.completionIds.length;
       const prompt = turn.promptIds.length;
       if (includeUsage(turn.body))

@@ -18,6 +18,7 @@ export function parseCompletionsReply(body: readonly Buffer[]): {
   text: string;
   completionIds: number[];
   finish: "stop" | "length";
+  matchedStop?: string;
 } {
   let reply: { choices?: unknown };
   try {
@@ -34,7 +35,10 @@ export function parseCompletionsReply(body: readonly Buffer[]): {
     throw new EngineReplyError(
       `engine reply length mismatch: ${completionIds.length} token ids but ${logprobs.length} token_logprobs`,
     );
-  return { text: choice.text, completionIds, finish: choice.finish_reason === "length" ? "length" : "stop" };
+  const finish = choice.finish_reason === "length" ? "length" : "stop";
+  // vLLM names the stop string (or stop token id) that ended the completion in `stop_reason`.
+  const matchedStop = typeof choice.stop_reason === "string" ? choice.stop_reason : undefined;
+  return { text: choice.text, completionIds, finish, matchedStop };
 }
 
 export function vllmCompletionsEngine(options: AdapterOptions): Engine {

@@ -12,13 +12,13 @@ import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engi
 import { call, newSession } from "../helpers/server.ts";
 import { exactTrajectory } from "../helpers/turn-records.ts";
 
-type Api = "sglang-chat" | "sglang-generate";
+type Api = "sglang-chat" | "sglang-generate" | "vllm-completions";
 let engine: SimEngine;
 const servers = new Map<Api, SessionServer>();
 
 test.before(async () => {
   engine = await startSimEngine({ reasoning: true });
-  for (const api of ["sglang-chat", "sglang-generate"] as const)
+  for (const api of ["sglang-chat", "sglang-generate", "vllm-completions"] as const)
     servers.set(api, await startSessionServer({ engineUrl: engine.url, engineApi: api, workers: 1, logLevel: "warn" }));
 });
 test.after(async () => {
@@ -97,6 +97,18 @@ test("max_tokens is the engine's limit: stop_reason max_tokens", async () => {
   assert.is(reply.stop_reason, "max_tokens");
   assert.is(reply.usage.output_tokens, 3);
 });
+
+for (const api of ["sglang-generate", "vllm-completions"] as const)
+  test(`${api}: a stop sequence the engine matched is stop_reason stop_sequence, streamed and not`, async () => {
+    const { anthropic } = await client(api);
+    const params = { model: "m", max_tokens: 200, stop_sequences: ["plan"], messages: [ASK] };
+    const whole = await anthropic.messages.create(params);
+    assert.equal([whole.stop_reason, whole.stop_sequence], ["stop_sequence", "plan"]);
+    const streamed = await anthropic.messages.stream(params).finalMessage();
+    assert.equal([streamed.stop_reason, streamed.stop_sequence], ["stop_sequence", "plan"]);
+    const other = await anthropic.messages.create({ ...params, stop_sequences: ["never said"] });
+    assert.equal([other.stop_reason, other.stop_sequence], ["end_turn", null]);
+  });
 
 test("errors come in Anthropic's shape, and the SDK reads them", async () => {
   const { anthropic, url, id } = await client("sglang-chat");
