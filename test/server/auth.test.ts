@@ -7,6 +7,7 @@ import { createServer, request as httpRequest, type IncomingHttpHeaders, type Se
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
@@ -111,6 +112,27 @@ test("the admin gets a session token beside the id; the agent's openai client ru
   assert.ok(models.data.length > 0, "GET /v1/models through the proxy is allowlisted");
   const records = await call<{ records: unknown[] }>(run.url, "GET", `/sessions/${id}`, undefined, admin);
   assert.is(records.json.records.length, 2);
+});
+
+test("an Anthropic agent with its session token (authToken) takes turns on its own session only", async () => {
+  const { session_id: id, session_token: token } = await created(run.url);
+  const client = new Anthropic({ baseURL: `${run.url}/sessions/${id}`, authToken: token, apiKey: null, maxRetries: 0 });
+  const reply = await client.messages.create({
+    model: "m",
+    max_tokens: 50,
+    messages: [{ role: "user", content: "hi" }],
+  });
+  assert.is(reply.type, "message");
+  const other = await created(run.url);
+  const res = await call<{ error: string }>(
+    run.url,
+    "POST",
+    `/sessions/${other.session_id}/v1/messages`,
+    { model: "m", max_tokens: 5, messages: [{ role: "user", content: "hi" }] },
+    { authorization: `Bearer ${token}` },
+  );
+  assert.is(res.status, 403);
+  assert.match(res.json.error, /may only POST \/sessions\/\{its id\}\/v1\/chat\/completions \(or \/v1\/messages\)/);
 });
 
 test("a session token may do nothing else: 403 naming what it may do, 401 without a token", async () => {

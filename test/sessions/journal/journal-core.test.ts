@@ -8,7 +8,13 @@ import * as assert from "uvu/assert";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { JournalRecordStore, type CoreRequest, type CoreResponse, type SessionCore } from "../../../sessions/index.ts";
+import {
+  JournalRecordStore,
+  messagesTurn,
+  type CoreRequest,
+  type CoreResponse,
+  type SessionCore,
+} from "../../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../../server/sim-engine/sim-engine.ts";
 import type { WireMessage } from "../../helpers/bodies.ts";
 import { qwen3, WEATHER_TOOL } from "../fixtures.ts";
@@ -195,6 +201,33 @@ test("large replies (pooled receive buffers) from concurrent sessions: each reco
   } finally {
     await big.close();
   }
+});
+
+test("the API a session speaks comes back from the journal: a replayed messages session refuses chat", async () => {
+  const dir = join(root, "client-api");
+  const c = await core(dir);
+  const [anthropic, chat] = [await newSession(c), await newSession(c)];
+  const ask = { model: "m", max_tokens: 60, messages: [{ role: "user", content: "Hi" }] };
+  const sent = await messagesTurn(c, anthropic, {
+    ...chatReq([]),
+    path: "/v1/messages",
+    body: Buffer.from(JSON.stringify(ask)),
+  });
+  assert.is(sent.status, 200, await text(sent));
+  assert.is((await turn(c, chat, [{ role: "user", content: "Hi" }])).res.status, 200);
+  const replayed = await core(dir);
+  const refused = await turn(replayed, anthropic, [{ role: "user", content: "Hi" }]);
+  assert.is(refused.res.status, 400);
+  assert.match(refused.body.error, /speaks the messages API/);
+  const other = await messagesTurn(replayed, chat, {
+    ...chatReq([]),
+    path: "/v1/messages",
+    body: Buffer.from(JSON.stringify(ask)),
+  });
+  assert.is(other.status, 400);
+  const body = JSON.parse(await text(other));
+  assert.equal([body.type, body.error.type], ["error", "invalid_request_error"]);
+  assert.match(body.error.message, /speaks the chat API/);
 });
 
 test.run();
