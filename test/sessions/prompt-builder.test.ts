@@ -200,4 +200,20 @@ test("commit refuses a trajectory that does not extend the previous checkpoint (
   assert.is(t.assistantCount, 2, "a refused commit leaves the state unchanged");
 });
 
+test("under a matcher the request's rewritten copies match; the plan keeps the stored messages", () => {
+  const t = new Trajectory("matcher");
+  const stored = { ...callMsg("c1", "Paris"), reasoning_content: "Paris first." };
+  play(t, ctx(), m0, stored, callText("Paris"));
+  const rewritten = { ...callMsg("toolu_1", "Paris"), content: null };
+  const request = [...m0, rewritten, { role: "tool", tool_call_id: "toolu_1", content: "sunny" }];
+  const strict = planPrompt(ctx(), t, request, tools);
+  assert.is(strict.rollbackToTurns, 0, "strict: the turn diverges, and is generated again");
+  const plan = planPrompt({ ...ctx(), matcher: "role-content" }, t, request, tools);
+  assert.is(plan.rollbackToTurns, undefined);
+  assert.ok(plan.adopted);
+  assert.is(plan.messages[2], t.messages[2], "the stored assistant message, reasoning and id kept");
+  assert.equal(plan.messages[3], { role: "tool", tool_call_id: "c1", content: "sunny" });
+  assert.equal(plan.promptIds.slice(0, t.currentIds.length), [...t.currentIds]);
+});
+
 test.run();
