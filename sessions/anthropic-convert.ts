@@ -155,7 +155,7 @@ export function messagesToChat(body: unknown): ConvertedRequest {
 }
 
 /** Why the model stopped, in Anthropic's words; `matched` is the stop string the engine names, if any. */
-export function stopReason(
+function stopReason(
   finish: unknown,
   matched: unknown,
   request: ConvertedRequest,
@@ -212,7 +212,7 @@ export function chatToMessage(reply: unknown, request: ConvertedRequest): Json {
 }
 
 /** One Anthropic stream event: its name on the `event:` line, the value as the data. */
-export const anthropicEvent = (value: Json): Buffer =>
+const anthropicEvent = (value: Json): Buffer =>
   Buffer.from(`event: ${String(value.type)}\ndata: ${JSON.stringify(value)}\n\n`, "utf8");
 
 /** Anthropic's error body for a status and message. */

@@ -15,9 +15,6 @@ import { contentText, normalizeArguments, type ChatMessage } from "./chat-templa
 export const MESSAGE_MATCHERS = ["strict", "loose", "role-content"] as const;
 export type MessageMatcher = (typeof MESSAGE_MATCHERS)[number];
 
-export const isMessageMatcher = (v: unknown): v is MessageMatcher =>
-  typeof v === "string" && (MESSAGE_MATCHERS as readonly string[]).includes(v);
-
 const COMPARED_KEYS: Readonly<Record<MessageMatcher, readonly string[]>> = {
   strict: ["role", "content", "reasoning_content", "tool_calls"],
   loose: ["role", "content", "reasoning_content", "tool_calls"],

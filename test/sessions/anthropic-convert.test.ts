@@ -9,7 +9,6 @@ import {
   AnthropicEvents,
   chatToMessage,
   messagesToChat,
-  stopReason,
 } from "../../sessions/anthropic-convert.ts";
 import { InvalidMessagesRequestError } from "../../sessions/errors.ts";
 import { messagesMatch } from "../../sessions/message-compare.ts";
@@ -172,11 +171,16 @@ test("a reply: thinking, text and tool_use blocks with parsed input; usage; the 
 });
 
 test("stop reasons: tool_use, max_tokens, stop_sequence (a named stop string of the request), end_turn", () => {
-  assert.equal(stopReason("tool_calls", null, plain), { stop_reason: "tool_use", stop_sequence: null });
-  assert.equal(stopReason("length", null, plain), { stop_reason: "max_tokens", stop_sequence: null });
-  assert.equal(stopReason("stop", "END", plain), { stop_reason: "stop_sequence", stop_sequence: "END" });
-  assert.equal(stopReason("stop", 151645, plain), { stop_reason: "end_turn", stop_sequence: null }, "a stop token");
-  assert.equal(stopReason("stop", "OTHER", plain), { stop_reason: "end_turn", stop_sequence: null });
+  const stopOf = (finish: string, matched?: unknown) => {
+    const m = chatToMessage(reply({ role: "assistant", content: "a" }, finish, { matched_stop: matched }), plain);
+    return [m.stop_reason, m.stop_sequence];
+  };
+  assert.equal(stopOf("tool_calls"), ["tool_use", null]);
+  assert.equal(stopOf("length"), ["max_tokens", null]);
+  assert.equal(stopOf("stop", "END"), ["stop_sequence", "END"]);
+  assert.equal(stopOf("stop", 151645), ["end_turn", null], "a stop token");
+  assert.equal(stopOf("stop", "OTHER"), ["end_turn", null], "not one of the request's");
+  assert.equal(stopOf("stop"), ["end_turn", null]);
   const sglang = chatToMessage(reply({ role: "assistant", content: "a" }, "stop", { matched_stop: "END" }), plain);
   assert.equal([sglang.stop_reason, sglang.stop_sequence], ["stop_sequence", "END"]);
   const vllm = chatToMessage(reply({ role: "assistant", content: "a" }, "stop", { stop_reason: "END" }), plain);
