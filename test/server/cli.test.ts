@@ -63,6 +63,7 @@ test("every value is checked before anything starts, and errors name the flag", 
     [["--engine", "ftp://x"], "--engine must be an http(s) URL, got ftp://x"],
     [["--durability", "disk"], '--durability must be one of journal, memory, got "disk"'],
     [["--log-level", "loud"], '--log-level must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
+    [["--message-matcher", "lenient"], '--message-matcher must be one of strict, loose, role-content, got "lenient"'],
   ];
   for (const [args, message] of cases) {
     const run = await runCli(["serve", "--port", "0", ...args]);
