@@ -2,7 +2,7 @@
 // over, not just until it began. A session whose turn is still streaming (the engine held
 // mid-stream past --session-idle-ttl-s 1) is not expired under it; a pause that drains
 // waits for the stream's [DONE]; a pause that aborts ends the stream with the retryable
-// turn-aborted error event, and nothing is committed.
+// turn-aborted error event (Anthropic's error event on /v1/messages), and nothing is committed.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer } from "../../index.ts";
@@ -47,16 +47,21 @@ async function untilGone(id: string, timeoutMs = 20_000): Promise<void> {
   throw new Error(`session ${id} did not expire within ${timeoutMs} ms`);
 }
 
-/** A streamed turn on a new session, held by the engine at its 4th token. */
-async function heldStream() {
+/** A streamed turn on a new session (chat, or Anthropic's messages), held by the engine at its 4th token. */
+async function heldStream(route = "/v1/chat/completions") {
   const id = (await server.createSession()).sessionId;
   let release!: () => void;
   hold = new Promise<void>((r) => (release = r));
   const atEngine = new Promise<void>((r) => (reached = r));
-  const res = await fetch(`${server.url}/sessions/${id}/v1/chat/completions`, {
+  const res = await fetch(`${server.url}/sessions/${id}${route}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "Hello?" }] }),
+    body: JSON.stringify({
+      model: "m",
+      stream: true,
+      max_tokens: 100,
+      messages: [{ role: "user", content: "Hello?" }],
+    }),
   });
   assert.is(res.status, 200, "the stream has begun");
   await atEngine;
@@ -98,6 +103,23 @@ test("a pause that aborts ends a streamed turn with the turn-aborted event; noth
   assert.not.ok(raw.includes("[DONE]"));
   assert.is(await recordCount(id), 0);
   await server.resume("v2");
+});
+
+test("an Anthropic stream aborted by a pause ends with Anthropic's error event, not message_stop", async () => {
+  const { id, res, release } = await heldStream("/v1/messages");
+  assert.is((await server.pause({ inFlight: "abort" })).aborted, 1);
+  const raw = await res.text();
+  release();
+  const events = raw.trimEnd().split("\n\n");
+  assert.match(events[0]!, /^event: message_start\n/);
+  const [name, data] = events.at(-1)!.split("\n");
+  assert.is(name, "event: error");
+  const body = JSON.parse(data!.slice("data: ".length));
+  assert.equal([body.type, body.error.type], ["error", "overloaded_error"]);
+  assert.match(body.error.message, /^turn aborted: the server paused for a weight update/);
+  assert.not.ok(raw.includes("message_stop"));
+  assert.is(await recordCount(id), 0);
+  await server.resume("v3");
 });
 
 test("a session whose turn is still streaming is not expired under it", async () => {
