@@ -120,6 +120,10 @@ export function messagesToChat(body: unknown): ConvertedRequest {
     else if (m.role === "assistant") messages.push(assistantMessage(m.content, where));
     else throw bad(`${where}.role must be "user" or "assistant"`);
   });
+  if ((body.messages.at(-1) as Json).role === "assistant")
+    throw bad(
+      "the last message must be a user message: an assistant prefill is not supported (a turn is the model's own completion)",
+    );
   const chat: Json = { messages };
   const model = typeof body.model === "string" ? body.model : "";
   if (model !== "") chat.model = model;

@@ -127,7 +127,25 @@ test("what it refuses is a 400 that names the place", () => {
     },
     /tool_result blocks come before any text/,
   );
-  refused({ messages: [{ role: "assistant", content: [{ type: "tool_use", name: "f" }] }] }, /string id and name/);
+  refused(
+    {
+      messages: [
+        { role: "user", content: "x" },
+        { role: "assistant", content: [{ type: "tool_use", name: "f" }] },
+        { role: "user", content: "y" },
+      ],
+    },
+    /messages\[1\]\.content\[0\]: a tool_use block needs a string id and name/,
+  );
+  refused(
+    {
+      messages: [
+        { role: "user", content: "x" },
+        { role: "assistant", content: "The answer is" },
+      ],
+    },
+    /the last message must be a user message: an assistant prefill is not supported/,
+  );
   refused(
     { messages: [{ role: "user", content: "x" }], tools: [{ type: "bash_20250124", name: "bash" }] },
     /server tools/,
@@ -197,11 +215,13 @@ test("a reply's blocks sent back as history are the stored assistant message aga
     ],
   };
   const sent = chatToMessage(reply(stored, "tool_calls"), plain);
-  const back = messagesToChat({ messages: [{ role: "assistant", content: sent.content }] }).chat.messages as Record<
-    string,
-    unknown
-  >[];
-  assert.ok(messagesMatch(stored, { ...back[0]!, role: "assistant" }, "strict"));
+  const history = [
+    { role: "user", content: "Weather?" },
+    { role: "assistant", content: sent.content },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: "call_9", content: "21C" }] },
+  ];
+  const back = messagesToChat({ messages: history }).chat.messages as Record<string, unknown>[];
+  assert.ok(messagesMatch(stored, { ...back[1]!, role: "assistant" }, "strict"));
 });
 
 /** Parses Anthropic SSE bytes into [event name, data] pairs, checking the name is the data's type. */
