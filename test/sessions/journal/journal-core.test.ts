@@ -13,6 +13,7 @@ import {
   messagesTurn,
   type CoreRequest,
   type CoreResponse,
+  type MessageMatcher,
   type SessionCore,
 } from "../../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../../server/sim-engine/sim-engine.ts";
@@ -32,7 +33,7 @@ test.after(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-async function core(dir: string, segmentBytes?: number): Promise<SessionCore> {
+async function core(dir: string, segmentBytes?: number, messageMatcher?: MessageMatcher): Promise<SessionCore> {
   const recordStore = await JournalRecordStore.open({ dir, fsync: "every", segmentBytes });
   const c = coreFor({
     engineUrl: engine.url,
@@ -40,6 +41,7 @@ async function core(dir: string, segmentBytes?: number): Promise<SessionCore> {
     routingReplay: true,
     allowedAppendRoles: ["tool", "user"],
     recordStore,
+    messageMatcher,
   });
   await c.recover();
   cores.push(c);
@@ -201,6 +203,36 @@ test("large replies (pooled receive buffers) from concurrent sessions: each reco
   } finally {
     await big.close();
   }
+});
+
+test("the stored messages a matcher kept over the client's copies are what the journal replays", async () => {
+  const dir = join(root, "adopted");
+  const tolerant = await core(dir, undefined, "role-content");
+  const id = await newSession(tolerant);
+  const history: unknown[] = [{ role: "user", content: "Weather in Paris?" }];
+  const first = await turn(tolerant, id, history);
+  const call = first.message.tool_calls[0];
+  history.push(first.message, { role: "tool", tool_call_id: call.id, content: '{"temp_c": 21}' });
+  // The harness re-ids the call (and its result): role-content matches it, and keeps the stored ones.
+  const reIded = [
+    history[0],
+    { ...first.message, tool_calls: [{ ...call, id: "toolu_1" }] },
+    { role: "tool", tool_call_id: "toolu_1", content: '{"temp_c": 21}' },
+  ];
+  const second = await turn(tolerant, id, reIded);
+  assert.is(second.res.status, 200);
+  // A strict core on the same journal: the server's own history still matches all of it.
+  const strict = await core(dir, undefined, "strict");
+  const third = await turn(strict, id, [...history, second.message, { role: "user", content: "Tomorrow?" }]);
+  assert.is(third.res.status, 200);
+  const got = JSON.parse(await text(await strict.get(id)));
+  assert.is(got.records.length, 3, "no rollback: the replayed session holds the stored ids, not toolu_1");
+  const [, r1, r2] = got.records;
+  const extended = [
+    ...r1.request.input_ids,
+    ...r1.response.choices[0].meta_info.output_token_logprobs.map((e: number[]) => e[1]),
+  ];
+  assert.equal(r2.request.input_ids.slice(0, extended.length), extended);
 });
 
 test("the API a session speaks comes back from the journal: a replayed messages session refuses chat", async () => {
