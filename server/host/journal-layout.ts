@@ -15,9 +15,9 @@
 // new one is still in `reshard-N/`). A data dir without a record (written before the
 // record existed) is re-sharded once, whatever its shard count, so sessions left in the
 // wrong shard by an earlier change of --workers are found again.
-import { open, readdir, readFile, rename, rm } from "node:fs/promises";
+import { open, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { fsyncDir } from "../../buffers/fsync.ts";
+import { fsyncDir, namesIn } from "../../buffers/fsync.ts";
 import { DataDirLayoutError } from "./errors.ts";
 
 export const LAYOUT_FILE = "tito-journal.json";
@@ -39,15 +39,6 @@ export interface ReshardJob {
 
 const SHARD_DIR = /^shard-(\d+)$/;
 const RESHARD_DIR = /^reshard-\d+$/;
-
-async function namesIn(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw err;
-  }
-}
 
 async function readLayout(dataDir: string): Promise<Layout | undefined> {
   const path = join(dataDir, LAYOUT_FILE);

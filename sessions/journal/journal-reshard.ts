@@ -6,9 +6,9 @@
 // directory fsynced) before this returns; switching to them is the caller's business
 // (server/host/journal-layout.ts), so a crash here leaves the old shards untouched. A torn
 // last entry is left behind, as replay would drop it; corruption stops the re-shard.
-import { mkdir, open, readdir, type FileHandle } from "node:fs/promises";
+import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
-import { fsyncDir } from "../../buffers/fsync.ts";
+import { fsyncDir, namesIn } from "../../buffers/fsync.ts";
 import { scanSegment } from "./journal-reader.ts";
 import { DEFAULT_SEGMENT_BYTES, segmentName, segmentSeqs } from "./journal-segments.ts";
 
@@ -32,16 +32,6 @@ export interface ReshardResult {
 }
 
 const COPY_CHUNK = 1024 * 1024;
-
-/** A directory's names, none when it does not exist (an old shard that never opened its journal). */
-async function namesIn(dir: string): Promise<string[]> {
-  try {
-    return await readdir(dir);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw err;
-  }
-}
 
 /** One new shard's segments, written front to back. */
 class ShardWriter {

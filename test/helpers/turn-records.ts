@@ -10,7 +10,7 @@ export interface RawRecord {
   path: string;
   request: { input_ids?: number[]; prompt?: number[]; messages?: unknown[] };
   response: {
-    meta_info?: { output_token_logprobs: [number, number][] };
+    meta_info?: { output_token_logprobs: [number, number][]; routed_experts?: string };
     choices?: {
       token_ids?: number[];
       logprobs?: { token_logprobs: number[] } | null;

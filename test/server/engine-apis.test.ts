@@ -14,33 +14,11 @@ import { qwen3 } from "../sessions/fixtures.ts";
 import type { SampleBody } from "../helpers/bodies.ts";
 import { call, newSession, WEATHER_TOOL } from "../helpers/server.ts";
 import { waitForEvent } from "../helpers/events.ts";
+import { recordIds, type RawRecord } from "../helpers/turn-records.ts";
 import type { SupervisionEvent } from "../../actors/index.ts";
 
 type Api = "sglang-chat" | "sglang-generate" | "vllm-completions";
 const APIS: Api[] = ["sglang-chat", "sglang-generate", "vllm-completions"];
-
-interface RawRecord {
-  path: string;
-  request: { input_ids?: number[]; prompt?: number[]; messages?: unknown[] };
-  response: {
-    meta_info?: { output_token_logprobs: [number, number][]; routed_experts?: string };
-    choices?: {
-      token_ids?: number[];
-      logprobs?: { token_logprobs: number[] } | null;
-      meta_info?: { output_token_logprobs: [number, number][] };
-    }[];
-  };
-}
-
-/** The prompt ids, completion ids and logprobs a record holds, whatever the API. */
-function recordIds(r: RawRecord): { prompt: number[]; completion: number[]; logprobs: number[] } {
-  const prompt = r.request.input_ids ?? r.request.prompt!;
-  const entries =
-    r.response.meta_info?.output_token_logprobs ?? r.response.choices?.[0]?.meta_info?.output_token_logprobs;
-  if (entries) return { prompt, completion: entries.map((e) => e[1]), logprobs: entries.map((e) => e[0]) };
-  const choice = r.response.choices![0]!;
-  return { prompt, completion: choice.token_ids!, logprobs: choice.logprobs!.token_logprobs };
-}
 
 let engine: SimEngine;
 let thinking: SimEngine;
