@@ -29,7 +29,8 @@ function readHolder(path: string): Holder | undefined {
   }
 }
 
-function processExists(pid: number): boolean {
+/** Whether a process with this pid exists (ours or someone else's). */
+export function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

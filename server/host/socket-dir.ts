@@ -11,6 +11,7 @@ import { lstat, readdir, rmdir, unlink } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { processExists } from "./data-dir-lock.ts";
 
 const PREFIX = "tito-sock-";
 const STALE_NAME = /^tito-sock-(\d+)-[A-Za-z0-9]{6}$/;
@@ -18,15 +19,6 @@ const STALE_NAME = /^tito-sock-(\d+)-[A-Za-z0-9]{6}$/;
 /** A fresh socket directory whose name records this process as its owner. */
 export function makeSocketDir(root: string = tmpdir()): string {
   return mkdtempSync(join(root, `${PREFIX}${process.pid}-`));
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM"; // someone else's process
-  }
 }
 
 /** Whether something still listens on a Unix socket: only a refused connection says no. */
