@@ -15,41 +15,12 @@
 import { JsonScanner } from "../buffers/json-scan.ts";
 import { EngineReplyError } from "../sessions/errors.ts";
 import { weightVersionOf } from "./reply-scan.ts";
+import { generateSpans, type GenerateSpans, type Span } from "./sglang-generate.ts";
 import type { TokenStep, TokenStreamReader, TokenStreamResult } from "./token-stream.ts";
 
-type Span = [number, number];
-
-interface ChunkSpans {
-  text?: Span;
-  outputIds?: Span;
-  logprobs?: Span;
-  finish?: Span;
-  prompt?: Span;
-  completion?: Span;
-  version?: Span;
-  error?: Span;
-}
-
-function scanChunk(data: Buffer): { scan: JsonScanner; spans: ChunkSpans } {
+function scanChunk(data: Buffer): { scan: JsonScanner; spans: GenerateSpans } {
   const scan = new JsonScanner(data, { invalid: (d) => EngineReplyError.notJson(`a /generate stream chunk: ${d}`) });
-  const spans: ChunkSpans = {};
-  const take = (key: keyof ChunkSpans, start: number) => (spans[key] = [start, scan.skipValue(start)])[1];
-  const start = scan.ws(0);
-  if (scan.buf.at(start) !== 0x7b) scan.fail("expected a JSON object", start);
-  scan.members(start, (m) => {
-    if (scan.keyIs(m, "text")) return take("text", m.valueStart);
-    if (scan.keyIs(m, "output_ids")) return take("outputIds", m.valueStart);
-    if (scan.keyIs(m, "error")) return take("error", m.valueStart);
-    if (!scan.keyIs(m, "meta_info") || scan.buf.at(m.valueStart) !== 0x7b) return;
-    return scan.members(m.valueStart, (mi) => {
-      if (scan.keyIs(mi, "output_token_logprobs")) return take("logprobs", mi.valueStart);
-      if (scan.keyIs(mi, "finish_reason")) return take("finish", mi.valueStart);
-      if (scan.keyIs(mi, "prompt_tokens")) return take("prompt", mi.valueStart);
-      if (scan.keyIs(mi, "completion_tokens")) return take("completion", mi.valueStart);
-      if (scan.keyIs(mi, "weight_version")) return take("version", mi.valueStart);
-    });
-  });
-  return { scan, spans };
+  return { scan, spans: generateSpans(scan).spans };
 }
 
 const idsOf = (entries: unknown[], from: number) =>
@@ -69,7 +40,7 @@ export class GenerateStreamReader implements TokenStreamReader {
   #ids: number[] = [];
   #entries: string[] = []; // each chunk's entries as their JSON text, without the brackets (incremental)
   #last: Buffer | undefined;
-  #lastSpans: ChunkSpans | undefined;
+  #lastSpans: GenerateSpans | undefined;
   #finish: "stop" | "length" = "stop";
   #matched: string | undefined; // meta_info.finish_reason.matched of the last chunk, when a stop string
   #version: string | undefined; // meta_info.weight_version of the last chunk
@@ -114,7 +85,7 @@ export class GenerateStreamReader implements TokenStreamReader {
   }
 
   /** Takes a chunk's new ids and text; returns the new text. */
-  #advance(scan: JsonScanner, spans: ChunkSpans, text: string, total: number, last: boolean): string {
+  #advance(scan: JsonScanner, spans: GenerateSpans, text: string, total: number, last: boolean): string {
     if (this.#mode === "cumulative" && !last) return this.#setText(text);
     const entries = this.#entriesOf(scan, spans);
     const seen = this.#ids.length;
@@ -139,7 +110,7 @@ export class GenerateStreamReader implements TokenStreamReader {
     return this.#setText(text);
   }
 
-  #entriesOf(scan: JsonScanner, spans: ChunkSpans): unknown[] {
+  #entriesOf(scan: JsonScanner, spans: GenerateSpans): unknown[] {
     if (!spans.logprobs)
       throw new EngineReplyError(
         "a /generate stream chunk has no meta_info.output_token_logprobs (was return_logprob honoured?)",

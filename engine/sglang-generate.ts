@@ -28,17 +28,30 @@ interface GenerateFacts {
   weightVersion?: string;
 }
 
-type Span = [number, number];
+export type Span = [number, number];
 
-/** The members of a /generate reply a turn needs, each checked; any failure is a 502. */
-export function scanGenerateReply(body: readonly Buffer[], quotes?: readonly number[]): GenerateFacts {
-  const scan = new JsonScanner(body, { invalid: EngineReplyError.notJson, quotes });
-  const spans: { text?: Span; logprobs?: Span; finish?: Span; prompt?: Span; completion?: Span; version?: Span } = {};
-  const take = (key: keyof typeof spans, start: number) => (spans[key] = [start, scan.skipValue(start)])[1];
+/** Where the members we read sit in a /generate reply, or in one chunk of its stream (generate-stream.ts). */
+export interface GenerateSpans {
+  text?: Span;
+  outputIds?: Span;
+  error?: Span;
+  logprobs?: Span;
+  finish?: Span;
+  prompt?: Span;
+  completion?: Span;
+  version?: Span;
+}
+
+/** Scans one /generate reply object (or stream chunk) for its members; `end` is where the object ends. */
+export function generateSpans(scan: JsonScanner): { spans: GenerateSpans; end: number } {
+  const spans: GenerateSpans = {};
+  const take = (key: keyof GenerateSpans, start: number) => (spans[key] = [start, scan.skipValue(start)])[1];
   const start = scan.ws(0);
   if (scan.buf.at(start) !== 0x7b) scan.fail("expected a JSON object", start);
   const end = scan.members(start, (m) => {
     if (scan.keyIs(m, "text")) return take("text", m.valueStart);
+    if (scan.keyIs(m, "output_ids")) return take("outputIds", m.valueStart);
+    if (scan.keyIs(m, "error")) return take("error", m.valueStart);
     if (!scan.keyIs(m, "meta_info") || scan.buf.at(m.valueStart) !== 0x7b) return;
     return scan.members(m.valueStart, (mi) => {
       if (scan.keyIs(mi, "output_token_logprobs")) return take("logprobs", mi.valueStart);
@@ -48,6 +61,13 @@ export function scanGenerateReply(body: readonly Buffer[], quotes?: readonly num
       if (scan.keyIs(mi, "weight_version")) return take("version", mi.valueStart);
     });
   });
+  return { spans, end };
+}
+
+/** The members of a /generate reply a turn needs, each checked; any failure is a 502. */
+export function scanGenerateReply(body: readonly Buffer[], quotes?: readonly number[]): GenerateFacts {
+  const scan = new JsonScanner(body, { invalid: EngineReplyError.notJson, quotes });
+  const { spans, end } = generateSpans(scan);
   if (scan.ws(end) !== scan.buf.length) scan.fail("unexpected data after the JSON value", scan.ws(end));
   const text = spans.text ? scan.parse(...spans.text) : undefined;
   if (typeof text !== "string") throw new EngineReplyError("the engine's /generate reply has no string `text`");
