@@ -15,7 +15,6 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { parseArgs } from "node:util";
 import { Pool, request } from "undici";
 import { cpuMs, rssMiB } from "./rollout-proc-stats.ts";
 import {
@@ -28,6 +27,7 @@ import {
   type Started,
 } from "./rollout-procs.ts";
 import { fmt, summarize, type LatencySummary } from "./rollout-stats.ts";
+import { benchArgs } from "./bench-args.ts";
 
 const USAGE = `Usage: npm run bench:hop -- [--workers 1,2,8] [--requests N] [--out FILE] [--cpu-prof DIR]
 
@@ -59,27 +59,12 @@ interface HopRow {
 }
 
 function parse(argv: string[]): { workers: number[]; requests: number; out?: string; cpuProf?: string } {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      options: {
-        workers: { type: "string" },
-        requests: { type: "string" },
-        out: { type: "string" },
-        "cpu-prof": { type: "string" },
-        help: { type: "boolean" },
-      },
-    }));
-  } catch (err) {
-    process.stderr.write(`bench:hop: ${(err as Error).message}\n\n${USAGE}\n`);
-    process.exit(2);
-  }
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    process.exit(0);
-  }
+  const values = benchArgs("bench:hop", USAGE, argv, {
+    workers: { type: "string" },
+    requests: { type: "string" },
+    out: { type: "string" },
+    "cpu-prof": { type: "string" },
+  });
   const workers = (values.workers ?? "1,2,8").split(",").map(Number);
   const requests = Number(values.requests ?? 2000);
   if (!workers.every((w) => Number.isInteger(w) && w >= 1) || !Number.isInteger(requests) || requests < BLOCK) {

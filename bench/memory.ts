@@ -10,10 +10,10 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { request } from "undici";
 import { killStartedOnExit, REPO_ROOT, startChild, startEngine, stopServer } from "./rollout-procs.ts";
 import { Target, text, warmUp } from "./rollout-workload.ts";
+import { benchArgs } from "./bench-args.ts";
 
 const USAGE = `Usage: npm run bench:memory -- [flags]
 
@@ -48,27 +48,18 @@ interface Config {
 }
 
 function parse(argv: string[]): Config {
-  const { values } = parseArgs({
-    args: argv,
-    strict: true,
-    options: {
-      sessions: { type: "string" },
-      turns: { type: "string" },
-      "tool-tokens": { type: "string" },
-      "output-tokens": { type: "string" },
-      workers: { type: "string" },
-      concurrency: { type: "string" },
-      "settle-ms": { type: "string" },
-      "server-root": { type: "string" },
-      "server-flag": { type: "string", multiple: true },
-      out: { type: "string" },
-      help: { type: "boolean" },
-    },
+  const values = benchArgs("bench:memory", USAGE, argv, {
+    sessions: { type: "string" },
+    turns: { type: "string" },
+    "tool-tokens": { type: "string" },
+    "output-tokens": { type: "string" },
+    workers: { type: "string" },
+    concurrency: { type: "string" },
+    "settle-ms": { type: "string" },
+    "server-root": { type: "string" },
+    "server-flag": { type: "string", multiple: true },
+    out: { type: "string" },
   });
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    process.exit(0);
-  }
   const num = (name: string, value: string | undefined, fallback: number): number => {
     if (value === undefined) return fallback;
     const n = Number(value);

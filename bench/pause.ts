@@ -10,10 +10,10 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { performance } from "node:perf_hooks";
-import { parseArgs } from "node:util";
 import { startSessionServer } from "../index.ts";
 import { startSimEngine } from "../server/sim-engine/sim-engine.ts";
 import { fmt, summarize, type LatencySummary } from "./rollout-stats.ts";
+import { benchArgs } from "./bench-args.ts";
 
 const USAGE = `Usage: npm run bench:pause -- [--sessions N] [--rounds N] [--engine-ms N] [--update-ms N] [--workers N] [--out FILE]
 
@@ -41,29 +41,14 @@ interface Round {
 }
 
 function parse(argv: string[]) {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      options: {
-        sessions: { type: "string" },
-        rounds: { type: "string" },
-        "engine-ms": { type: "string" },
-        "update-ms": { type: "string" },
-        workers: { type: "string" },
-        out: { type: "string" },
-        help: { type: "boolean" },
-      },
-    }));
-  } catch (err) {
-    process.stderr.write(`bench:pause: ${(err as Error).message}\n\n${USAGE}\n`);
-    process.exit(2);
-  }
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    process.exit(0);
-  }
+  const values = benchArgs("bench:pause", USAGE, argv, {
+    sessions: { type: "string" },
+    rounds: { type: "string" },
+    "engine-ms": { type: "string" },
+    "update-ms": { type: "string" },
+    workers: { type: "string" },
+    out: { type: "string" },
+  });
   const int = (v: string | undefined, d: number) => (v === undefined ? d : Math.max(1, Math.floor(Number(v)) || d));
   return {
     sessions: int(values.sessions, 64),

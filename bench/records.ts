@@ -15,13 +15,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { parseArgs } from "node:util";
 import { spawn } from "node:child_process";
 import { startSessionServer, type SessionServer, type SessionServerOptions } from "../index.ts";
 import { startSimEngine, type SimEngine } from "../server/sim-engine/sim-engine.ts";
 import { bundledQwen3Dir, loadTokenizerFolder } from "../sessions/tokenizer-folder.ts";
 import { peakRssMiB } from "./rollout-proc-stats.ts";
 import { fmt, fmtRatio, summarize, type LatencySummary } from "./rollout-stats.ts";
+import { benchArgs } from "./bench-args.ts";
 
 const USAGE = `Usage: npm run bench:records -- [--quick] [--data-dir DIR] [--out FILE]
 
@@ -30,24 +30,11 @@ const USAGE = `Usage: npm run bench:records -- [--quick] [--data-dir DIR] [--out
                    makes and removes its own subdirectory there
   --out FILE       JSON results (default bench/out/records.json)`;
 
-let args: { quick?: boolean; out?: string; "data-dir"?: string; help?: boolean };
-try {
-  ({ values: args } = parseArgs({
-    options: {
-      quick: { type: "boolean" },
-      out: { type: "string" },
-      "data-dir": { type: "string" },
-      help: { type: "boolean" },
-    },
-  }));
-} catch (err) {
-  process.stderr.write(`bench:records: ${(err as Error).message}\n\n${USAGE}\n`);
-  process.exit(2);
-}
-if (args.help) {
-  process.stdout.write(`${USAGE}\n`);
-  process.exit(0);
-}
+const args = benchArgs("bench:records", USAGE, process.argv.slice(2), {
+  quick: { type: "boolean" },
+  out: { type: "string" },
+  "data-dir": { type: "string" },
+});
 const QUICK = args.quick === true;
 const MiB = 1024 * 1024;
 const SIZES = [0, 16, 64]; // reply MiB (base64 payload)

@@ -1,6 +1,6 @@
 // Flags of `npm run bench` (bench/rollout.ts): parsing, presets and validation in one
 // place. A preset sets defaults; explicit flags always win over it.
-import { parseArgs } from "node:util";
+import { benchArgs } from "./bench-args.ts";
 import { join } from "node:path";
 import { REPO_ROOT } from "./rollout-procs.ts";
 
@@ -75,39 +75,25 @@ function num(name: string, value: string | undefined, min: number, integer = tru
 }
 
 export function parseRolloutArgs(argv: string[]): RolloutConfig {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      options: {
-        preset: { type: "string" },
-        quick: { type: "boolean" },
-        sessions: { type: "string" },
-        turns: { type: "string" },
-        "input-tokens": { type: "string" },
-        "output-tokens": { type: "string" },
-        "r3-last-mib": { type: "string" },
-        workers: { type: "string" },
-        "get-records": { type: "boolean" },
-        "latency-ms": { type: "string" },
-        repeat: { type: "string" },
-        warmup: { type: "string" },
-        "server-flag": { type: "string", multiple: true },
-        "engine-api": { type: "string" },
-        out: { type: "string" },
-        verbose: { type: "boolean" },
-        "cpu-prof": { type: "string" },
-        help: { type: "boolean" },
-      },
-    }));
-  } catch (err) {
-    fail((err as Error).message);
-  }
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    process.exit(0);
-  }
+  const values = benchArgs("bench", USAGE, argv, {
+    preset: { type: "string" },
+    quick: { type: "boolean" },
+    sessions: { type: "string" },
+    turns: { type: "string" },
+    "input-tokens": { type: "string" },
+    "output-tokens": { type: "string" },
+    "r3-last-mib": { type: "string" },
+    workers: { type: "string" },
+    "get-records": { type: "boolean" },
+    "latency-ms": { type: "string" },
+    repeat: { type: "string" },
+    warmup: { type: "string" },
+    "server-flag": { type: "string", multiple: true },
+    "engine-api": { type: "string" },
+    out: { type: "string" },
+    verbose: { type: "boolean" },
+    "cpu-prof": { type: "string" },
+  });
   const presetName = values.quick ? "quick" : (values.preset ?? "small");
   const preset = PRESETS[presetName];
   if (!preset) fail(`unknown --preset ${JSON.stringify(presetName)} (small, r3)`);

@@ -16,12 +16,12 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname } from "node:path";
 import { performance } from "node:perf_hooks";
-import { parseArgs } from "node:util";
 import { startSessionServer, type SessionServer } from "../index.ts";
 import { renderChat } from "../sessions/chat-template.ts";
 import { bundledQwen3Dir, loadTokenizerFolder } from "../sessions/tokenizer-folder.ts";
 import { startSimEngine, type SimEngine } from "../server/sim-engine/sim-engine.ts";
 import { fmt, median } from "./rollout-stats.ts";
+import { benchArgs } from "./bench-args.ts";
 
 const USAGE = `Usage: npm run bench:stream -- [--token-ms MS] [--requests N] [--out FILE]
 
@@ -182,26 +182,11 @@ async function run(api: Api, tokenMs: number, requests: number): Promise<Row> {
 }
 
 function parse(argv: string[]): { tokenMs: number; requests: number; out?: string } {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      options: {
-        "token-ms": { type: "string" },
-        requests: { type: "string" },
-        out: { type: "string" },
-        help: { type: "boolean" },
-      },
-    }));
-  } catch (err) {
-    process.stderr.write(`bench:stream: ${(err as Error).message}\n\n${USAGE}\n`);
-    process.exit(2);
-  }
-  if (values.help) {
-    process.stdout.write(`${USAGE}\n`);
-    process.exit(0);
-  }
+  const values = benchArgs("bench:stream", USAGE, argv, {
+    "token-ms": { type: "string" },
+    requests: { type: "string" },
+    out: { type: "string" },
+  });
   const int = (v: string | undefined, d: number) => (v === undefined ? d : Math.max(0, Math.floor(Number(v))));
   return { tokenMs: int(values["token-ms"], 10), requests: Math.max(1, int(values.requests, 20)), out: values.out };
 }
