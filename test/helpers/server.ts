@@ -82,6 +82,17 @@ export async function newSession(base: string): Promise<string> {
   return res.json.session_id;
 }
 
+/** Lists the sessions (which touches none of them) until `id` is gone (expired); a bounded loop. */
+export async function untilSessionGone(base: string, id: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const listed = await call<{ sessions: string[] }>(base, "GET", "/sessions?limit=1000");
+    if (!listed.json.sessions.includes(id)) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`session ${id} did not expire within ${timeoutMs} ms`);
+}
+
 /**
  * One chat turn; returns the response (a ChatCompletion unless the caller expects an error
  * body) and the assistant message to append to the history (undefined when there is none).

@@ -11,7 +11,7 @@ import type { SupervisionEvent } from "../../actors/index.ts";
 import type { ErrorBody, SessionBody } from "../helpers/bodies.ts";
 import { waitForEvent } from "../helpers/events.ts";
 import { admin } from "../helpers/rollout.ts";
-import { call, chat, startGatedEngine, type GatedEngine } from "../helpers/server.ts";
+import { call, chat, startGatedEngine, type GatedEngine, untilSessionGone } from "../helpers/server.ts";
 
 let engine: GatedEngine;
 let server: SessionServer;
@@ -34,17 +34,6 @@ test.after(async () => {
   await server?.shutdown();
   await engine?.close();
 });
-
-/** Lists the sessions (which touches none of them) until `id` is gone; a bounded loop. */
-async function untilGone(id: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const listed = await call<{ sessions: string[] }>(server.url, "GET", "/sessions?limit=1000");
-    if (!listed.json.sessions.includes(id)) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`session ${id} did not expire within ${timeoutMs} ms`);
-}
 
 test("a turn held at the closed door past --hold-timeout-ms gets 503 with Retry-After", async () => {
   await server.pause({ inFlight: "drain" });
@@ -76,8 +65,8 @@ test("an idle session expires; a busy one does not; expiry survives a worker res
     await gate.arrived;
     // Touched after the busy one's turn began: once it expired, a sweep was past the busy one's due time.
     const marker = (await server.createSession()).sessionId;
-    await untilGone(idle);
-    await untilGone(marker);
+    await untilSessionGone(server.url, idle);
+    await untilSessionGone(server.url, marker);
     const listed = await call<{ sessions: string[] }>(server.url, "GET", "/sessions");
     assert.ok(listed.json.sessions.includes(busy), "a session with a turn at the engine is never idle");
   } finally {

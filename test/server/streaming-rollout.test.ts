@@ -8,7 +8,7 @@ import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { rolloutUntil, tracked } from "../helpers/rollout.ts";
-import { call } from "../helpers/server.ts";
+import { call, untilSessionGone } from "../helpers/server.ts";
 
 let engine: SimEngine;
 let server: SessionServer;
@@ -35,17 +35,6 @@ test.after(async () => {
   await server?.shutdown();
   await engine?.close();
 });
-
-/** Lists the sessions (which touches none of them) until `id` is gone; a bounded loop. */
-async function untilGone(id: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const listed = await call<{ sessions: string[] }>(server.url, "GET", "/sessions?limit=1000");
-    if (!listed.json.sessions.includes(id)) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`session ${id} did not expire within ${timeoutMs} ms`);
-}
 
 /** A streamed turn on a new session (chat, or Anthropic's messages), held by the engine at its 4th token. */
 async function heldStream(route = "/v1/chat/completions") {
@@ -127,7 +116,7 @@ test("a session whose turn is still streaming is not expired under it", async ()
   try {
     // Touched after the stream began: once it expired, a sweep was past the streaming one's due time.
     const marker = (await server.createSession()).sessionId;
-    await untilGone(marker);
+    await untilSessionGone(server.url, marker);
     const listed = await call<{ sessions: string[] }>(server.url, "GET", "/sessions");
     assert.ok(listed.json.sessions.includes(streaming), "a session with a turn streaming is never idle");
   } finally {
