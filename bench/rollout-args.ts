@@ -1,7 +1,8 @@
 // Flags of `npm run bench` (bench/rollout.ts): parsing, presets and validation in one
 // place. A preset sets defaults; explicit flags always win over it.
 import { benchArgs } from "./bench-args.ts";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { REPO_ROOT } from "./rollout-procs.ts";
 
 export interface RolloutConfig {
@@ -24,6 +25,8 @@ export interface RolloutConfig {
   verbose: boolean;
   /** Write a V8 CPU profile of every server process into this folder. */
   cpuProf?: string;
+  /** Another checkout's server, run beside this one per worker count (labels base-wN): the same-hour "before". */
+  baselineRoot?: string;
 }
 
 export const USAGE = `Usage: npm run bench -- [flags]
@@ -52,6 +55,9 @@ count, and straight to the simulated engine (the floor), in one run.
   --out FILE           JSON results (default bench/out/rollout.json); the SVG chart goes next to it
   --verbose            copy the children's stderr to this stderr
   --cpu-prof DIR       write a V8 .cpuprofile of every server process (host, router, workers) into DIR
+  --baseline-root DIR  also run the server of another checkout (built: npm ci there) for each worker
+                       count, interleaved with this one (runs base-wN), and print this code's
+                       CPU per turn against it: the same-hour "before" of a change
   --help               this text`;
 
 const PRESETS: Record<string, Partial<RolloutConfig>> = {
@@ -93,6 +99,7 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
     out: { type: "string" },
     verbose: { type: "boolean" },
     "cpu-prof": { type: "string" },
+    "baseline-root": { type: "string" },
   });
   const presetName = values.quick ? "quick" : (values.preset ?? "small");
   const preset = PRESETS[presetName];
@@ -116,7 +123,18 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
     engineApi: values["engine-api"] ?? "sglang-chat",
     verbose: values.verbose ?? false,
     cpuProf: values["cpu-prof"],
+    baselineRoot: values["baseline-root"] === undefined ? undefined : baselineRoot(values["baseline-root"]),
   };
+}
+
+/** The baseline checkout's absolute path, refused unless it has a built server (dist/). */
+function baselineRoot(dir: string): string {
+  const root = resolve(dir);
+  if (!existsSync(join(root, "bin", "tito-server.js")))
+    fail(`--baseline-root ${dir}: no bin/tito-server.js there (not a tito-server checkout?)`);
+  if (!existsSync(join(root, "dist", "server", "host", "cli.js")))
+    fail(`--baseline-root ${dir}: not built (run npm ci or npm run build there first)`);
+  return root;
 }
 
 /** routed_experts bytes before base64 on the last turn: M MiB of base64 on the wire. */

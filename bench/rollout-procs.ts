@@ -151,12 +151,15 @@ export function startServer(
   extra: string[] = [],
   echoStderr = false,
   env?: Record<string, string>,
+  /** The checkout whose server runs (--baseline-root); default this one. */
+  root: string = REPO_ROOT,
 ): Promise<Started> {
   return startChild({
     env,
+    cwd: root,
     name: `tito-server(w${workers})`,
     args: [
-      "bin/tito-server.js",
+      join(root, "bin", "tito-server.js"),
       "serve",
       "--port",
       "0",

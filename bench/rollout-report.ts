@@ -33,7 +33,9 @@ const MIB = 1024 * 1024;
 
 export function summarizeLabels(runs: RunResult[]): LabelSummary[] {
   // floor first, then by worker count, whatever order the runs finished in
-  const order = (label: string) => (label === "floor" ? 0 : Number(label.slice(1)));
+  // base-wN (the baseline checkout) just before wN
+  const order = (label: string) =>
+    label === "floor" ? 0 : label.startsWith("base-") ? Number(label.slice(6)) - 0.5 : Number(label.slice(1));
   const labels = [...new Set(runs.map((r) => r.label))].sort((a, b) => order(a) - order(b));
   return labels.map((label) => {
     const of = runs.filter((r) => r.label === label);
@@ -65,10 +67,11 @@ export function ratios(config: RolloutConfig, labels: LabelSummary[]): Ratio[] {
   const small = config.preset === "small";
   const r3 = config.preset === "r3";
   for (const l of labels) {
-    if (l.label === "floor" || l.label === "w1" || !w1) continue;
+    if (l.label === "floor" || l.label === "w1" || isBaseline(l.label) || !w1) continue;
     const target = r3 && l.label === "w2" ? { target: ">= 1.5x", met: l.turnsPerSec / w1.turnsPerSec >= 1.5 } : {};
     out.push({ name: `throughput ${l.label}/w1`, value: l.turnsPerSec / w1.turnsPerSec, unit: "x", ...target });
   }
+  out.push(...baselineRatios(config, labels));
   if (!floor) return out;
   for (const l of labels) {
     if (l.label === "floor") continue;
@@ -101,11 +104,37 @@ export function ratios(config: RolloutConfig, labels: LabelSummary[]): Ratio[] {
   return out;
 }
 
+const isBaseline = (label: string) => label.startsWith("base-");
+
+/** The target of the small preset against the baseline (issue 20): server CPU per turn at least 30% below it. */
+const SMALL_CPU_VS_BASELINE = 0.7;
+
+/** This code against the baseline checkout (--baseline-root), per worker count run both ways. */
+function baselineRatios(config: RolloutConfig, labels: LabelSummary[]): Ratio[] {
+  const out: Ratio[] = [];
+  for (const base of labels.filter((l) => isBaseline(l.label))) {
+    const ours = labels.find((l) => l.label === base.label.slice("base-".length));
+    if (!ours) continue;
+    const cpu = ours.serverCpuPerTurn / base.serverCpuPerTurn;
+    const target =
+      config.preset === "small"
+        ? { target: `<= ${SMALL_CPU_VS_BASELINE.toFixed(2)}x`, met: cpu <= SMALL_CPU_VS_BASELINE }
+        : {};
+    out.push({ name: `server CPU per turn ${ours.label} vs ${base.label}`, value: cpu, unit: "x", ...target });
+    out.push({
+      name: `throughput ${ours.label} vs ${base.label}`,
+      value: ours.turnsPerSec / base.turnsPerSec,
+      unit: "x",
+    });
+  }
+  return out;
+}
+
 /** Absolute targets of issue 7 for the preset, as ratio-like rows. */
 export function targets(config: RolloutConfig, labels: LabelSummary[]): Ratio[] {
   const w1 = labels.find((l) => l.label === "w1");
   if (!w1) return [];
-  const servers = labels.filter((l) => l.label !== "floor");
+  const servers = labels.filter((l) => l.label !== "floor" && !isBaseline(l.label));
   const worstCpu = Math.max(...servers.map((l) => l.serverCpuPerTurn));
   if (config.preset === "small") {
     return [

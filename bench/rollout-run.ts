@@ -155,14 +155,17 @@ export async function runFloor(ctx: RunContext): Promise<RunResult> {
   }
 }
 
-export async function runServer(workers: number, ctx: RunContext): Promise<RunResult> {
-  ctx.note(`tito-server with ${workers} worker(s), repeat ${ctx.repeat}: starting`);
-  const server = await startServer(workers, ctx.engine.url, ctx.serverFlags, ctx.verbose, ctx.serverEnv);
+/** A run through a fresh server with `workers` workers: this checkout's (label wN), or the baseline's (base-wN). */
+export async function runServer(workers: number, ctx: RunContext, baselineRoot?: string): Promise<RunResult> {
+  const label = `${baselineRoot ? "base-" : ""}w${workers}`;
+  const what = baselineRoot ? `the baseline's tito-server (${baselineRoot})` : "tito-server";
+  ctx.note(`${what} with ${workers} worker(s), repeat ${ctx.repeat}: starting`);
+  const server = await startServer(workers, ctx.engine.url, ctx.serverFlags, ctx.verbose, ctx.serverEnv, baselineRoot);
   let childPids: number[] = [];
   const problems: string[] = [];
   try {
     ctx.note(
-      `tito-server with ${workers} worker(s), repeat ${ctx.repeat}: ready in ${(server.startupMs / 1000).toFixed(1)} s, running`,
+      `${what} with ${workers} worker(s), repeat ${ctx.repeat}: ready in ${(server.startupMs / 1000).toFixed(1)} s, running`,
     );
     const pids = await supervisionPids(server.url);
     childPids = Object.entries(pids)
@@ -170,9 +173,9 @@ export async function runServer(workers: number, ctx: RunContext): Promise<RunRe
       .map(([, pid]) => pid);
     if (pids.host !== server.pid)
       problems.push(`/supervision host_pid ${pids.host} is not the CLI's pid ${server.pid}`);
-    const target = new Target(`w${workers}`, server.url, { sessions: true, connections: ctx.shape.sessions + 2 });
+    const target = new Target(label, server.url, { sessions: true, connections: ctx.shape.sessions + 2 });
     try {
-      const measured = await measure(target, `w${workers}`, ctx, pids);
+      const measured = await measure(target, label, ctx, pids);
       return { ...measured, kind: "server", workers, startupMs: server.startupMs, problems };
     } finally {
       await target.close();

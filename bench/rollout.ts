@@ -60,7 +60,7 @@ async function main(): Promise<void> {
     `--engine-api=${config.engineApi}`,
     ...config.serverFlags,
   ];
-  const runsPerRepeat = 1 + config.workers.length;
+  const runsPerRepeat = 1 + config.workers.length * (config.baselineRoot ? 2 : 1);
   const progress = new Progress(config.repeat * runsPerRepeat * (config.sessions + 1) * config.turns);
   progress.phase("starting the engine (pre-building replies)");
   const loadAtStart = loadavg();
@@ -84,11 +84,16 @@ async function main(): Promise<void> {
           if (line.startsWith("warning")) process.stderr.write(`bench: ${line}\n`);
         },
       };
-      // Interleaved (floor, w1, w2, … per repeat) so slow drift of a shared machine hits all alike.
+      // Interleaved (floor, [base-w1,] w1, [base-w2,] w2, … per repeat) so slow drift of a shared machine hits all alike.
       // A failed run is reported and the others still run: one bad worker count must not hide the rest.
       const attempts: [string, () => Promise<RunResult>][] = [
         ["floor", () => runFloor(ctx)],
-        ...config.workers.map((w): [string, () => Promise<RunResult>] => [`w${w}`, () => runServer(w, ctx)]),
+        ...config.workers.flatMap((w): [string, () => Promise<RunResult>][] => [
+          ...(config.baselineRoot
+            ? [[`base-w${w}`, () => runServer(w, ctx, config.baselineRoot)] as [string, () => Promise<RunResult>]]
+            : []),
+          [`w${w}`, () => runServer(w, ctx)],
+        ]),
       ];
       for (const [label, run] of attempts) {
         try {
