@@ -110,6 +110,18 @@ export function generationPromptInputs(template: Template): string[] | undefined
   return [...inputs];
 }
 
+/**
+ * Whether the template can refuse a conversation as a whole: it names `raise_exception`
+ * anywhere (the chat-template convention for "this conversation is not valid"). One that
+ * does not refuses only what it cannot render, and the prompt builder's segment renders
+ * already render every appended message.
+ */
+export function mayRefuse(template: Template): boolean {
+  const names = new Set<string>();
+  collect(template.parsed.body, names, { call: false });
+  return names.has("raise_exception");
+}
+
 /** Whether every input of the block is a fixed plain value in the render context (or absent). */
 export function inputsArePlain(inputs: readonly string[], context: Record<string, unknown>): boolean {
   return inputs.every((name) => {

@@ -22,7 +22,7 @@ import {
   TokenizationError,
 } from "./errors.ts";
 import type { CheckpointView } from "./checkpoints.ts";
-import { generationPromptInputs, inputsArePlain } from "./generation-prompt.ts";
+import { generationPromptInputs, inputsArePlain, mayRefuse } from "./generation-prompt.ts";
 import { adoptStored, matchingPrefixLength, type MessageMatcher } from "./message-compare.ts";
 import type { TitoFamily } from "./families/index.ts";
 import type { TokenizerFolder } from "./tokenizer-folder.ts";
@@ -186,38 +186,58 @@ function segmentsOf(appended: readonly ChatMessage[]): ChatMessage[][] {
 }
 
 /**
- * Per folder: the inputs of its template's generation-prompt block when that block is
- * provably a constant suffix (generation-prompt.ts; null when not), and the suffix's ids
- * by the JSON of those inputs' values, learned from the first turn that rendered both ways.
+ * Per renderer: the inputs of its template's generation-prompt block when that block is
+ * provably a constant suffix (generation-prompt.ts; null when not), the suffix's ids by
+ * the JSON of those inputs' values, learned from the first turn that rendered both ways,
+ * and whether the template can refuse a conversation as a whole (mayRefuse).
  */
-const constantPrompts = new WeakMap<ChatRenderer, { inputs: string[] | null; ids: Map<string, readonly number[]> }>();
+const constantPrompts = new WeakMap<
+  ChatRenderer,
+  { inputs: string[] | null; ids: Map<string, readonly number[]>; mayRefuse: boolean }
+>();
+
+interface ConstantPrompt {
+  ids: Map<string, readonly number[]>;
+  key: string;
+  mayRefuse: boolean;
+}
 
 /** The key of the constant generation prompt for this context, or undefined when it is not constant. */
-function constantPromptKey(ctx: PromptContext): { ids: Map<string, readonly number[]>; key: string } | undefined {
+function constantPromptKey(ctx: PromptContext): ConstantPrompt | undefined {
   let known = constantPrompts.get(ctx.renderer);
   if (!known) {
     const template = ctx.renderer.template;
     const inputs = template ? generationPromptInputs(template) : undefined;
-    constantPrompts.set(ctx.renderer, (known = { inputs: inputs ?? null, ids: new Map() }));
+    known = { inputs: inputs ?? null, ids: new Map(), mayRefuse: template ? mayRefuse(template) : true };
+    constantPrompts.set(ctx.renderer, known);
   }
   if (known.inputs === null) return undefined;
   const context = fixedContext(ctx.folder, ctx.kwargs);
   if (!inputsArePlain(known.inputs, context)) return undefined;
   return {
     ids: known.ids,
+    mayRefuse: known.mayRefuse,
     key: JSON.stringify(known.inputs.map((name) => (context[name] === undefined ? [name] : [name, context[name]]))),
   };
 }
 
+/**
+ * The ids of the generation prompt: the difference between the whole request rendered
+ * with it and without it (TITO.md, building the prompt ids, step d). When that difference
+ * is a proven constant suffix whose ids are known, no render is needed for the ids; the
+ * conversation is still rendered when the template can refuse it as a whole (mayRefuse),
+ * so such a refusal stays a 400. A template that cannot gets the known ids without
+ * rendering the whole conversation on every turn (O(conversation) in jinja).
+ */
 function generationPromptIds(
   ctx: PromptContext,
   messages: readonly ChatMessage[],
   tools?: unknown[],
 ): readonly number[] {
-  // Rendered even when the suffix is known: a conversation the template rejects is still a 400.
-  const without = renderOrThrow(ctx.renderer, messages, { addGenerationPrompt: false, kwargs: ctx.kwargs, tools });
   const constant = constantPromptKey(ctx);
   const known = constant?.ids.get(constant.key);
+  if (known && !constant!.mayRefuse) return known;
+  const without = renderOrThrow(ctx.renderer, messages, { addGenerationPrompt: false, kwargs: ctx.kwargs, tools });
   // The same ids the render with the prompt would give: it is `without` + a suffix fixed by the key.
   if (known) return known;
   const withPrompt = renderOrThrow(ctx.renderer, messages, { addGenerationPrompt: true, kwargs: ctx.kwargs, tools });

@@ -1,9 +1,9 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { Template } from "@huggingface/jinja";
-import { renderChat, templateOf, type ChatMessage } from "../../sessions/chat-template.ts";
+import { renderChat, templateOf, type ChatMessage, type ChatRenderer } from "../../sessions/chat-template.ts";
 import { TemplateRenderError } from "../../sessions/errors.ts";
-import { generationPromptInputs, inputsArePlain } from "../../sessions/generation-prompt.ts";
+import { generationPromptInputs, inputsArePlain, mayRefuse } from "../../sessions/generation-prompt.ts";
 import { planPrompt, promptContext, type PromptContext } from "../../sessions/prompt-builder.ts";
 import { selectFamily } from "../../sessions/families/index.ts";
 import type { TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
@@ -99,6 +99,41 @@ test("every turn ends with the suffix two renders give, for each kwargs value, i
       });
     }
   }
+});
+
+test("a template that names raise_exception anywhere may refuse a conversation; one that does not cannot", () => {
+  assert.ok(mayRefuse(new Template("{% if messages|length > 4 %}{{ raise_exception('too long') }}{% endif %}")));
+  assert.ok(mayRefuse(new Template("{% macro no(m) %}{{ raise_exception(m) }}{% endmacro %}{{ no('x') }}")));
+  assert.not.ok(mayRefuse(new Template("{% for m in messages %}{{ m.content }}{% endfor %}")));
+  // The qwen3 family's own template refuses nothing; qwen3.5's refuses a late system message.
+  assert.not.ok(mayRefuse(promptContext(folder, family).renderer.template!));
+  const qwen35 = selectFamily(folder, "qwen35");
+  assert.ok(mayRefuse(promptContext(folder, qwen35).renderer.template!));
+});
+
+test("a template that cannot refuse renders the whole conversation only until the suffix is known", () => {
+  const base = promptContext(folder, family, { enable_thinking: false }, ["tool"]);
+  // The conversation's own renders start with its first message; the segment renders start with a dummy system message.
+  let whole = 0;
+  const counting: ChatRenderer = {
+    template: base.renderer.template,
+    render: (messages, options) => {
+      if (messages[0]!.role === "user") whole++;
+      return base.renderer.render(messages, options);
+    },
+  };
+  const ctx: PromptContext = { ...base, renderer: counting };
+  const { plans, requests } = conversation(ctx, 6);
+  // Turn 0 renders once (with the prompt), turn 1 twice (learning the suffix), turns 2-5 never.
+  assert.is(whole, 3);
+  // And the ids are the two-render ids: the whole request with and without the prompt.
+  plans.forEach((ids, k) => {
+    const options = { tools: [WEATHER_TOOL], kwargs: ctx.kwargs };
+    const without = renderChat(folder, requests[k]!, { ...options, addGenerationPrompt: false });
+    const withPrompt = renderChat(folder, requests[k]!, { ...options, addGenerationPrompt: true });
+    const suffix = folder.encode(withPrompt.slice(without.length));
+    assert.equal(ids.slice(ids.length - suffix.length), suffix, `turn ${k}`);
+  });
 });
 
 test("a conversation the template rejects is still a 400 once the suffix is known", () => {
