@@ -130,6 +130,24 @@ export function fixedContext(folder: TokenizerFolder, kwargs?: Record<string, un
   };
 }
 
+const LEADING_NEWLINES = /^\n+/;
+const TRAILING_NEWLINES = /\n+$/;
+const onText = (strip: (s: string) => string) => (value: unknown) => (typeof value === "string" ? strip(value) : value);
+const lstripNl = (s: string) => s.replace(LEADING_NEWLINES, "");
+const rstripNl = (s: string) => s.replace(TRAILING_NEWLINES, "");
+
+/**
+ * Functions every render's context provides: Python's `lstrip('\n')`, `rstrip('\n')` and
+ * `strip('\n')`, which @huggingface/jinja's argument-less strips cannot say. The
+ * Qwen3-family templates call them; written as jinja macros they cost a string slice per
+ * call (O(length) in the library) and most of a tool segment's render.
+ */
+const NEWLINE_STRIPS: Readonly<Record<string, (value: unknown) => unknown>> = {
+  lstrip_nl: onText(lstripNl),
+  rstrip_nl: onText(rstripNl),
+  strip_nl: onText((s) => rstripNl(lstripNl(s))),
+};
+
 export function renderChat(folder: TokenizerFolder, messages: readonly ChatMessage[], options: RenderOptions): string {
   return renderWith(templateOf(folder), folder, messages, options);
 }
@@ -141,6 +159,7 @@ function renderWith(
   options: RenderOptions,
 ): string {
   const context: Record<string, unknown> = {
+    ...NEWLINE_STRIPS,
     ...fixedContext(folder, options.kwargs),
     messages: messages.map(normalizeMessage),
     add_generation_prompt: options.addGenerationPrompt,

@@ -16,28 +16,8 @@
 //   generation prompt: qwen3 `<|im_start|>assistant\n` (+ `<think>\n\n</think>\n\n` with
 //   enable_thinking=false); qwennext `<|im_start|>assistant\n<think>\n` always.
 // Python's strip('\n') strips newlines only; @huggingface/jinja's strip() takes no argument
-// and strips all whitespace, so the newline-only strips are macros (shared with Qwen3.5's).
-
-/** Newline-only strips (Python's `lstrip('\n')`, `rstrip('\n')`, `strip('\n')`). */
-export const NEWLINE_STRIP_MACROS = String.raw`
-{%- macro lstrip_nl(s) -%}
-{%- set lead = s|length - s.lstrip()|length -%}
-{%- set at = namespace(i=lead, found=false) -%}
-{%- for i in range(lead) -%}
-{%- if not at.found and s[i] != '\n' -%}{%- set at.i = i -%}{%- set at.found = true -%}{%- endif -%}
-{%- endfor -%}
-{{- s[at.i:] -}}
-{%- endmacro -%}
-{%- macro rstrip_nl(s) -%}
-{%- set body = s.rstrip()|length -%}
-{%- set at = namespace(j=body) -%}
-{%- for i in range(body, s|length) -%}
-{%- if s[i] != '\n' -%}{%- set at.j = i + 1 -%}{%- endif -%}
-{%- endfor -%}
-{{- s[:at.j] -}}
-{%- endmacro -%}
-{%- macro strip_nl(s) -%}{{- rstrip_nl(lstrip_nl(s)) -}}{%- endmacro -%}
-`;
+// and strips all whitespace, so the newline-only strips (lstrip_nl, rstrip_nl, strip_nl)
+// are functions every render's context provides (chat-template.ts, shared with Qwen3.5's).
 
 const TEXT_OF = String.raw`
 {%- macro text_of(content) -%}
@@ -130,9 +110,8 @@ const THINKING_PROMPT = String.raw`
 `;
 
 /** Qwen3 hybrid thinking (the enable_thinking switch). */
-export const QWEN3_TEMPLATE =
-  `{#- Qwen3, append-only (tito-server) -#}${NEWLINE_STRIP_MACROS}${TEXT_OF}${BODY}${QWEN3_PROMPT}`.trim();
+export const QWEN3_TEMPLATE = `{#- Qwen3, append-only (tito-server) -#}${TEXT_OF}${BODY}${QWEN3_PROMPT}`.trim();
 
 /** Qwen3-Thinking-2507 / Qwen3-Next-Thinking: the generation prompt always opens the think block. */
 export const QWENNEXT_TEMPLATE =
-  `{#- Qwen3 Thinking-2507 / Next, append-only (tito-server) -#}${NEWLINE_STRIP_MACROS}${TEXT_OF}${BODY}${THINKING_PROMPT}`.trim();
+  `{#- Qwen3 Thinking-2507 / Next, append-only (tito-server) -#}${TEXT_OF}${BODY}${THINKING_PROMPT}`.trim();

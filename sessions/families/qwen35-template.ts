@@ -14,7 +14,6 @@
 // A system message anywhere but first raises, as the model's template does (hence no
 // system appends). Argument values: strings as they are, anything else as JSON. Image and
 // video parts render as the model's vision placeholders.
-import { NEWLINE_STRIP_MACROS } from "./qwen3-template.ts";
 
 const TEXT_OF = String.raw`
 {%- macro text_of(content) -%}
@@ -115,5 +114,4 @@ const BODY = String.raw`
 {%- endif -%}
 `;
 
-export const QWEN35_TEMPLATE =
-  `{#- Qwen3.5, append-only (tito-server) -#}${NEWLINE_STRIP_MACROS}${TEXT_OF}${BODY}`.trim();
+export const QWEN35_TEMPLATE = `{#- Qwen3.5, append-only (tito-server) -#}${TEXT_OF}${BODY}`.trim();
