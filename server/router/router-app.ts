@@ -59,8 +59,10 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
 
   // Every response names the instance that made it (the id /health reports): behind a
   // balancer, a client can tell which instance holds its session.
-  app.addHook("onRequest", async (_request, reply) => {
+  // A callback hook, not an async one: it runs on every request, and an async hook costs a promise and a tick.
+  app.addHook("onRequest", (_request, reply, done) => {
     reply.header("x-tito-instance", status.instanceId);
+    done();
   });
 
   const door = options.door ?? new RolloutDoor({ holdTimeoutMs: DEFAULT_HOLD_TIMEOUT_MS });

@@ -87,11 +87,13 @@ export async function metricsRoutes(
 ): Promise<void> {
   const { links, metrics } = opts;
 
-  app.addHook("onResponse", async (request, reply) => {
+  // A callback hook (every request runs it): no promise per response.
+  app.addHook("onResponse", (request, reply, done) => {
     const route = request.routeOptions.url ?? "unmatched";
     metrics.requests.inc({ route, method: request.method, status: String(reply.statusCode) });
     if (route === "/sessions/:id/v1/chat/completions" || route === "/sessions/:id/v1/messages")
       metrics.chatLatency.observe({ status: String(reply.statusCode) }, reply.elapsedTime / 1000);
+    done();
   });
 
   app.get("/metrics", async (request, reply) => {

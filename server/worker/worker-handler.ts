@@ -55,14 +55,23 @@ async function abortableTurn(
   caller: AbortSignal,
   run: (signal: AbortSignal) => Promise<CoreResponse>,
 ): Promise<CoreResponse> {
+  // One controller for both: a pause aborts it, and so does the caller leaving (cheaper
+  // per turn than AbortSignal.any, which Node 20 tracks with weak references).
   const pause = new AbortController();
+  const onCaller = () => pause.abort(caller.reason);
+  if (caller.aborted) onCaller();
+  else caller.addEventListener("abort", onCaller, { once: true });
   turns.add(pause);
   let streaming = false;
   try {
-    const res = await run(AbortSignal.any([caller, pause.signal]));
+    const res = await run(pause.signal);
     if (isStream(res.body)) {
       streaming = true;
-      return { ...res, body: whileOpen(res.body, caller, () => turns.delete(pause)) };
+      const over = () => {
+        caller.removeEventListener("abort", onCaller);
+        turns.delete(pause);
+      };
+      return { ...res, body: whileOpen(res.body, caller, over) };
     }
     if (!pause.signal.aborted || res.status === 200) return res;
     const err = new TurnAbortedError();
@@ -70,7 +79,11 @@ async function abortableTurn(
     aborted.headers["retry-after"] = RETRY_AFTER_S;
     return aborted;
   } finally {
-    if (!streaming) turns.delete(pause);
+    // A stream's engine request runs on until its body is over (whileOpen above).
+    if (!streaming) {
+      caller.removeEventListener("abort", onCaller);
+      turns.delete(pause);
+    }
   }
 }
 
