@@ -3,10 +3,12 @@
 // afterStop, so a restart never leaves two processes for one child. An unexpected exit
 // makes the actor crash with a ChildExitedError; onCrash (synchronous, never throwing)
 // asks the restart policy and answers `reset` (respawn after backoff) or `escalate`.
-// initialStateFunc never throws: it only arms the timer that sends `spawn`.
+// initialStateFunc never throws: it only arms the timer that sends `spawn`. A message that
+// comes with a handle (the router's records handoff) never enters a mailbox: onHandle takes
+// it synchronously, and `running` says which process of each child may be handed one.
 import type { ChildProcess } from "node:child_process";
 import { dispatch, spawn, type MessageContext, type Ref } from "./nact.ts";
-import type { ChildToHost } from "./control-messages.ts";
+import { isRecordsHandoff, type ChildToHost } from "./control-messages.ts";
 import { ChildExitedError } from "./errors.ts";
 import type { EventDraft } from "./events.ts";
 import type { EventLogMessage } from "./event-log.ts";
@@ -53,14 +55,27 @@ export interface ChildActorOptions {
   graceMs: number;
   /** Registry of live processes, shared with the host's exit hook. */
   live: Set<ChildProcess>;
+  /** The running process of each child by name: set once it is ready, gone once it exits. */
+  running: Map<string, RunningChild>;
+  /** A message that came with a handle; without it such a handle is closed. */
+  onHandle?: HandleListener;
 }
+
+/** A child process that reported ready, and its incarnation. */
+export interface RunningChild {
+  proc: ChildProcess;
+  epoch: number;
+}
+
+/** Takes a message that came with a handle, synchronously, from the child named `from`. */
+export type HandleListener = (from: string, message: unknown, handle: unknown) => void;
 
 /** What a child actor tells its parent (the supervisor). */
 type ToParent = ChildStatus | ChildEscalation | ChildReport;
 type Context = MessageContext<ChildActorMessage, ToParent>;
 
 export function spawnChildActor(parent: Ref<ToParent>, options: ChildActorOptions): Ref<ChildActorMessage> {
-  const { spec, policy, eventLog, graceMs, live } = options;
+  const { spec, policy, eventLog, graceMs, live, running } = options;
   const name = spec.name;
   // Incarnation memory: survives nact's reset, which re-runs initialStateFunc.
   let current: ChildProcess | undefined;
@@ -95,6 +110,7 @@ export function spawnChildActor(parent: Ref<ToParent>, options: ChildActorOption
     const self = ctx.self;
     proc.on("exit", (code, signal) => {
       live.delete(proc);
+      if (running.get(name)?.proc === proc) running.delete(name);
       dispatch(self, { type: "exit", pid, code, signal });
     });
     proc.on("error", (err) => {
@@ -102,7 +118,13 @@ export function spawnChildActor(parent: Ref<ToParent>, options: ChildActorOption
       if (proc.pid === undefined) dispatch(self, { type: "exit", pid, code: null, signal: null });
       else process.stderr.write(`${name}: child process error: ${err.message}\n`);
     });
-    proc.on("message", (message) => dispatch(self, { type: "message", pid, message: message as ChildToHost }));
+    proc.on("message", (message, handle) => {
+      if (handle === undefined && !isRecordsHandoff(message))
+        return dispatch(self, { type: "message", pid, message: message as ChildToHost });
+      // A socket is never put in a mailbox: it goes on now, or is closed.
+      if (options.onHandle) options.onHandle(name, message, handle);
+      else (handle as { destroy?: () => void } | undefined)?.destroy?.();
+    });
     publish("spawned", pid, { epoch });
     tell(ctx.parent, "starting", pid);
     return { status: "starting", proc };
@@ -121,6 +143,7 @@ export function spawnChildActor(parent: Ref<ToParent>, options: ChildActorOption
     }
     if (state.status !== "starting" || msg.message?.type !== "ready") return state;
     policy.noteReady(Date.now());
+    if (isAlive(state.proc)) running.set(name, { proc: state.proc!, epoch });
     // Tell the supervisor first: whoever sees the event then already sees the new tree.
     tell(ctx.parent, "running", msg.pid, msg.message.info);
     publish("ready", msg.pid, msg.message.info ?? {});

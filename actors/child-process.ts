@@ -4,6 +4,7 @@
 // A child exits on its own when the IPC channel closes (see child-runtime.ts).
 import { fork, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
+import type { Socket } from "node:net";
 import { pathToFileURL } from "node:url";
 import type { ChildToHost } from "./control-messages.ts";
 
@@ -102,6 +103,26 @@ export function sendToChild(proc: ChildProcess | undefined, message: unknown): b
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * Sends a message with a handle (a records GET's socket) over IPC. Node closes our copy of
+ * the handle once the child has it, or at once if the send fails; `callback` runs then.
+ * False, with nothing sent and the handle untouched, when the channel is already gone.
+ */
+export function sendHandleToChild(
+  proc: ChildProcess,
+  message: unknown,
+  handle: Socket,
+  callback: (err: Error | null) => void,
+): boolean {
+  if (!proc.connected) return false;
+  try {
+    proc.send(message as never, handle, { keepOpen: false }, callback);
+    return true;
+  } catch {
+    return false; // the channel closed under us: nothing was sent
   }
 }
 

@@ -2,7 +2,8 @@
 // read the config the host passed, report ready, and never outlive the host — exit when
 // the IPC channel closes (Node has no parent-death signal) and, as a backstop, when the
 // parent pid changes. SIGTERM runs the child's own close hook, then exits 0.
-import type { ChildToHost } from "./control-messages.ts";
+import type { Socket } from "node:net";
+import type { ChildToHost, RecordsHandoff } from "./control-messages.ts";
 
 export interface ChildRuntime<Config> {
   config: Config & { name: string; epoch: number };
@@ -13,8 +14,14 @@ export interface ChildRuntime<Config> {
    * death then, so a job may exit).
    */
   report(message: ChildToHost): Promise<void>;
-  /** Messages the host sends (HostToRouter for the router). */
-  onMessage(listener: (message: unknown) => void): void;
+  /** Messages the host sends (HostToRouter for the router), and the handle one may carry. */
+  onMessage(listener: (message: unknown, handle?: unknown) => void): void;
+  /**
+   * Hands a client's socket to the host (the router's records handoff). Our copy stays
+   * open until `callback` (Node's keepOpen): on success the caller destroys it, since the
+   * host has it now; on an error it is still the caller's to answer on.
+   */
+  sendSocket(message: RecordsHandoff, socket: Socket, callback: (err: Error | null) => void): void;
   /** Runs once before the process exits on SIGTERM/SIGINT or host loss; keep it short. */
   onClose(hook: () => Promise<void> | void): void;
 }
@@ -67,6 +74,13 @@ export function startChildRuntime<Config>(): ChildRuntime<Config> {
     },
     onMessage(listener) {
       process.on("message", listener);
+    },
+    sendSocket(message, socket, callback) {
+      try {
+        process.send!(message, socket, { keepOpen: true }, callback);
+      } catch (err) {
+        process.nextTick(callback, err as Error);
+      }
     },
     onClose(hook) {
       hooks.push(hook);

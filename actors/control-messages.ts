@@ -1,5 +1,7 @@
 // The control plane between the host and its children, over Node's IPC channel.
-// Small JSON messages only; the data plane (HTTP bodies, records) never passes here.
+// Small JSON messages only; the data plane (HTTP bodies, records) never passes here. The
+// one exception is a handle, not bytes: a records GET's client socket goes router -> host
+// -> worker with a RecordsHandoff (docs/architecture.md, "The records handoff").
 import type { SupervisionEvent } from "./events.ts";
 
 /** What a shard looks like to the router. */
@@ -38,6 +40,40 @@ export interface RolloutState {
 export interface RolloutEvent {
   kind: "paused" | "resumed";
   detail: Record<string, unknown>;
+}
+
+/**
+ * Router -> host -> worker, with the client's socket as the IPC handle (never one of the
+ * messages above: the host takes it off the channel before anything reaches an actor's
+ * mailbox, and forwards it at once; child-actor.ts). The worker of
+ * `shard` kept a records response under `ticket` and writes it to that socket. The host
+ * forwards it only to the process of that shard and `epoch`; when there is none (the worker
+ * died or restarted meanwhile) it answers the client `503 {"error": refusal}` itself.
+ */
+export interface RecordsHandoff {
+  type: "records-handoff";
+  shard: number;
+  epoch: number;
+  ticket: string;
+  /** The response headers the router itself adds (x-tito-instance, x-tito-shard). */
+  headers: Record<string, string | string[]>;
+  /** The router's error message for an unavailable worker, for the host's 503. */
+  refusal: string;
+}
+
+export function isRecordsHandoff(message: unknown): message is RecordsHandoff {
+  const m = message as Partial<RecordsHandoff> | null;
+  return (
+    typeof m === "object" &&
+    m !== null &&
+    m.type === "records-handoff" &&
+    Number.isInteger(m.shard) &&
+    Number.isInteger(m.epoch) &&
+    typeof m.ticket === "string" &&
+    typeof m.headers === "object" &&
+    m.headers !== null &&
+    typeof m.refusal === "string"
+  );
 }
 
 /** Child -> host. */

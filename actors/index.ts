@@ -2,9 +2,11 @@
 // events and errors, and the control messages its children speak. Never imports sessions/.
 export { SupervisionTree, type SupervisionTreeOptions } from "./supervision-tree.ts";
 export { runChildJob, type ChildSpec } from "./child-process.ts";
+export { isRecordsHandoff } from "./control-messages.ts";
 export type {
   ChildToHost,
   HostToRouter,
+  RecordsHandoff,
   RolloutEvent,
   RolloutState,
   ShardRoute,

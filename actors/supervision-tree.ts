@@ -1,7 +1,9 @@
 // The host's handle on the actor system: starts nact with the event log and the
 // supervisor, mirrors the tree for synchronous reads, and tears everything down once.
-// Nothing here is on the data path. Process-exit hooks SIGKILL whatever children are
-// alive if the host exits without shutdown(); they are removed after shutdown.
+// Nothing here is on the data path but one hand-over: sendHandle passes a socket a child
+// sent (the router's records handoff) on to the running process of another. Process-exit
+// hooks SIGKILL whatever children are alive if the host exits without shutdown(); they are
+// removed after shutdown.
 import { EventEmitter } from "node:events";
 import type { ChildProcess } from "node:child_process";
 import {
@@ -12,7 +14,9 @@ import {
   type ActorSystemRef,
   type Ref,
 } from "./nact.ts";
-import { killNow, type ChildSpec } from "./child-process.ts";
+import type { Socket } from "node:net";
+import type { HandleListener, RunningChild } from "./child-actor.ts";
+import { killNow, sendHandleToChild, type ChildSpec } from "./child-process.ts";
 import type { TreeSnapshot } from "./control-messages.ts";
 import { ActorQueryTimeoutError, SessionServerFailedError } from "./errors.ts";
 import { jsonlWriter, spawnEventLog, type EventLogMessage } from "./event-log.ts";
@@ -37,6 +41,11 @@ export interface SupervisionTreeOptions {
    * "exit" listener so that many servers in one process add one listener each.
    */
   onProcessExit?: () => void;
+  /**
+   * Takes every message a child sends with a handle (the router's records handoff),
+   * synchronously, before anything reaches an actor; without it such a handle is closed.
+   */
+  onHandle?: HandleListener;
 }
 
 export class SupervisionTree extends EventEmitter {
@@ -47,6 +56,8 @@ export class SupervisionTree extends EventEmitter {
   #tree: TreeSnapshot;
   /** Every child process of this tree that has not exited yet. */
   #live = new Set<ChildProcess>();
+  /** The running (ready, not exited) process of each child, by name. */
+  #running = new Map<string, RunningChild>();
   #stopping: Promise<void> | undefined;
   #exitHook = () => {
     for (const proc of this.#live) killNow(proc);
@@ -90,6 +101,8 @@ export class SupervisionTree extends EventEmitter {
       eventLog,
       ring: this.ring,
       live: this.#live,
+      running: this.#running,
+      onHandle: options.onHandle,
       onTree: (tree) => {
         this.#tree = tree;
         this.emit("tree", tree);
@@ -142,6 +155,24 @@ export class SupervisionTree extends EventEmitter {
       this.on("tree", onTree);
       onTree(this.#tree);
     });
+  }
+
+  /**
+   * Sends `message` with `socket` to child `name` if its running process is incarnation
+   * `epoch`. False, with nothing sent and the socket still the caller's, when it is not
+   * (exited, restarting, or a newer one). Otherwise Node closes our copy of the socket once
+   * the child has it, or when the send fails; `callback` runs then.
+   */
+  sendHandle(
+    name: string,
+    epoch: number,
+    message: unknown,
+    socket: Socket,
+    callback: (err: Error | null) => void,
+  ): boolean {
+    const child = this.#running.get(name);
+    if (child === undefined || child.epoch !== epoch) return false;
+    return sendHandleToChild(child.proc, message, socket, callback);
   }
 
   events(since = 0): SupervisionEvent[] {

@@ -11,6 +11,8 @@ import {
   type ChildEscalation,
   type ChildReport,
   type ChildStatus,
+  type HandleListener,
+  type RunningChild,
 } from "./child-actor.ts";
 import type { ChildSpec } from "./child-process.ts";
 import type { HostToRouter, ShardRoute, TreeSnapshot } from "./control-messages.ts";
@@ -28,6 +30,9 @@ export interface SupervisorConfig {
   ring: EventRing;
   /** The tree's live child processes (for the host's exit hook). */
   live: Set<ChildProcess>;
+  /** The running process of each child (child-actor.ts), and who takes a message with a handle. */
+  running: Map<string, RunningChild>;
+  onHandle?: HandleListener;
   /** Called with every new view of the tree (the host keeps it for check()/tree()). */
   onTree(tree: TreeSnapshot): void;
 }
@@ -199,6 +204,8 @@ export function spawnSupervisor(system: ActorSystemRef, config: SupervisorConfig
           eventLog: config.eventLog,
           graceMs: config.graceMs,
           live: config.live,
+          running: config.running,
+          onHandle: config.onHandle,
         });
         for (const spec of config.shards) children.set(spec.name, spawnChildActor(ctx.self, options(spec)));
         children.set(config.router.name, spawnChildActor(ctx.self, options(config.router)));

@@ -53,7 +53,7 @@ type ForwardOp<O extends string> = SessionOp<O> & {
 /** One request frame's metadata, discriminated by `op`. */
 export type ShardRequest =
   | SessionOp<"create">
-  | SessionOp<"get">
+  | GetOp
   | SessionOp<"delete">
   | ChatOp
   | ForwardOp<"samples">
@@ -65,6 +65,13 @@ export type ShardRequest =
   // engine request and answers a retryable 503 unless it already committed.
   | { op: "abort-turns" }
   | ListOp;
+
+/**
+ * The records of a session (GET /sessions/{id}). `handoff`: the router's ticket when it can
+ * hand the client's socket to the worker (docs/architecture.md, "The records handoff"): the
+ * worker keeps a 200 response under the ticket and replies without its body, `handoff: true`.
+ */
+export type GetOp = SessionOp<"get"> & { handoff?: string };
 
 /**
  * A chat turn. `weightVersion`: the policy version current when the router sent it (the
@@ -87,12 +94,15 @@ export type ShardOp = ShardRequest["op"];
 /**
  * Every op's reply metadata: the HTTP status and headers the router relays to the client
  * unchanged (never framing headers). A failed op is a transport error frame instead.
+ * `handoff`: a get with a ticket whose response the worker kept, to write it to the
+ * client's socket itself once the router hands that over; the reply has no body.
  */
-export type ShardReply = { status: number; headers: Record<string, string> };
+export type ShardReply = { status: number; headers: Record<string, string>; handoff?: boolean };
 
 /** A reply as the router reads it: typed metadata, and the body still streaming in. */
 export interface ShardResponse extends ShardReply {
   body: IncomingBody;
+  handoff: boolean;
 }
 
 // Which fields each op carries, derived from the union so that this table (what the worker
@@ -131,6 +141,7 @@ export async function requestShard(
     status: Number(res.meta.status) || 502,
     headers: isObject(headers) ? (headers as Record<string, string>) : {},
     body: res.body,
+    handoff: res.meta.handoff === true,
   };
 }
 
@@ -155,6 +166,8 @@ export function readShardRequest(meta: Meta): { ok: true; request: ShardRequest 
           : (notString(meta, "sessionId", "method", "path", "query") ??
             (isObject(meta.headers) ? undefined : "headers"));
   if (wrong !== undefined) return { ok: false, problem: `op "${op}" without a valid ${wrong}` };
+  if (op === "get" && meta.handoff !== undefined && typeof meta.handoff !== "string")
+    return { ok: false, problem: `op "get" with a handoff that is not a string` };
   const version = meta.weightVersion;
   if (op === "chat" && version !== undefined && version !== null && typeof version !== "string")
     return { ok: false, problem: `op "chat" with a weightVersion that is not a string` };

@@ -10,7 +10,7 @@ export interface Layer {
   path: string;
 }
 
-/** The folders (and the two lone files) that hold the server's sources, most specific first. */
+/** The folders (and the lone files) that hold the server's sources, most specific first. */
 export const LAYERS: readonly Layer[] = [
   { name: "buffers", path: "buffers/" },
   { name: "transport", path: "transport/" },
@@ -18,6 +18,7 @@ export const LAYERS: readonly Layer[] = [
   { name: "sessions", path: "sessions/" },
   { name: "engine", path: "engine/" },
   { name: "shard-protocol", path: "server/shard-protocol.ts" },
+  { name: "raw-http", path: "server/raw-http-response.ts" },
   { name: "router", path: "server/router/" },
   { name: "worker", path: "server/worker/" },
   { name: "host", path: "server/host/" },
@@ -53,6 +54,12 @@ export const RULES: Readonly<Record<string, LayerRule>> = {
     uses: ["transport", "buffers"],
     says: "server/shard-protocol.ts imports only transport/ and buffers/ (the router imports it, so it must not pull in sessions/ or engine/)",
   },
+  // The records handoff's response writer (docs/architecture.md): the worker writes a records
+  // GET to the client's socket with it, the host its 503 when that worker is gone.
+  "raw-http": {
+    uses: ["buffers"],
+    says: "server/raw-http-response.ts imports only buffers/ (the host loads it, so it must not pull in sessions/ or engine/)",
+  },
   router: {
     // actors/: router-main runs the child side of supervision (startChildRuntime).
     uses: ["transport", "buffers", "actors", "shard-protocol"],
@@ -60,15 +67,16 @@ export const RULES: Readonly<Record<string, LayerRule>> = {
   },
   worker: {
     // actors/: worker-main runs the child side of supervision (startChildRuntime).
-    uses: ["sessions", "engine", "transport", "buffers", "actors", "shard-protocol"],
-    says: "server/worker/ joins sessions/, engine/ and transport/ (plus buffers/, actors/ for the child runtime, and the shard protocol)",
+    uses: ["sessions", "engine", "transport", "buffers", "actors", "shard-protocol", "raw-http"],
+    says: "server/worker/ joins sessions/, engine/ and transport/ (plus buffers/, actors/ for the child runtime, the shard protocol, and the records handoff's response writer)",
   },
   host: {
-    uses: ["actors", "buffers"],
+    // raw-http: the host's 503 when a records handoff finds its worker gone.
+    uses: ["actors", "buffers", "raw-http"],
     // The children's entry files are started by path, never imported; their config types are.
     types: ["router", "worker", "sessions"],
     onDemand: ["sim-engine"],
-    says: "server/host/ sits on actors/ (and buffers/); it loads server/sim-engine/ only on demand, and takes only types from the router, the worker and sessions/",
+    says: "server/host/ sits on actors/ (and buffers/, and the records handoff's response writer); it loads server/sim-engine/ only on demand, and takes only types from the router, the worker and sessions/",
   },
   "sim-engine": {
     uses: ["sessions", "buffers"],

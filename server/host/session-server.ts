@@ -1,6 +1,7 @@
 // The embedding API: startSessionServer() starts the supervision tree (router + N
 // workers as child processes) and returns a handle for a rollout program. The host
-// process (the caller's) runs only the actor system: no request passes through it.
+// process (the caller's) runs only the actor system: no request's bytes pass through it
+// (a records GET's socket is only handed on, router to worker: records-handoff.ts).
 // Without engineUrl the built-in simulated engine runs in this process (a stand-in
 // for the GPU engine, for development and examples).
 import { randomBytes } from "node:crypto";
@@ -17,6 +18,7 @@ import {
   type TreeSnapshot,
 } from "../../actors/index.ts";
 import { lockDataDir, type DataDirLock } from "./data-dir-lock.ts";
+import { forwardRecordsHandoff } from "./records-handoff.ts";
 import { makeSocketDir, sweepStaleSocketDirs } from "./socket-dir.ts";
 import { prepareJournal, type ReshardJob } from "./journal-layout.ts";
 import type { TrainingSample } from "../../sessions/index.ts";
@@ -347,6 +349,8 @@ export async function startSessionServer(options: SessionServerOptions = {}): Pr
       graceMs: opts.shutdownGraceMs,
       eventsFile: opts.eventsFile,
       onProcessExit: onExit,
+      // A records GET's socket, router -> worker (records-handoff.ts): never into a mailbox.
+      onHandle: (from, message, handle) => forwardRecordsHandoff(tree!, from, message, handle),
       listeners: [
         ...(opts.onEvent ? [opts.onEvent] : []),
         (event) => {

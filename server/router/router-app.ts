@@ -18,6 +18,7 @@ import type { ShardLinks } from "./shard-links.ts";
 import { authHook, DEFAULT_AGENT_PROXY_ALLOW, SessionTokens } from "./router-auth.ts";
 import { adminRoutes } from "./router-admin.ts";
 import { RolloutDoor } from "./rollout-door.ts";
+import type { SocketHandoff } from "./records-handoff.ts";
 
 export interface RouterAppOptions {
   links: ShardLinks;
@@ -30,6 +31,8 @@ export interface RouterAppOptions {
   logger?: Logger | false;
   /** The rollout door chat turns pass (default: an open one that reports to nobody). */
   door?: RolloutDoor;
+  /** Hands records GETs' sockets to their workers (router-main.ts, with the host's IPC); default: relay them. */
+  handoff?: SocketHandoff;
 }
 
 /** Default --hold-timeout-ms, for a router app built without a door (tests). */
@@ -90,7 +93,7 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   // fastify-plugin: the metrics hook must see every route, not only its own plugin's.
   app.register(fp(metricsRoutes), { links, metrics });
   app.register(statusRoutes, { links, status });
-  app.register(sessionRoutes, { links, metrics, tokens, door });
+  app.register(sessionRoutes, { links, metrics, tokens, door, handoff: options.handoff });
   app.register(adminRoutes, { door });
   return app;
 }

@@ -8,6 +8,7 @@ import { RolloutDoor } from "./rollout-door.ts";
 import { buildRouterApp } from "./router-app.ts";
 import { addEvents, type RouterStatus } from "./router-status.ts";
 import { ShardLinks } from "./shard-links.ts";
+import { SocketHandoff } from "./records-handoff.ts";
 
 export interface RouterConfig {
   host: string;
@@ -46,8 +47,13 @@ const door = new RolloutDoor({
   report: (rollout, event) => runtime.report({ type: "rollout", rollout, event }),
 });
 
+// A records GET's socket goes to its worker through the host, the one process both talk to
+// over IPC (records-handoff.ts).
+const handoff = new SocketHandoff((message, socket, callback) => runtime.sendSocket(message, socket, callback));
+
 const app = buildRouterApp({
   door,
+  handoff,
   links,
   status,
   bodyLimit: config.bodyLimit,

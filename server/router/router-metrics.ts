@@ -1,5 +1,5 @@
 // GET /metrics (Prometheus text, prom-client): the router's own counters — requests by
-// route and status, chat latency, in-flight requests and relayed bytes per shard, the
+// route and status, chat latency, in-flight requests, relayed bytes and records handoffs per shard, the
 // tree's state and restarts, the rollout door's series (rollout-metrics.ts) — merged with
 // every reachable worker's metrics, fetched over the transport. A shard that cannot
 // answer in time is left out, never waited on long.
@@ -21,6 +21,7 @@ export class RouterMetrics {
   readonly chatLatency: Histogram<"status">;
   readonly inflight: Gauge<"shard">;
   readonly relayedBytes: Counter<"shard">;
+  readonly handoffs: Counter<"shard">;
   readonly authRefusals: Counter<"route" | "status">;
   readonly rollout: RolloutMetrics;
 
@@ -49,6 +50,12 @@ export class RouterMetrics {
     this.relayedBytes = new Counter({
       name: "tito_relayed_reply_bytes_total",
       help: "Reply body bytes relayed from workers to clients, by shard.",
+      labelNames: ["shard"],
+      registers,
+    });
+    this.handoffs = new Counter({
+      name: "tito_records_handoffs_total",
+      help: "Records GETs (GET /sessions/:id) whose client socket the router handed to the worker, which wrote the response itself; their bytes are not in tito_relayed_reply_bytes_total.",
       labelNames: ["shard"],
       registers,
     });

@@ -1,7 +1,9 @@
 // Relays one request to the worker that owns its shard and the worker's reply back,
 // unchanged: status, headers and body bytes are passed through, never parsed. A body
 // the worker streams is written to the socket piece by piece (pipeBody). A chat turn
-// passes the rollout door first (rollout-door.ts). Failure mapping (docs/http.md): no live
+// passes the rollout door first (rollout-door.ts). A records GET whose worker kept the
+// response for a handoff ticket is not relayed: the client's socket goes to that worker
+// (records-handoff.ts). Failure mapping (docs/http.md): no live
 // worker, or the worker died mid-request -> 503; held past --hold-timeout-ms -> 503 with
 // Retry-After; the worker failed the request -> 502.
 import type { FastifyReply, FastifyRequest } from "fastify";
@@ -11,6 +13,7 @@ import { HoldTimeoutError, WorkerFailedError, WorkerUnavailableError } from "./e
 import type { RolloutDoor } from "./rollout-door.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import type { RouterMetrics } from "./router-metrics.ts";
+import type { SocketHandoff } from "./records-handoff.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 /** The Retry-After of a retryable 503 (a held turn that timed out, a turn a pause aborted). */
@@ -29,6 +32,8 @@ export interface RelayOptions {
   rewrite?: (status: number) => { status: number; body: Buffer } | undefined;
   /** Chat turns: pass the rollout door first; the op carries the weight version it is sent under. */
   door?: RolloutDoor;
+  /** A records GET whose op carries `ticket`: if the worker kept the response, hand it the socket. */
+  handoff?: { via: SocketHandoff; ticket: string };
 }
 
 /** A retryable 503: the client should try the same request again later. */
@@ -43,7 +48,7 @@ export async function relay(
   reply: FastifyReply,
   shardRequest: ShardRequest,
   body?: Buffer,
-  { metrics, rewrite, door }: RelayOptions = {},
+  { metrics, rewrite, door, handoff }: RelayOptions = {},
 ): Promise<FastifyReply> {
   const label = { shard: String(shard) };
   reply.header("x-tito-shard", label.shard);
@@ -92,6 +97,11 @@ export async function relay(
       return sendError(reply, 503, new WorkerUnavailableError(shard, "worker exited").message);
     }
     return sendError(reply, 502, new WorkerFailedError((err as Error).message).message);
+  }
+  if (res.handoff) {
+    // The worker kept the response (only ever for a ticket this router sent).
+    if (handoff === undefined) return sendError(reply, 502, new WorkerFailedError("unasked records handoff").message);
+    return handoff.via.handOff(reply, { shard, epoch: links.epochOf(channel), ticket: handoff.ticket }, metrics);
   }
   let { status } = res;
   const { headers } = res;

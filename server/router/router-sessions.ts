@@ -12,6 +12,7 @@ import type { ShardLinks } from "./shard-links.ts";
 import type { RouterMetrics } from "./router-metrics.ts";
 import type { SessionTokens } from "./router-auth.ts";
 import type { RolloutDoor } from "./rollout-door.ts";
+import type { SocketHandoff } from "./records-handoff.ts";
 
 /** A new session id: 32 lower-case hex characters. */
 export function mintSessionId(): string {
@@ -25,6 +26,8 @@ export interface SessionRoutesOptions {
   tokens?: SessionTokens;
   /** The rollout door every chat turn passes (rollout-door.ts). */
   door?: RolloutDoor;
+  /** Hands a records GET's socket to its worker (records-handoff.ts); without it GETs are relayed. */
+  handoff?: SocketHandoff;
 }
 
 const PROXY_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"] as const;
@@ -42,7 +45,7 @@ function rawPathAndQuery(request: FastifyRequest, sessionId: string): { path: st
 
 export async function sessionRoutes(
   app: FastifyInstance,
-  { links, metrics, tokens, door }: SessionRoutesOptions,
+  { links, metrics, tokens, door, handoff }: SessionRoutesOptions,
 ): Promise<void> {
   const n = links.size;
   type IdRequest = FastifyRequest<{ Params: { id: string } }>;
@@ -50,6 +53,22 @@ export async function sessionRoutes(
     const sessionId = request.params.id;
     const body = request.body as Buffer | undefined;
     return relay(links, shardOf(sessionId, n), request, reply, { op, sessionId }, body, { metrics });
+  };
+  // The records: the worker writes them to the client's socket itself when it can be handed over.
+  const records = (request: IdRequest, reply: FastifyReply) => {
+    const ticket = handoff?.ticketFor(request);
+    if (ticket === undefined) return bySessionId("get")(request, reply);
+    const sessionId = request.params.id;
+    const options = { metrics, handoff: { via: handoff!, ticket } };
+    return relay(
+      links,
+      shardOf(sessionId, n),
+      request,
+      reply,
+      { op: "get", sessionId, handoff: ticket },
+      undefined,
+      options,
+    );
   };
   const forward = (op: Extract<ShardOp, "chat" | "samples" | "proxy">) => (request: IdRequest, reply: FastifyReply) => {
     const sessionId = request.params.id;
@@ -77,7 +96,7 @@ export async function sessionRoutes(
   app.post("/sessions", (request, reply) => create(mintSessionId(), 200)(request, reply));
   app.put("/sessions/:id", (request: IdRequest, reply) => create(request.params.id, 201)(request, reply));
   app.get("/sessions", listSessions(links));
-  app.get("/sessions/:id", bySessionId("get"));
+  app.get("/sessions/:id", records);
   app.delete("/sessions/:id", bySessionId("delete"));
   app.post("/sessions/:id/v1/chat/completions", forward("chat"));
   // Anthropic Messages: a chat turn the worker answers in Anthropic's shapes (docs/agents.md).

@@ -17,6 +17,8 @@ interface Link {
 export class ShardLinks {
   readonly #links: Link[];
   readonly #waitMs: number;
+  /** The worker incarnation each channel reaches (the host checks it on a records handoff). */
+  readonly #epochs = new WeakMap<Channel, number>();
   #closed = false;
 
   constructor(workers: number, waitMs: number) {
@@ -72,6 +74,11 @@ export class ShardLinks {
     }
   }
 
+  /** The epoch of the worker process at the other end of `channel` (one this class made). */
+  epochOf(channel: Channel): number {
+    return this.#epochs.get(channel) ?? 0;
+  }
+
   close(): void {
     this.#closed = true;
     for (const link of this.#links) {
@@ -93,6 +100,7 @@ export class ShardLinks {
           if (link.channel === channel) link.channel = undefined;
         });
         link.channel = channel;
+        this.#epochs.set(channel, epoch);
         return channel;
       } catch (err) {
         process.stderr.write(

@@ -3,13 +3,15 @@
 // and their metadata are server/shard-protocol.ts; a frame that is not one of them is
 // answered with a coded error (ShardRequestError), never a crash. The worker trusts the
 // router's routing; it knows nothing of HTTP servers. It keeps its chat turns in flight,
-// so a pause with in_flight "abort" (op abort-turns) can stop them before they commit.
+// so a pause with in_flight "abort" (op abort-turns) can stop them before they commit. A
+// get with a handoff ticket keeps a 200 response for the client's socket (records-handoff.ts).
 import type { Handler, IncomingBody, Reply } from "../../transport/index.ts";
 import { asAnthropicError, messagesTurn } from "../../sessions/index.ts";
 import type { CoreRequest, CoreResponse, SessionCore } from "../../sessions/index.ts";
 import { readShardRequest, type ListPage, type ShardReply, type ShardRequest } from "../shard-protocol.ts";
 import { ShardRequestError, TurnAbortedError } from "./errors.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
+import type { ParkedResponses } from "./records-handoff.ts";
 
 type ForwardRequest = Extract<ShardRequest, { method: string }>;
 
@@ -109,7 +111,8 @@ function whileOpen(body: AsyncIterable<Buffer>, caller: AbortSignal, done: () =>
   })();
 }
 
-export function workerHandler(core: SessionCore, metrics: WorkerMetrics): Handler {
+/** Without `parked`, a get's handoff ticket is ignored and the body goes back on the channel. */
+export function workerHandler(core: SessionCore, metrics: WorkerMetrics, parked?: ParkedResponses): Handler {
   const turns = new Set<AbortController>();
   return async (req) => {
     const read = readShardRequest(req.meta);
@@ -129,8 +132,14 @@ export function workerHandler(core: SessionCore, metrics: WorkerMetrics): Handle
       }
       case "create":
         return track(() => core.create(request.sessionId || undefined));
-      case "get":
-        return track(() => core.get(request.sessionId));
+      case "get": {
+        const ticket = request.handoff;
+        const res = await metrics.track(request.op, () => core.get(request.sessionId));
+        if (ticket === undefined || parked === undefined || res.status !== 200) return toReply(res);
+        parked.park(ticket, res);
+        const meta: ShardReply = { status: res.status, headers: res.headers, handoff: true };
+        return { meta };
+      }
       case "delete":
         return track(() => core.delete(request.sessionId));
       case "chat": {

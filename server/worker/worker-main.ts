@@ -4,7 +4,8 @@
 // ready only once it can answer with every session it had before.
 import { join } from "node:path";
 import pino from "pino";
-import { startChildRuntime } from "../../actors/index.ts";
+import { Socket } from "node:net";
+import { isRecordsHandoff, startChildRuntime } from "../../actors/index.ts";
 import { createEngine, type EngineApi } from "../../engine/index.ts";
 import {
   createSessionCore,
@@ -17,6 +18,7 @@ import {
 import { listenChannels } from "../../transport/index.ts";
 import { workerHandler } from "./worker-handler.ts";
 import { WorkerMetrics } from "./worker-metrics.ts";
+import { ParkedResponses } from "./records-handoff.ts";
 
 /** What the host passes a worker: the session core's plain options, its engine, and its shard. */
 export type WorkerConfig = Omit<
@@ -127,10 +129,20 @@ try {
 // worker reports ready (docs/benchmark.md).
 (globalThis as { gc?: () => void }).gc?.();
 
+// Records GETs the router hands over: the response kept for a ticket goes straight to the
+// client's socket, which the host passes on (records-handoff.ts).
+const parked = new ParkedResponses(metrics);
+runtime.onMessage((message, handle) => {
+  if (!(handle instanceof Socket)) return;
+  if (isRecordsHandoff(message)) void parked.deliver(message, handle);
+  else handle.destroy();
+});
+
 const socketPath = join(config.socketDir, `shard-${config.index}.${config.epoch}.sock`);
-const server = await listenChannels(socketPath, (channel) => channel.serve(workerHandler(core, metrics)));
+const server = await listenChannels(socketPath, (channel) => channel.serve(workerHandler(core, metrics, parked)));
 runtime.onClose(async () => {
   await server.close();
+  parked.close();
   await core.close();
 });
 runtime.ready({ socketPath });

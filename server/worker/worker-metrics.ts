@@ -15,6 +15,8 @@ export class WorkerMetrics {
   readonly #inflight: Gauge;
   readonly #malformedToolCalls: Counter;
   readonly #expired: Counter;
+  readonly #handoffs: Counter<"outcome">;
+  readonly #handoffBytes: Counter;
 
   constructor(shard: number, sessionCount: () => number) {
     this.registry.setDefaultLabels({ shard: String(shard) });
@@ -49,6 +51,17 @@ export class WorkerMetrics {
       help: "Sessions deleted for being idle longer than --session-idle-ttl-s.",
       registers,
     });
+    this.#handoffs = new Counter({
+      name: "tito_worker_records_handoffs_total",
+      help: "Records GETs whose client socket the worker was handed, by outcome: written, cut (client left or body failed), expired (kept response never claimed), unclaimed (socket without a kept response).",
+      labelNames: ["outcome"],
+      registers,
+    });
+    this.#handoffBytes = new Counter({
+      name: "tito_worker_handoff_bytes_total",
+      help: "Records body bytes the worker wrote straight to clients' sockets (the records handoff).",
+      registers,
+    });
     this.#inflight = new Gauge({
       name: "tito_worker_inflight_requests",
       help: "Requests the worker is handling now.",
@@ -75,6 +88,14 @@ export class WorkerMetrics {
 
   observeMalformedToolCalls = (count: number): void => {
     if (count > 0) this.#malformedToolCalls.inc(count);
+  };
+
+  handoff = (outcome: "written" | "cut" | "expired" | "unclaimed"): void => {
+    this.#handoffs.inc({ outcome });
+  };
+
+  handoffBytes = (bytes: number): void => {
+    this.#handoffBytes.inc(bytes);
   };
 
   /** Wraps one operation: in-flight count, duration and reply bytes. Only known ops are labels. */

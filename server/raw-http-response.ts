@@ -1,0 +1,142 @@
+// One HTTP/1.1 response written straight to a client's TCP socket, for the records
+// handoff (docs/architecture.md, "The records handoff"): the worker writes a records GET's
+// response with it, and the host its 503 when that worker is gone. The socket carries this
+// one response (`connection: close`); whatever the client sends is read and dropped, never
+// parsed. A body that fails midway destroys the socket, so the client sees a cut-short
+// response, never a complete-looking wrong one. The host loads this file: it must import
+// nothing but buffers/ (no sessions/, no engine/, no tokenizer).
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import { release } from "../buffers/release.ts";
+
+export type RawHeaders = Readonly<Record<string, string | number | readonly string[]>>;
+export type RawBody = Buffer | Buffer[] | AsyncIterable<Buffer>;
+
+/** How long the socket may stay open after the response, for the client to close it first. */
+const LINGER_MS = 5_000;
+/** Framing is this writer's business: a caller's header of these names is dropped. */
+const FRAMING = new Set(["content-length", "transfer-encoding", "connection", "keep-alive"]);
+const CRLF = Buffer.from("\r\n");
+const LAST_CHUNK = Buffer.from("0\r\n\r\n");
+
+/**
+ * Takes a socket handed over by another process: never lets a socket error crash us, reads
+ * and drops whatever the client sends, keeps our half open when the client closes its own
+ * (a client may half-close after its request), and never outlives its response for long.
+ */
+export function adoptSocket(socket: Socket): void {
+  socket.allowHalfOpen = true;
+  socket.on("error", () => socket.destroy());
+  socket.resume();
+}
+
+/**
+ * Writes status, headers and body, then ends the socket. `headers` are merged in order
+ * (later wins); framing comes from the body: `content-length` for a Buffer or a Buffer
+ * list, `transfer-encoding: chunked` for a stream. Each piece is released (buffers/
+ * release.ts) once the socket has taken it. Resolves true when the whole body was written,
+ * false when the client left or the body failed (the socket is destroyed then).
+ */
+export async function writeRawResponse(
+  socket: Socket,
+  status: number,
+  headers: readonly RawHeaders[],
+  body: RawBody,
+  onBytes?: (bytes: number) => void,
+): Promise<boolean> {
+  const stream = !Buffer.isBuffer(body) && !Array.isArray(body);
+  const pieces = stream ? [] : Buffer.isBuffer(body) ? [body] : body;
+  const length = pieces.reduce((n, piece) => n + piece.length, 0);
+  const framing = stream ? "transfer-encoding: chunked" : `content-length: ${length}`;
+  socket.write(responseHead(status, headers, framing));
+  const complete = stream
+    ? await writeChunked(socket, body as AsyncIterable<Buffer>, onBytes)
+    : await writePieces(socket, pieces, onBytes);
+  if (complete) finish(socket);
+  else socket.destroy();
+  return complete;
+}
+
+/** A JSON error response, `{"error": message}`, in the router's shape (its headers first). */
+export function writeErrorResponse(socket: Socket, status: number, headers: RawHeaders, message: string): void {
+  const body = Buffer.from(JSON.stringify({ error: message }));
+  void writeRawResponse(socket, status, [headers, { "content-type": "application/json; charset=utf-8" }], body);
+}
+
+function responseHead(status: number, headers: readonly RawHeaders[], framing: string): Buffer {
+  const merged = new Map<string, string | number | readonly string[]>();
+  for (const set of headers)
+    for (const [name, value] of Object.entries(set)) {
+      const lower = name.toLowerCase();
+      if (!FRAMING.has(lower)) merged.set(lower, value);
+    }
+  if (!merged.has("date")) merged.set("date", new Date().toUTCString());
+  const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}`];
+  for (const [name, value] of merged)
+    for (const one of Array.isArray(value) ? value : [value]) {
+      const text = String(one);
+      // Only our own headers come here; one with a line break would forge another: left out.
+      if (!/[\r\n]/.test(text) && !/[\r\n:]/.test(name)) lines.push(`${name}: ${text}`);
+    }
+  lines.push(framing, "connection: close");
+  return Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1");
+}
+
+async function writePieces(socket: Socket, pieces: readonly Buffer[], onBytes?: (bytes: number) => void) {
+  let taken = 0; // pieces handed to the socket, which releases each once written (or destroyed)
+  try {
+    while (taken < pieces.length && !socket.destroyed) {
+      const piece = pieces[taken++]!;
+      onBytes?.(piece.length);
+      if (!socket.write(piece, () => release(piece))) await drained(socket);
+    }
+    return !socket.destroyed;
+  } finally {
+    for (let i = taken; i < pieces.length; i++) release(pieces[i]!);
+  }
+}
+
+async function writeChunked(socket: Socket, body: AsyncIterable<Buffer>, onBytes?: (bytes: number) => void) {
+  try {
+    for await (const piece of body) {
+      if (socket.destroyed) {
+        release(piece);
+        return false; // leaving the loop stops the stream (its return())
+      }
+      // An empty chunk would end the body: nothing to send.
+      if (piece.length === 0) continue;
+      onBytes?.(piece.length);
+      socket.cork();
+      socket.write(`${piece.length.toString(16)}\r\n`);
+      socket.write(piece, () => release(piece));
+      const ok = socket.write(CRLF);
+      socket.uncork();
+      if (!ok) await drained(socket);
+    }
+  } catch {
+    return false; // e.g. a journal read failed: the response is cut short
+  }
+  if (socket.destroyed) return false;
+  socket.write(LAST_CHUNK);
+  return true;
+}
+
+/** Ends our half, and destroys the socket if the client has not closed it a while later. */
+function finish(socket: Socket): void {
+  socket.end();
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  timer.unref();
+  socket.once("close", () => clearTimeout(timer));
+}
+
+function drained(socket: Socket): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      socket.off("drain", done);
+      socket.off("close", done);
+      resolve();
+    };
+    socket.on("drain", done);
+    socket.on("close", done);
+  });
+}
