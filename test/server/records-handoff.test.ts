@@ -1,0 +1,243 @@
+// The records handoff (docs/architecture.md) through real processes: a records GET over
+// HTTP/1.1 is written by the worker straight to the client's socket, byte for byte what the
+// relay sends (an HTTP/1.0 GET is still relayed, so one server gives both), framed by
+// content-length for records in memory and chunked for a journal stream, with
+// `connection: close`. 404, auth, HEAD and keep-alive clients behave as before, and 200
+// handed-off GETs leave no connection behind in the router or the host.
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { Agent, fetch as undiciFetch } from "undici";
+import { startSessionServer, type SessionServer } from "../../index.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import { call, chat } from "../helpers/server.ts";
+import { rawGet, type RawResponse } from "../helpers/raw-http.ts";
+
+const ADMIN = "admin-token-for-handoff-tests";
+const admin = { authorization: `Bearer ${ADMIN}` };
+const R3_BYTES = 3 * 1024 * 1024;
+const dir = mkdtempSync(join(tmpdir(), "tito-handoff-test-"));
+let engine: SimEngine;
+/** Records in memory (content-length), an admin token, no routing replay: small sessions. */
+let memory: SessionServer;
+/** Records from the journal (a chunked stream), routing replay: multi-MiB sessions. */
+let journal: SessionServer;
+
+test.before(async () => {
+  engine = await startSimEngine({ routedExpertsBytes: R3_BYTES });
+  const common = { engineUrl: engine.url, workers: 2, port: 0, logLevel: "warn" };
+  memory = await startSessionServer({ ...common, durability: "memory", authToken: ADMIN });
+  journal = await startSessionServer({ ...common, dataDir: join(dir, "data"), routingReplay: true });
+});
+
+test.after(async () => {
+  await memory?.shutdown();
+  await journal?.shutdown();
+  await engine?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** One scrape of the router's /metrics: the value of each series named, by its labels. */
+async function metric(server: SessionServer, name: string, labels: string): Promise<number> {
+  const text = (await call(server.url, "GET", "/metrics", undefined, admin)).text;
+  const line = text.split("\n").find((l) => l.startsWith(`${name}{${labels}}`));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1));
+}
+
+/** The same records GET handed off (HTTP/1.1) and relayed (HTTP/1.0, never handed off). */
+async function bothWays(server: SessionServer, id: string, headers: Record<string, string> = {}) {
+  const handed = await rawGet(server.url, `/sessions/${id}`, "1.1", headers);
+  const relayed = await rawGet(server.url, `/sessions/${id}`, "1.0", headers);
+  return { handed, relayed };
+}
+
+function assertHandedOff(res: RawResponse, framing: "content-length" | "chunked"): void {
+  assert.is(res.status, 200);
+  assert.ok(res.complete, "the body's framing is whole");
+  assert.is(res.headers["connection"], "close");
+  assert.match(res.headers["x-tito-shard"] ?? "", /^[01]$/);
+  assert.match(res.headers["x-tito-instance"] ?? "", /^[0-9a-f]{32}$/);
+  assert.is(res.headers["content-type"], "application/json");
+  if (framing === "chunked") {
+    assert.ok(res.chunked, "a journal stream goes out chunked");
+    assert.is(res.headers["content-length"], undefined);
+  } else {
+    assert.not.ok(res.chunked);
+    assert.is(res.headers["content-length"], String(res.body.length));
+  }
+}
+
+test("records in memory: the handed-off body is the relayed body, with content-length", async () => {
+  const { sessionId: id, shard } = await memory.createSession();
+  const turn = await call(memory.url, "POST", `/sessions/${id}/v1/chat/completions`, chatBody(), admin);
+  assert.is(turn.status, 200, turn.text);
+  const handoffs = await metric(memory, "tito_records_handoffs_total", `shard="${shard}"`);
+  const relayedBytes = await metric(memory, "tito_relayed_reply_bytes_total", `shard="${shard}"`);
+  const { handed, relayed } = await bothWays(memory, id, admin);
+  assertHandedOff(handed, "content-length");
+  assert.is(handed.headers["x-tito-shard"], String(shard));
+  assert.is(relayed.status, 200);
+  assert.is(relayed.headers["connection"], "close", "HTTP/1.0: Node closes after the relayed response");
+  assert.ok(handed.body.equals(relayed.body), "byte for byte what the relay sends");
+  const record = JSON.parse(handed.body.toString("utf8")) as { session_id: string; records: unknown[] };
+  assert.is(record.session_id, id);
+  assert.is(record.records.length, 1);
+  assert.is(await metric(memory, "tito_records_handoffs_total", `shard="${shard}"`), handoffs + 1);
+  assert.is(
+    await metric(memory, "tito_relayed_reply_bytes_total", `shard="${shard}"`),
+    relayedBytes + relayed.body.length,
+    "only the HTTP/1.0 GET went through the router",
+  );
+  // The same body through an ordinary client.
+  const fetched = await fetch(`${memory.url}/sessions/${id}`, { headers: admin });
+  assert.is(fetched.status, 200);
+  assert.ok(Buffer.from(await fetched.arrayBuffer()).equals(handed.body));
+});
+
+test("records from the journal: a multi-MiB R3 session streams chunked, identical to the relay", async () => {
+  const { sessionId: id } = await journal.createSession();
+  const messages: unknown[] = [{ role: "user", content: "Hello" }];
+  for (let turn = 0; turn < 3; turn++) {
+    const { res, message } = await chat(journal.url, id, messages);
+    assert.is(res.status, 200, res.text);
+    messages.push(message, { role: "user", content: `more ${turn}` });
+  }
+  const { handed, relayed } = await bothWays(journal, id);
+  assertHandedOff(handed, "chunked");
+  assert.ok(handed.body.length > 3 * R3_BYTES, `${handed.body.length} bytes hold three R3 payloads`);
+  assert.ok(handed.body.equals(relayed.body), "byte for byte what the relay sends");
+  assert.is(
+    await metric(
+      journal,
+      "tito_worker_records_handoffs_total",
+      `outcome="written",shard="${handed.headers["x-tito-shard"]}"`,
+    ),
+    1,
+  );
+
+  // A session without turns: the journal answers with two buffers, so content-length.
+  const { sessionId: empty } = await journal.createSession();
+  const none = await bothWays(journal, empty);
+  assertHandedOff(none.handed, "content-length");
+  assert.ok(none.handed.body.equals(none.relayed.body));
+});
+
+test("404, 401 and HEAD are answered by the router as before, never handed off", async () => {
+  const { sessionId: id, shard } = await memory.createSession();
+  const handoffs = () => metric(memory, "tito_records_handoffs_total", `shard="${shard}"`);
+  const before = await handoffs();
+  const unknown = await call(memory.url, "GET", "/sessions/no-such-session", undefined, admin);
+  assert.is(unknown.status, 404);
+  assert.equal(unknown.json, { error: "session not found: session_id=no-such-session" });
+  assert.is(unknown.headers.get("x-tito-shard") !== null, true);
+
+  const anonymous = await call(memory.url, "GET", `/sessions/${id}`);
+  assert.is(anonymous.status, 401);
+  assert.equal(anonymous.json, { error: "missing or invalid bearer token" });
+
+  const head = await fetch(`${memory.url}/sessions/${id}`, { method: "HEAD", headers: admin });
+  assert.is(head.status, 200);
+  assert.is(head.headers.get("x-tito-shard"), String(shard));
+  assert.is(await handoffs(), before, "none of these went to a worker's socket");
+});
+
+test("a keep-alive client: GET records, then other requests on the same origin", async () => {
+  const agent = new Agent({ connections: 1, pipelining: 1 });
+  const get = (path: string, init: Parameters<typeof undiciFetch>[1] = {}) =>
+    undiciFetch(`${memory.url}${path}`, { ...init, headers: { ...admin, ...init.headers }, dispatcher: agent });
+  try {
+    const { sessionId: id } = await memory.createSession();
+    const messages: unknown[] = [{ role: "user", content: "Hello" }];
+    for (let round = 0; round < 3; round++) {
+      const records = await get(`/sessions/${id}`);
+      assert.is(records.status, 200);
+      assert.is(records.headers.get("connection"), "close");
+      assert.is(((await records.json()) as { records: unknown[] }).records.length, round);
+      const turn = await get(`/sessions/${id}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "m", messages }),
+      });
+      assert.is(turn.status, 200);
+      const reply = (await turn.json()) as { choices: { message: unknown }[] };
+      messages.push(reply.choices[0]!.message, { role: "user", content: `again ${round}` });
+      const health = await get("/health");
+      assert.is(health.status, 200);
+      await health.arrayBuffer();
+    }
+  } finally {
+    await agent.close();
+  }
+});
+
+test("200 handed-off GETs in a row leave no connection open in the router or the host", async () => {
+  const { sessionId: id, shard } = await memory.createSession();
+  const turn = await call(memory.url, "POST", `/sessions/${id}/v1/chat/completions`, chatBody(), admin);
+  assert.is(turn.status, 200);
+  const router = memory.tree().router.pid!;
+  const first = await rawGet(memory.url, `/sessions/${id}`, "1.1", admin);
+  assertHandedOff(first, "content-length");
+  const before = { router: tcpSockets(router), host: tcpSockets(process.pid) };
+  const handoffs = await metric(memory, "tito_records_handoffs_total", `shard="${shard}"`);
+  for (let i = 0; i < 200; i++) {
+    const res = await rawGet(memory.url, `/sessions/${id}`, "1.1", admin);
+    assert.is(res.status, 200);
+    assert.ok(res.complete && res.body.equals(first.body), `GET ${i}: the whole body`);
+  }
+  assert.is(await metric(memory, "tito_records_handoffs_total", `shard="${shard}"`), handoffs + 200);
+  assert.is(await metric(memory, "tito_inflight_requests", `shard="${shard}"`), 0);
+  // The router closes its copy once the host has the socket: nothing accumulates.
+  const after = await settle(() => ({ router: tcpSockets(router), host: tcpSockets(process.pid) }), before);
+  assert.ok(after.router <= before.router, `router TCP sockets ${before.router} -> ${after.router}`);
+  assert.ok(after.host <= before.host, `host TCP sockets ${before.host} -> ${after.host}`);
+});
+
+function chatBody() {
+  return { model: "m", messages: [{ role: "user", content: "Hello" }] };
+}
+
+/**
+ * The TCP sockets a process holds open (Linux /proc): its socket fds whose inode is in
+ * /proc/net/tcp or tcp6, so Unix sockets (IPC, the workers' channels) do not count.
+ */
+function tcpSockets(pid: number): number {
+  const inodes = new Set<string>();
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"])
+    for (const line of readFileOr(table).split("\n").slice(1)) {
+      const inode = line.trim().split(/\s+/)[9];
+      if (inode) inodes.add(inode);
+    }
+  let n = 0;
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m && inodes.has(m[1]!)) n++;
+    } catch {
+      // closed while we looked
+    }
+  }
+  return n;
+}
+
+function readFileOr(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+/** Polls `read` until no count is above `bound`, or 10 s; returns the last reading. */
+async function settle<T extends Record<string, number>>(read: () => T, bound: T): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  let last = read();
+  while (Object.keys(bound).some((k) => last[k]! > bound[k]!) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    last = read();
+  }
+  return last;
+}
+
+test.run();
