@@ -106,23 +106,49 @@ export function sendToChild(proc: ChildProcess | undefined, message: unknown): b
   }
 }
 
+/** How a socket sent to a child fared (sendSocketToChild). */
+export type SocketSent =
+  /** Written to the child's channel: it has its own copy; close yours. */
+  | "sent"
+  /** Nothing was written (the channel is gone, the write failed): the socket is still only yours. */
+  | "refused"
+  /** The child exited, or SOCKET_SEND_MS passed, before the write completed: close yours, answer nothing. */
+  | "lost";
+
+/** A send still not written by then is given up (a live child takes a handle in milliseconds). */
+const SOCKET_SEND_MS = 10_000;
+
 /**
- * Sends a message with a handle (a records GET's socket) over IPC. Node closes our copy of
- * the handle once the child has it, or at once if the send fails; `callback` runs then.
- * False, with nothing sent and the handle untouched, when the channel is already gone.
+ * Sends a message with a socket (a records GET's) to a child. Our copy stays open until
+ * `done` (Node's keepOpen), and the caller closes it then: with Node's default, a handle
+ * sent to a child that has just died waits for an acknowledgement that never comes, and
+ * the client's connection would stay open in this process for good. (Node even reports a
+ * write to a dead child's channel as a success; once our copy is closed, no process holds
+ * the connection and the client sees it close.)
  */
-export function sendHandleToChild(
+export function sendSocketToChild(
   proc: ChildProcess,
   message: unknown,
-  handle: Socket,
-  callback: (err: Error | null) => void,
-): boolean {
-  if (!proc.connected) return false;
+  socket: Socket,
+  done: (outcome: SocketSent) => void,
+): void {
+  let settled = false;
+  const settle = (outcome: SocketSent) => {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    proc.off("exit", onExit);
+    done(outcome);
+  };
+  const onExit = () => settle("lost");
+  const timer = setTimeout(onExit, SOCKET_SEND_MS);
+  timer.unref();
+  proc.once("exit", onExit);
+  if (!proc.connected) return settle("refused");
   try {
-    proc.send(message as never, handle, { keepOpen: false }, callback);
-    return true;
+    proc.send(message as never, socket, { keepOpen: true }, (err) => settle(err ? "refused" : "sent"));
   } catch {
-    return false; // the channel closed under us: nothing was sent
+    settle("refused"); // the channel closed under us: nothing was sent
   }
 }
 

@@ -1,6 +1,6 @@
 // The host's handle on the actor system: starts nact with the event log and the
 // supervisor, mirrors the tree for synchronous reads, and tears everything down once.
-// Nothing here is on the data path but one hand-over: sendHandle passes a socket a child
+// Nothing here is on the data path but one hand-over: sendSocket passes a socket a child
 // sent (the router's records handoff) on to the running process of another. Process-exit
 // hooks SIGKILL whatever children are alive if the host exits without shutdown(); they are
 // removed after shutdown.
@@ -16,7 +16,7 @@ import {
 } from "./nact.ts";
 import type { Socket } from "node:net";
 import type { HandleListener, RunningChild } from "./child-actor.ts";
-import { killNow, sendHandleToChild, type ChildSpec } from "./child-process.ts";
+import { killNow, sendSocketToChild, type ChildSpec, type SocketSent } from "./child-process.ts";
 import type { TreeSnapshot } from "./control-messages.ts";
 import { ActorQueryTimeoutError, SessionServerFailedError } from "./errors.ts";
 import { jsonlWriter, spawnEventLog, type EventLogMessage } from "./event-log.ts";
@@ -159,20 +159,13 @@ export class SupervisionTree extends EventEmitter {
 
   /**
    * Sends `message` with `socket` to child `name` if its running process is incarnation
-   * `epoch`. False, with nothing sent and the socket still the caller's, when it is not
-   * (exited, restarting, or a newer one). Otherwise Node closes our copy of the socket once
-   * the child has it, or when the send fails; `callback` runs then.
+   * `epoch`; `done` says how it went (child-process.ts, SocketSent). "refused" at once,
+   * nothing sent, when there is no such process (exited, restarting, or a newer one).
    */
-  sendHandle(
-    name: string,
-    epoch: number,
-    message: unknown,
-    socket: Socket,
-    callback: (err: Error | null) => void,
-  ): boolean {
+  sendSocket(name: string, epoch: number, message: unknown, socket: Socket, done: (outcome: SocketSent) => void): void {
     const child = this.#running.get(name);
-    if (child === undefined || child.epoch !== epoch) return false;
-    return sendHandleToChild(child.proc, message, socket, callback);
+    if (child === undefined || child.epoch !== epoch) return done("refused");
+    sendSocketToChild(child.proc, message, socket, done);
   }
 
   events(since = 0): SupervisionEvent[] {

@@ -19,8 +19,10 @@ export function forwardRecordsHandoff(tree: SupervisionTree, from: string, messa
     handle.destroy();
     return;
   }
-  // Sent: Node closes our copy once the worker has it, and the object left here is done.
-  // Failed: Node has closed it already; the client sees the connection close.
-  const sent = tree.sendHandle(`shard-${message.shard}`, message.epoch, message, handle, () => handle.destroy());
-  if (!sent) writeErrorResponse(handle, 503, message.headers, message.refusal);
+  // Sent, or lost with its worker: the worker has its own copy, or nobody will; ours goes.
+  // Refused: nothing reached a worker, so the client gets the router's 503 from here.
+  tree.sendSocket(`shard-${message.shard}`, message.epoch, message, handle, (outcome) => {
+    if (outcome === "refused") writeErrorResponse(handle, 503, message.headers, message.refusal);
+    else handle.destroy();
+  });
 }

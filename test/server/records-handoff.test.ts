@@ -4,7 +4,7 @@
 // content-length for records in memory and chunked for a journal stream, with
 // `connection: close`. 404, auth, HEAD and keep-alive clients behave as before, and 200
 // handed-off GETs leave no connection behind in the router or the host.
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "uvu";
@@ -14,6 +14,7 @@ import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { call, chat } from "../helpers/server.ts";
 import { rawGet, type RawResponse } from "../helpers/raw-http.ts";
+import { settle, tcpSockets } from "../helpers/proc-sockets.ts";
 
 const ADMIN = "admin-token-for-handoff-tests";
 const admin = { authorization: `Bearer ${ADMIN}` };
@@ -196,48 +197,6 @@ test("200 handed-off GETs in a row leave no connection open in the router or the
 
 function chatBody() {
   return { model: "m", messages: [{ role: "user", content: "Hello" }] };
-}
-
-/**
- * The TCP sockets a process holds open (Linux /proc): its socket fds whose inode is in
- * /proc/net/tcp or tcp6, so Unix sockets (IPC, the workers' channels) do not count.
- */
-function tcpSockets(pid: number): number {
-  const inodes = new Set<string>();
-  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"])
-    for (const line of readFileOr(table).split("\n").slice(1)) {
-      const inode = line.trim().split(/\s+/)[9];
-      if (inode) inodes.add(inode);
-    }
-  let n = 0;
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
-      if (m && inodes.has(m[1]!)) n++;
-    } catch {
-      // closed while we looked
-    }
-  }
-  return n;
-}
-
-function readFileOr(path: string): string {
-  try {
-    return readFileSync(path, "utf8");
-  } catch {
-    return "";
-  }
-}
-
-/** Polls `read` until no count is above `bound`, or 10 s; returns the last reading. */
-async function settle<T extends Record<string, number>>(read: () => T, bound: T): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  let last = read();
-  while (Object.keys(bound).some((k) => last[k]! > bound[k]!) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    last = read();
-  }
-  return last;
 }
 
 test.run();
