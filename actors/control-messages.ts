@@ -43,12 +43,12 @@ export interface RolloutEvent {
 }
 
 /**
- * Router -> host -> worker, with the client's socket as the IPC handle (never one of the
- * messages above: the host takes it off the channel before anything reaches an actor's
- * mailbox, and forwards it at once; child-actor.ts). The worker of
+ * Router -> host -> worker, with the client's socket as the IPC handle. The worker of
  * `shard` kept a records response under `ticket` and writes it to that socket. The host
- * forwards it only to the process of that shard and `epoch`; when there is none (the worker
- * died or restarted meanwhile) it answers the client `503 {"error": refusal}` itself.
+ * takes this message off the router's channel before anything reaches an actor's mailbox
+ * (child-actor.ts) and forwards it at once, only to the process of that shard and `epoch`;
+ * when there is none (the worker died or restarted meanwhile) it answers the client
+ * `503 {"error": refusal}` itself.
  */
 export interface RecordsHandoff {
   type: "records-handoff";

@@ -57,18 +57,11 @@ export async function sessionRoutes(
   // The records: the worker writes them to the client's socket itself when it can be handed over.
   const records = (request: IdRequest, reply: FastifyReply) => {
     const ticket = handoff?.ticketFor(request);
-    if (ticket === undefined) return bySessionId("get")(request, reply);
+    if (handoff === undefined || ticket === undefined) return bySessionId("get")(request, reply);
     const sessionId = request.params.id;
-    const options = { metrics, handoff: { via: handoff!, ticket } };
-    return relay(
-      links,
-      shardOf(sessionId, n),
-      request,
-      reply,
-      { op: "get", sessionId, handoff: ticket },
-      undefined,
-      options,
-    );
+    const op = { op: "get", sessionId, handoff: ticket } as const;
+    const options = { metrics, handoff: { via: handoff, ticket } };
+    return relay(links, shardOf(sessionId, n), request, reply, op, undefined, options);
   };
   const forward = (op: Extract<ShardOp, "chat" | "samples" | "proxy">) => (request: IdRequest, reply: FastifyReply) => {
     const sessionId = request.params.id;
