@@ -12,6 +12,35 @@ import { release } from "../buffers/release.ts";
 export type RawHeaders = Readonly<Record<string, string | number | readonly string[]>>;
 export type RawBody = Buffer | Buffer[] | AsyncIterable<Buffer>;
 
+/**
+ * The most of a body written to the socket in one go. A records body is 100-200 MiB in
+ * pieces of up to a MiB, and a client that reads fast takes a piece in one system call.
+ * Slices take turns (nextTurn): one slice per event-loop iteration for all the responses
+ * of the process together, so however many records GETs stream, the loop serves its other
+ * work (chat turns) between any two slices.
+ */
+const SLICE_BYTES = 256 * 1024;
+
+/** Writers waiting for their next slice's turn, in order. */
+const waiting: (() => void)[] = [];
+let turnScheduled = false;
+
+/** Resolves on a later event-loop iteration, one waiter per iteration (round-robin across writers). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => {
+    waiting.push(resolve);
+    if (!turnScheduled) {
+      turnScheduled = true;
+      setImmediate(giveTurn);
+    }
+  });
+}
+
+function giveTurn(): void {
+  waiting.shift()?.();
+  if (waiting.length > 0) setImmediate(giveTurn);
+  else turnScheduled = false;
+}
 /** How long the socket may stay open after the response, for the client to close it first. */
 const LINGER_MS = 5_000;
 /** Framing is this writer's business: a caller's header of these names is dropped. */
@@ -88,12 +117,29 @@ async function writePieces(socket: Socket, pieces: readonly Buffer[], onBytes?: 
     while (taken < pieces.length && !socket.destroyed) {
       const piece = pieces[taken++]!;
       onBytes?.(piece.length);
-      if (!socket.write(piece, () => release(piece))) await drained(socket);
+      await writeSliced(socket, piece);
     }
     return !socket.destroyed;
   } finally {
     for (let i = taken; i < pieces.length; i++) release(pieces[i]!);
   }
+}
+
+/**
+ * Writes `piece` in slices of SLICE_BYTES, yielding to the event loop after each (and
+ * waiting for 'drain' when the socket is full); releases the piece once the socket has
+ * taken its last slice, or at once if the socket is gone before that.
+ */
+async function writeSliced(socket: Socket, piece: Buffer): Promise<void> {
+  for (let at = 0; at < piece.length; at += SLICE_BYTES) {
+    if (socket.destroyed) return release(piece);
+    const end = Math.min(at + SLICE_BYTES, piece.length);
+    const last = end === piece.length;
+    const ok = socket.write(piece.subarray(at, end), last ? () => release(piece) : undefined);
+    if (!ok) await drained(socket);
+    await nextTurn();
+  }
+  if (piece.length === 0) release(piece);
 }
 
 async function writeChunked(socket: Socket, body: AsyncIterable<Buffer>, onBytes?: (bytes: number) => void) {
@@ -106,12 +152,9 @@ async function writeChunked(socket: Socket, body: AsyncIterable<Buffer>, onBytes
       // An empty chunk would end the body: nothing to send.
       if (piece.length === 0) continue;
       onBytes?.(piece.length);
-      socket.cork();
       socket.write(`${piece.length.toString(16)}\r\n`);
-      socket.write(piece, () => release(piece));
-      const ok = socket.write(CRLF);
-      socket.uncork();
-      if (!ok) await drained(socket);
+      await writeSliced(socket, piece);
+      if (!socket.write(CRLF)) await drained(socket);
     }
   } catch {
     return false; // e.g. a journal read failed: the response is cut short
