@@ -7,7 +7,7 @@
 // router alone, router -> worker without the engine) show where the added time goes.
 // The floor (issue 20) is a fifth leg: the same request through a bare topology of the
 // same shape (bench/bare-topology.ts: node:http router, one Unix socket, a worker calling
-// the engine over keep-alive HTTP), started once for the whole run. The target is a
+// the engine over keep-alive HTTP), started afresh beside each server. The target is a
 // ratio from one run: what the proxied request adds over a direct call is at most 1.3×
 // what the bare chain adds, at p50.
 // It is a client only: it stops exactly the processes it started.
@@ -304,14 +304,16 @@ async function main(): Promise<void> {
   const engine = await startEngine([]);
   const rows: HopRow[] = [];
   try {
-    const floor = await startFloor(engine.url);
-    try {
-      for (const w of workers) {
-        if (process.stderr.isTTY) process.stderr.write(`bench:hop: ${w} worker(s)…\n`);
+    for (const w of workers) {
+      if (process.stderr.isTTY) process.stderr.write(`bench:hop: ${w} worker(s)…\n`);
+      // A fresh floor beside each fresh server: both get the same warm-up. One floor for the
+      // whole run had served thousands of requests (its JIT done) before a later server's first.
+      const floor = await startFloor(engine.url);
+      try {
         rows.push(await runOne(w, engine, floor, requests, env));
+      } finally {
+        await floor.stop();
       }
-    } finally {
-      await floor.stop();
     }
   } finally {
     await engine.stop();
