@@ -2,7 +2,14 @@
 // the sglang-chat adapter over the one engine client, pooled replies when the record store
 // copies what it keeps. Tests that exercise the core pass engine options instead of an Engine.
 import { createEngine, type EngineApi } from "../../engine/index.ts";
-import { createSessionCore, type SessionCore, type SessionCoreOptions } from "../../sessions/index.ts";
+import {
+  createSessionCore,
+  type CoreRequest,
+  type CoreResponse,
+  type SessionCore,
+  type SessionCoreOptions,
+} from "../../sessions/index.ts";
+import { WEATHER_TOOL } from "../sessions/fixtures.ts";
 
 export interface TestCoreOptions extends Omit<SessionCoreOptions, "engine"> {
   engineUrl: string;
@@ -29,3 +36,25 @@ export function coreFor(options: TestCoreOptions): SessionCore {
   });
   return createSessionCore({ ...options, engine });
 }
+
+/** A core response's body as text, whatever its shape: one buffer, a list, or a journal stream. */
+export async function responseText(res: CoreResponse): Promise<string> {
+  if (Buffer.isBuffer(res.body)) return res.body.toString();
+  if (Array.isArray(res.body)) return Buffer.concat(res.body).toString();
+  const parts: Buffer[] = [];
+  for await (const chunk of res.body) parts.push(chunk);
+  return Buffer.concat(parts).toString();
+}
+
+export async function responseJson(res: CoreResponse) {
+  return JSON.parse(await responseText(res));
+}
+
+/** A chat completions request as the worker hands it to the core: `messages`, with the weather tool. */
+export const chatRequest = (messages: unknown[]): CoreRequest => ({
+  method: "POST",
+  path: "/v1/chat/completions",
+  query: "",
+  headers: {},
+  body: Buffer.from(JSON.stringify({ model: "m", messages, tools: [WEATHER_TOOL] })),
+});

@@ -8,10 +8,10 @@ import * as assert from "uvu/assert";
 import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { JournalRecordStore, type CoreResponse, type SessionCore } from "../../../sessions/index.ts";
+import { JournalRecordStore, type SessionCore } from "../../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../../server/sim-engine/sim-engine.ts";
-import { coreFor } from "../../helpers/core.ts";
-import { qwen3, WEATHER_TOOL } from "../fixtures.ts";
+import { chatRequest, coreFor, responseJson } from "../../helpers/core.ts";
+import { qwen3 } from "../fixtures.ts";
 
 const fixture = new URL("../../fixtures/journal-before-weight-versions/", import.meta.url);
 const expected = JSON.parse(readFileSync(new URL("expected.json", fixture), "utf8")) as {
@@ -43,28 +43,13 @@ async function core(dir: string): Promise<SessionCore> {
   return c;
 }
 
-async function json(res: CoreResponse) {
-  if (Buffer.isBuffer(res.body)) return JSON.parse(res.body.toString());
-  const parts: Buffer[] = [];
-  for await (const chunk of res.body as AsyncIterable<Buffer>) parts.push(chunk);
-  return JSON.parse(Buffer.concat(parts).toString());
-}
-
-const chatReq = (messages: unknown[]) => ({
-  method: "POST",
-  path: "/v1/chat/completions",
-  query: "",
-  headers: {},
-  body: Buffer.from(JSON.stringify({ model: "m", messages, tools: [WEATHER_TOOL] })),
-});
-
 test("an old journal replays to the same sessions and records, each with weight_version null", async () => {
   const dir = join(root, "old");
   cpSync(new URL("journal/", fixture), dir, { recursive: true });
   const c = await core(dir);
   assert.equal(await c.recover(), { sessions: 2, turns: 4 });
   for (const id of ["kept", "rolled"]) {
-    const body = await json(await c.get(id));
+    const body = await responseJson(await c.get(id));
     const old = expected.bodies[id]!;
     assert.equal(
       body.records,
@@ -78,8 +63,8 @@ test("an old journal replays to the same sessions and records, each with weight_
     assert.equal(ids, oldIds);
   }
   const deleted = await c.get("deleted");
-  assert.equal([deleted.status, (await json(deleted)).error], [404, "session not found: session_id=deleted"]);
-  const sample = await json(await c.samples("kept", { ...chatReq([]), body: Buffer.alloc(0) }));
+  assert.equal([deleted.status, (await responseJson(deleted)).error], [404, "session not found: session_id=deleted"]);
+  const sample = await responseJson(await c.samples("kept", { ...chatRequest([]), body: Buffer.alloc(0) }));
   assert.equal(
     [sample.turns.map((t: { weight_version: unknown }) => t.weight_version), sample.oldest_weight_version],
     [[null, null], null],
@@ -89,11 +74,11 @@ test("an old journal replays to the same sessions and records, each with weight_
 test("an old session goes on under a version, and the version survives a replay", async () => {
   const dir = join(root, "old");
   const messages = [...expected.histories.kept!, { role: "user", content: "And tomorrow?" }];
-  const res = await cores[0]!.chat("kept", chatReq(messages), undefined, { weightVersion: "v1" });
+  const res = await cores[0]!.chat("kept", chatRequest(messages), undefined, { weightVersion: "v1" });
   assert.is(res.status, 200);
   const replayed = await core(dir);
   assert.equal(await replayed.recover(), { sessions: 2, turns: 5 });
-  const records = (await json(await replayed.get("kept"))).records;
+  const records = (await responseJson(await replayed.get("kept"))).records;
   assert.equal(
     records.map((r: { weight_version: unknown }) => r.weight_version),
     [null, null, "v1"],
@@ -112,7 +97,7 @@ test("an expired delete replays as expired: the session stays gone and says why"
   assert.equal(await c.recover(), { sessions: 1, turns: 2 });
   const gone = await c.get("rolled");
   assert.equal(
-    [gone.status, (await json(gone)).error],
+    [gone.status, (await responseJson(gone)).error],
     [404, "session expired: session_id=rolled (it was idle longer than --session-idle-ttl-s and was deleted)"],
   );
   assert.is((await c.create("rolled")).status, 200, "the id can be taken again");

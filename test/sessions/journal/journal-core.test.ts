@@ -2,23 +2,16 @@
 // write fails (ENOSPC from /dev/full) is a 500 naming the cause and changes nothing, the
 // session and its neighbour carry on; a new core on the same directory replays the
 // sessions (tool loop, rollback, delete) to the same GET bodies and the same next prompt.
-import { coreFor } from "../../helpers/core.ts";
+import { chatRequest, coreFor, responseText } from "../../helpers/core.ts";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  JournalRecordStore,
-  messagesTurn,
-  type CoreRequest,
-  type CoreResponse,
-  type MessageMatcher,
-  type SessionCore,
-} from "../../../sessions/index.ts";
+import { JournalRecordStore, messagesTurn, type MessageMatcher, type SessionCore } from "../../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../../server/sim-engine/sim-engine.ts";
 import type { WireMessage } from "../../helpers/bodies.ts";
-import { qwen3, WEATHER_TOOL } from "../fixtures.ts";
+import { qwen3 } from "../fixtures.ts";
 
 let engine: SimEngine;
 const root = mkdtempSync(join(tmpdir(), "tito-journal-core-"));
@@ -48,29 +41,14 @@ async function core(dir: string, segmentBytes?: number, messageMatcher?: Message
   return c;
 }
 
-async function text(res: CoreResponse): Promise<string> {
-  if (Buffer.isBuffer(res.body)) return res.body.toString();
-  const parts: Buffer[] = [];
-  for await (const chunk of res.body as AsyncIterable<Buffer>) parts.push(chunk);
-  return Buffer.concat(parts).toString();
-}
-
-const chatReq = (messages: unknown[]): CoreRequest => ({
-  method: "POST",
-  path: "/v1/chat/completions",
-  query: "",
-  headers: {},
-  body: Buffer.from(JSON.stringify({ model: "m", messages, tools: [WEATHER_TOOL] })),
-});
-
 async function turn(c: SessionCore, id: string, messages: unknown[]) {
-  const res = await c.chat(id, chatReq(messages));
-  const body = JSON.parse(await text(res));
+  const res = await c.chat(id, chatRequest(messages));
+  const body = JSON.parse(await responseText(res));
   return { res, body, message: body.choices?.[0]?.message };
 }
 
 async function newSession(c: SessionCore): Promise<string> {
-  return JSON.parse(await text(await c.create())).session_id;
+  return JSON.parse(await responseText(await c.create())).session_id;
 }
 
 test("a failed journal write fails that turn with 500 and the cause; nothing else changes", async () => {
@@ -85,18 +63,18 @@ test("a failed journal write fails that turn with 500 and the cause; nothing els
     tool_call_id: first.message.tool_calls?.[0]?.id,
     content: '{"temp_c": 21}',
   });
-  const before = await text(await c.get(a));
+  const before = await responseText(await c.get(a));
 
   symlinkSync("/dev/full", join(dir, "00000003.tj")); // the next segment
   const failed = await turn(c, a, messages);
   assert.is(failed.res.status, 500);
   assert.match(failed.body.error, `journal write failed (${join(dir, "00000003.tj")}): `);
   assert.match(failed.body.error, /ENOSPC/);
-  assert.is(await text(await c.get(a)), before, "the failed turn left the session as it was");
+  assert.is(await responseText(await c.get(a)), before, "the failed turn left the session as it was");
 
   const retried = await turn(c, a, messages);
   assert.is(retried.res.status, 200, "the same turn goes through on a fresh segment");
-  assert.is(JSON.parse(await text(await c.get(a))).records.length, 2);
+  assert.is(JSON.parse(await responseText(await c.get(a))).records.length, 2);
   assert.is((await turn(c, b, [{ role: "user", content: "Weather in Rome?" }])).res.status, 200);
 });
 
@@ -128,16 +106,17 @@ test("a new core on the same journal replays every session to the same bodies an
   histories.set(rolled, [...alt, redo.message]);
   assert.is((await c.delete(deleted)).status, 204);
   const bodies = new Map([kept, rolled].map((id) => [id, ""]));
-  for (const id of bodies.keys()) bodies.set(id, await text(await c.get(id)));
+  for (const id of bodies.keys()) bodies.set(id, await responseText(await c.get(id)));
 
   const replayed = await core(dir);
-  for (const [id, body] of bodies) assert.is(await text(await replayed.get(id)), body, `session ${id} after replay`);
+  for (const [id, body] of bodies)
+    assert.is(await responseText(await replayed.get(id)), body, `session ${id} after replay`);
   assert.is((await replayed.get(deleted)).status, 404);
   for (const id of bodies.keys()) {
     const accumulated: number[] = JSON.parse(bodies.get(id)!).metadata.accumulated_token_ids;
     const next = await turn(replayed, id, [...histories.get(id)!, { role: "user", content: "And tomorrow?" }]);
     assert.is(next.res.status, 200, JSON.stringify(next.body));
-    const records = JSON.parse(await text(await replayed.get(id))).records;
+    const records = JSON.parse(await responseText(await replayed.get(id))).records;
     assert.equal(records.at(-1).request.input_ids.slice(0, accumulated.length), accumulated);
   }
 });
@@ -174,7 +153,7 @@ test("large replies (pooled receive buffers) from concurrent sessions: each reco
       );
     }
     for (const [i, id] of ids.entries()) {
-      const got = JSON.parse(await text(await c.get(id)));
+      const got = JSON.parse(await responseText(await c.get(id)));
       assert.is(got.records.length, 4);
       for (const [k, record] of got.records.entries()) {
         const response = record.response;
@@ -225,7 +204,7 @@ test("the stored messages a matcher kept over the client's copies are what the j
   const strict = await core(dir, undefined, "strict");
   const third = await turn(strict, id, [...history, second.message, { role: "user", content: "Tomorrow?" }]);
   assert.is(third.res.status, 200);
-  const got = JSON.parse(await text(await strict.get(id)));
+  const got = JSON.parse(await responseText(await strict.get(id)));
   assert.is(got.records.length, 3, "no rollback: the replayed session holds the stored ids, not toolu_1");
   const [, r1, r2] = got.records;
   const extended = [
@@ -241,23 +220,23 @@ test("the API a session speaks comes back from the journal: a replayed messages 
   const [anthropic, chat] = [await newSession(c), await newSession(c)];
   const ask = { model: "m", max_tokens: 60, messages: [{ role: "user", content: "Hi" }] };
   const sent = await messagesTurn(c, anthropic, {
-    ...chatReq([]),
+    ...chatRequest([]),
     path: "/v1/messages",
     body: Buffer.from(JSON.stringify(ask)),
   });
-  assert.is(sent.status, 200, await text(sent));
+  assert.is(sent.status, 200, await responseText(sent));
   assert.is((await turn(c, chat, [{ role: "user", content: "Hi" }])).res.status, 200);
   const replayed = await core(dir);
   const refused = await turn(replayed, anthropic, [{ role: "user", content: "Hi" }]);
   assert.is(refused.res.status, 400);
   assert.match(refused.body.error, /speaks the messages API/);
   const other = await messagesTurn(replayed, chat, {
-    ...chatReq([]),
+    ...chatRequest([]),
     path: "/v1/messages",
     body: Buffer.from(JSON.stringify(ask)),
   });
   assert.is(other.status, 400);
-  const body = JSON.parse(await text(other));
+  const body = JSON.parse(await responseText(other));
   assert.equal([body.type, body.error.type], ["error", "invalid_request_error"]);
   assert.match(body.error.message, /speaks the chat API/);
 });

@@ -9,10 +9,10 @@ import * as assert from "uvu/assert";
 import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { JournalRecordStore, type CoreResponse, type SessionCore } from "../../../sessions/index.ts";
+import { JournalRecordStore, type SessionCore } from "../../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../../server/sim-engine/sim-engine.ts";
-import { coreFor } from "../../helpers/core.ts";
-import { qwen3, WEATHER_TOOL } from "../fixtures.ts";
+import { chatRequest, coreFor, responseJson } from "../../helpers/core.ts";
+import { qwen3 } from "../fixtures.ts";
 
 const fixture = new URL("../../fixtures/journal-before-token-store/", import.meta.url);
 const expected = JSON.parse(readFileSync(new URL("expected.json", fixture), "utf8")) as {
@@ -48,28 +48,13 @@ async function replayed(): Promise<SessionCore> {
   return c;
 }
 
-async function json(res: CoreResponse) {
-  if (Buffer.isBuffer(res.body)) return JSON.parse(res.body.toString());
-  if (Array.isArray(res.body)) return JSON.parse(Buffer.concat(res.body).toString());
-  const parts: Buffer[] = [];
-  for await (const chunk of res.body) parts.push(chunk);
-  return JSON.parse(Buffer.concat(parts).toString());
-}
-
-const chatReq = (messages: unknown[]) => ({
-  method: "POST",
-  path: "/v1/chat/completions",
-  query: "",
-  headers: {},
-  body: Buffer.from(JSON.stringify({ model: "m", messages, tools: [WEATHER_TOOL] })),
-});
-const noBody = { ...chatReq([]), body: Buffer.alloc(0) };
+const noBody = { ...chatRequest([]), body: Buffer.alloc(0) };
 
 /** Records, token ids and the sample of a session (the drift report is a re-render with today's family renderer: left out). */
 async function state(c: SessionCore, id: string) {
-  const body = await json(await c.get(id));
+  const body = await responseJson(await c.get(id));
   const { tito_session_mismatch: _drift, ...ids } = body.metadata;
-  return { ...body, metadata: ids, sample: await json(await c.samples(id, noBody)) };
+  return { ...body, metadata: ids, sample: await responseJson(await c.samples(id, noBody)) };
 }
 
 test("the journal replays to the same records, token ids and samples", async () => {
@@ -86,14 +71,14 @@ test("the journal replays to the same records, token ids and samples", async () 
 test("replayed sessions go on: a new turn, a rollback; a second replay gives the same state", async () => {
   const c = cores[0]!;
   const tools = expected.histories.tools!;
-  const next = await c.chat("tools", chatReq([...tools, { role: "user", content: "And Rome?" }]));
+  const next = await c.chat("tools", chatRequest([...tools, { role: "user", content: "And Rome?" }]));
   assert.is(next.status, 200);
   const ids = expected.bodies.tools!.metadata.accumulated_token_ids as number[];
   const grown = (await state(c, "tools")).metadata.accumulated_token_ids as number[];
   assert.equal(grown.slice(0, ids.length), ids, "the new turn extends the replayed ids");
   // The last turn of "rolled" sent again with another user message: a one-turn rollback.
   const rolled = expected.histories.rolled!;
-  const again = await c.chat("rolled", chatReq([...rolled.slice(0, -2), { role: "user", content: "Thanks!" }]));
+  const again = await c.chat("rolled", chatRequest([...rolled.slice(0, -2), { role: "user", content: "Thanks!" }]));
   assert.is(again.status, 200);
   const live = await Promise.all(SESSIONS.map((id) => state(c, id)));
   assert.is((live[1]!.sample as { turns: unknown[] }).turns.length, 4);
