@@ -8,6 +8,7 @@
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import { release } from "../buffers/release.ts";
+import { drained } from "../buffers/drained.ts";
 
 export type RawHeaders = Readonly<Record<string, string | number | readonly string[]>>;
 export type RawBody = Buffer | Buffer[] | AsyncIterable<Buffer>;
@@ -170,16 +171,4 @@ function finish(socket: Socket): void {
   const timer = setTimeout(() => socket.destroy(), LINGER_MS);
   timer.unref();
   socket.once("close", () => clearTimeout(timer));
-}
-
-function drained(socket: Socket): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      socket.off("drain", done);
-      socket.off("close", done);
-      resolve();
-    };
-    socket.on("drain", done);
-    socket.on("close", done);
-  });
 }

@@ -14,6 +14,7 @@ import type { RolloutDoor } from "./rollout-door.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import type { RouterMetrics } from "./router-metrics.ts";
 import type { SocketHandoff } from "./records-handoff.ts";
+import { drained } from "../../buffers/drained.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 /** The Retry-After of a retryable 503 (a held turn that timed out, a turn a pause aborted). */
@@ -182,16 +183,4 @@ async function pipeBody(
     onDone?.();
   }
   return reply;
-}
-
-function drained(raw: FastifyReply["raw"]): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      raw.off("drain", done);
-      raw.off("close", done);
-      resolve();
-    };
-    raw.on("drain", done);
-    raw.on("close", done);
-  });
 }

@@ -55,9 +55,10 @@ export async function sessionRoutes(
     return relay(links, shardOf(sessionId, n), request, reply, { op, sessionId }, body, { metrics });
   };
   // The records: the worker writes them to the client's socket itself when it can be handed over.
+  const relayRecords = bySessionId("get");
   const records = (request: IdRequest, reply: FastifyReply) => {
     const ticket = handoff?.ticketFor(request);
-    if (handoff === undefined || ticket === undefined) return bySessionId("get")(request, reply);
+    if (handoff === undefined || ticket === undefined) return relayRecords(request, reply);
     const sessionId = request.params.id;
     const op = { op: "get", sessionId, handoff: ticket } as const;
     const options = { metrics, handoff: { via: handoff, ticket } };
