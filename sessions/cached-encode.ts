@@ -56,6 +56,55 @@ function stripAroundAddedTokens(sections: string[], added: Map<string, AddedToke
   }
 }
 
+type Splitter = { split(text: string): string[] };
+
+/** Every word of a DictionarySplitter's trie (the library builds it from the added tokens' contents). */
+function trieWords(trie: unknown): string[] | undefined {
+  const words: string[] = [];
+  const stack: unknown[] = [trie];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (node === null || typeof node !== "object") return undefined;
+    for (const [key, value] of Object.entries(node)) {
+      if (key === "end") {
+        if (typeof value !== "string" || value.length === 0) return undefined;
+        words.push(value);
+      } else if (key.length === 1) stack.push(value);
+      else return undefined;
+    }
+  }
+  return words;
+}
+
+const REGEX_SPECIAL = /[\\^$.*+?()[\]{}|/-]/g;
+
+/**
+ * The library's added-token split (DictionarySplitter.split: at each position the longest
+ * word starting there, else the next position) as one regex: an alternation of the words,
+ * longest first, finds the leftmost position where any word starts and, there, the longest
+ * one, which is the same cut. The trie walk indexes the text one character at a time in JS;
+ * the regex runs natively. A trie of another shape keeps the library's split.
+ */
+export function fastSplit(splitter: Splitter): (text: string) => string[] {
+  const words = trieWords((splitter as unknown as { trie?: unknown }).trie);
+  if (words === undefined) return (text) => splitter.split(text);
+  if (words.length === 0) return (text) => (text.length > 0 ? [text] : []);
+  words.sort((a, b) => b.length - a.length);
+  const pattern = new RegExp(words.map((w) => w.replace(REGEX_SPECIAL, "\\$&")).join("|"), "g");
+  return (text) => {
+    const out: string[] = [];
+    let start = 0;
+    pattern.lastIndex = 0;
+    for (let m = pattern.exec(text); m !== null; m = pattern.exec(text)) {
+      if (m.index > start) out.push(text.slice(start, m.index));
+      out.push(m[0]);
+      start = m.index + m[0].length;
+    }
+    if (start < text.length) out.push(text.slice(start));
+    return out;
+  };
+}
+
 /** An exact, cached encoder for `tokenizer`, or undefined when its shape is not the supported one. */
 export function cachedEncoder(tokenizer: Tokenizer): ((text: string) => number[]) | undefined {
   if (!BPE || !ByteLevelPostProcessor || !ByteLevelPreTokenizer || !SequencePreTokenizer || !SplitPreTokenizer)
@@ -85,6 +134,8 @@ export function cachedEncoder(tokenizer: Tokenizer): ((text: string) => number[]
   const toIds = model.tokens_to_ids;
   const unk = (model as unknown as { unk_token_id?: number }).unk_token_id;
   const normalizer = t.normalizer;
+  const splitUnnormalized = fastSplit(t.splitter_unnormalized);
+  const splitNormalized = fastSplit(t.splitter_normalized);
   const pieces = new Map<string, number[]>();
 
   // What the library computes for one regex piece: the ByteLevel stages, the model, then
@@ -97,7 +148,7 @@ export function cachedEncoder(tokenizer: Tokenizer): ((text: string) => number[]
 
   return (text: string): number[] => {
     const out: number[] = [];
-    const sections = t.splitter_unnormalized.split(text);
+    const sections = splitUnnormalized(text);
     stripAroundAddedTokens(sections, added);
     for (let section of sections) {
       if (section.length === 0) continue;
@@ -108,7 +159,7 @@ export function cachedEncoder(tokenizer: Tokenizer): ((text: string) => number[]
       }
       if (normalizer !== null) section = normalizer(section);
       if (section.length === 0) continue;
-      const subsections = t.splitter_normalized.split(section);
+      const subsections = splitNormalized(section);
       stripAroundAddedTokens(subsections, added);
       for (const sub of subsections) {
         if (sub.length === 0) continue;

@@ -1,7 +1,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { Tokenizer } from "@huggingface/tokenizers";
-import { cachedEncoder } from "../../sessions/cached-encode.ts";
+import { cachedEncoder, fastSplit } from "../../sessions/cached-encode.ts";
 import { qwen3 } from "./fixtures.ts";
 
 const folder = qwen3();
@@ -95,6 +95,50 @@ test("a tokenizer of another shape gets no fast path", () => {
     {} as never,
   );
   assert.is(cachedEncoder(wordLevel), undefined);
+});
+
+test("the added-token split as a regex cuts exactly where the library's trie does", () => {
+  // Words that are prefixes of each other, share prefixes, and hold regex syntax.
+  const words = ["<a>", "<a>b", "<a", "a.b", "[x]", "(y)*", "\\d+", "|", "$^", "ab", "abc", "bc", "🙂x"];
+  const tokenizer = new Tokenizer(
+    {
+      version: "1.0",
+      added_tokens: words.map((content, i) => ({
+        id: 10 + i,
+        content,
+        single_word: false,
+        lstrip: false,
+        rstrip: false,
+        normalized: false,
+        special: true,
+      })),
+      normalizer: null,
+      pre_tokenizer: { type: "Whitespace" },
+      post_processor: null,
+      decoder: null,
+      model: { type: "WordLevel", vocab: { "[UNK]": 0 }, unk_token: "[UNK]" },
+    } as never,
+    {} as never,
+  );
+  const splitter = (tokenizer as unknown as { splitter_unnormalized: { split(t: string): string[] } })
+    .splitter_unnormalized;
+  const split = fastSplit(splitter);
+  const parts = [...words, "a", "b", "c", "<", ">", ".", "x", "🙂", " ", "\\", "d"];
+  let seed = 11;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+  for (let i = 0; i < 3000; i++) {
+    let s = "";
+    const n = Math.floor(next() * 16);
+    for (let j = 0; j < n; j++) s += parts[Math.floor(next() * parts.length)];
+    assert.equal(split(s), splitter.split(s), JSON.stringify(s));
+  }
+  assert.equal(split("<a>bc"), ["<a>b", "c"]);
+  assert.equal(split("xabcx"), ["x", "abc", "x"]);
+  assert.equal(split(""), []);
+  // The Qwen3 splitters too.
+  const qwen = folder.tokenizer as unknown as { splitter_unnormalized: { split(t: string): string[] } };
+  const text = "<|im_start|>user\n<tool_response>\nok</tool_response><|im_end|>\n<think>\n\n</think>";
+  assert.equal(fastSplit(qwen.splitter_unnormalized)(text), qwen.splitter_unnormalized.split(text));
 });
 
 test.run();
