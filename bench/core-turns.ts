@@ -10,18 +10,20 @@
 // child is also the client (it builds each request and reads each reply), the same work
 // for both checkouts. It is a client only: it stops exactly the processes it started.
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { benchArgs } from "./bench-args.ts";
 import { killStartedOnExit, REPO_ROOT, startEngine } from "./rollout-procs.ts";
+import { machineCpu, stealShare } from "./rollout-proc-stats.ts";
 import { text } from "./rollout-workload.ts";
 
 const USAGE = `Usage: npm run bench:core-turns -- [--sessions 1,8,32] [--passes N] [--repeat N] [--baseline-root DIR] [--out FILE]
 
-The session core's CPU per small turn (8-message-growing chat, 128-token texts, 20 turns
-per session, journal durability, fsync interval), in process, against the simulated engine.
+The session core's CPU per small turn (the small preset's chat: 128-token texts, a tool
+result and an assistant reply more each turn, 20 turns per session; journal durability,
+fsync interval), in process, against the simulated engine.
   --sessions LIST      concurrent sessions per measurement (default 1,8,32)
   --passes N           measured passes of all sessions, after 3 unmeasured (default: 160 turns / sessions, at least 2)
   --repeat N           measurements per sessions count and checkout, interleaved (default 3)
@@ -160,6 +162,8 @@ function parse(argv: string[]) {
   const repeat = Number(values.repeat ?? 3);
   if (!(Number.isInteger(repeat) && repeat >= 1)) fail("--repeat must be an integer >= 1");
   const baseline = values["baseline-root"] === undefined ? undefined : resolve(values["baseline-root"]);
+  if (baseline !== undefined && !existsSync(join(baseline, "sessions", "index.ts")))
+    fail(`--baseline-root ${baseline}: no sessions/index.ts there (not a tito-server checkout?)`);
   return { sessions, passes, repeat, baseline, out: values.out ?? join(REPO_ROOT, "bench", "out", "core-turns.json") };
 }
 
@@ -167,6 +171,7 @@ async function main(): Promise<void> {
   const config = parse(process.argv.slice(2));
   const roots = config.baseline ? [REPO_ROOT, config.baseline] : [REPO_ROOT];
   const loadStart = loadavg();
+  const cpuAtStart = machineCpu();
   const engine = await startEngine([]);
   killStartedOnExit();
   const results: Measured[] = [];
@@ -202,13 +207,17 @@ async function main(): Promise<void> {
     }
   }
   const loadEnd = loadavg();
+  const steal = stealShare(cpuAtStart);
   lines.push(
     "",
-    `baseline: ${config.baseline ?? "none"}; load average at start ${loadStart.map((l) => l.toFixed(2)).join(" ")}, at end ${loadEnd.map((l) => l.toFixed(2)).join(" ")} (${process.version})`,
+    `baseline: ${config.baseline ?? "none"}; load average at start ${loadStart.map((l) => l.toFixed(2)).join(" ")}, at end ${loadEnd.map((l) => l.toFixed(2)).join(" ")}, CPU steal ${steal} (${process.version})`,
   );
   process.stdout.write(`${lines.join("\n")}\n`);
   mkdirSync(dirname(config.out), { recursive: true });
-  writeFileSync(config.out, JSON.stringify({ baseline: config.baseline, loadStart, loadEnd, results }, null, 2));
+  writeFileSync(
+    config.out,
+    JSON.stringify({ baseline: config.baseline, loadStart, loadEnd, cpuSteal: steal, results }, null, 2),
+  );
 }
 
 if (process.argv[2] === "child") {

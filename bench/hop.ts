@@ -16,7 +16,7 @@ import { loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Pool, request } from "undici";
-import { cpuMs, rssMiB } from "./rollout-proc-stats.ts";
+import { cpuMs, machineCpu, rssMiB, stealShare } from "./rollout-proc-stats.ts";
 import {
   cpuProfEnv,
   killStartedOnExit,
@@ -301,6 +301,7 @@ async function main(): Promise<void> {
   const env = cpuProf ? cpuProfEnv(cpuProf) : undefined;
   killStartedOnExit();
   const load = loadavg();
+  const cpuAtStart = machineCpu();
   const engine = await startEngine([]);
   const rows: HopRow[] = [];
   try {
@@ -326,10 +327,16 @@ async function main(): Promise<void> {
   process.stdout.write(
     `target: the proxied request adds at most 1.3× what the bare topology adds, at p50 — worst measured ${fmt(worst, 2)}×: ${worst <= 1.3 ? "met" : "NOT met"}\n`,
   );
-  process.stdout.write(`load average at start: ${load.map((l) => l.toFixed(2)).join(" ")} (${process.version})\n`);
+  const steal = stealShare(cpuAtStart);
+  process.stdout.write(
+    `load average at start: ${load.map((l) => l.toFixed(2)).join(" ")}, CPU steal ${steal} (${process.version})\n`,
+  );
   if (out) {
     mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, `${JSON.stringify({ requests, loadavg: load, node: process.version, rows }, null, 1)}\n`);
+    writeFileSync(
+      out,
+      `${JSON.stringify({ requests, loadavg: load, cpuSteal: steal, node: process.version, rows }, null, 1)}\n`,
+    );
     process.stdout.write(`results: ${out}\n`);
   }
 }

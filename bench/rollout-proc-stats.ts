@@ -52,6 +52,35 @@ export const rssMiB = (pid: number) => statusKb(pid, "VmRSS") / MIB;
 /** Peak resident set since the process started (VmHWM), MiB. */
 export const peakRssMiB = (pid: number) => statusKb(pid, "VmHWM") / MIB;
 
+/** The machine's CPU time counters (the "cpu" line of /proc/stat, in ticks): all of it, and what the hypervisor stole. */
+export interface MachineCpu {
+  total: number;
+  steal: number;
+}
+
+/** The machine's CPU counters now, or undefined where /proc/stat cannot be read. */
+export function machineCpu(): MachineCpu | undefined {
+  try {
+    const line = readFileSync("/proc/stat", "latin1").split("\n", 1)[0]!;
+    // user nice system idle iowait irq softirq steal (guest time is already in user and nice).
+    const ticks = line.trim().split(/\s+/).slice(1, 9).map(Number);
+    if (ticks.length < 8 || !ticks.every(Number.isFinite)) return undefined;
+    return { total: ticks.reduce((a, b) => a + b, 0), steal: ticks[7]! };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The share of the machine's CPU time the hypervisor took (steal) between two readings,
+ * e.g. "12%": on a virtual machine, time stolen by its neighbours slows every process
+ * and moves every number a benchmark prints. "n/a" when unknown.
+ */
+export function stealShare(from: MachineCpu | undefined, to: MachineCpu | undefined = machineCpu()): string {
+  if (!from || !to || to.total <= from.total) return "n/a";
+  return `${((100 * (to.steal - from.steal)) / (to.total - from.total)).toFixed(0)}%`;
+}
+
 export type CpuSnapshot = Record<string, number>;
 
 /** CPU ms of each named process now; `sys` picks system time only (page faults, syscalls). */

@@ -10,6 +10,7 @@ import { dirname } from "node:path";
 import { chartSvg } from "./rollout-chart.ts";
 import { parseRolloutArgs, r3BytesPerSession, r3LastRawBytes, type RolloutConfig } from "./rollout-args.ts";
 import { cpuProfEnv, killStartedOnExit, REPO_ROOT, startEngine } from "./rollout-procs.ts";
+import { machineCpu, stealShare } from "./rollout-proc-stats.ts";
 import { Progress } from "./rollout-progress.ts";
 import { describe, markdown, ratios, summarizeLabels, targets } from "./rollout-report.ts";
 import { runFloor, runServer, type RunContext, type RunResult } from "./rollout-run.ts";
@@ -64,6 +65,7 @@ async function main(): Promise<void> {
   const progress = new Progress(config.repeat * runsPerRepeat * (config.sessions + 1) * config.turns);
   progress.phase("starting the engine (pre-building replies)");
   const loadAtStart = loadavg();
+  const cpuAtStart = machineCpu();
   const git = gitState(); // the code as it was when the servers started
   const engine = await startEngine(engineFlags(config), config.verbose);
   const runs: RunResult[] = [];
@@ -124,13 +126,15 @@ async function main(): Promise<void> {
     // Other work on the machine inflates every latency; the load average says how much there was.
     loadavgAtStart: loadAtStart,
     loadavgAtEnd: loadavg(),
+    // A virtual machine's neighbours take CPU time from all of it alike (steal).
+    cpuSteal: stealShare(cpuAtStart),
     ...git,
   };
   const code =
     "commit" in machine ? `, code ${machine.commit}${machine.uncommittedChanges ? " + uncommitted changes" : ""}` : "";
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
   process.stdout.write(
-    `machine: ${machine.cpus} CPUs, node ${process.version}${code}, load average at start ${load(loadAtStart)}, at end ${load(machine.loadavgAtEnd)}\n`,
+    `machine: ${machine.cpus} CPUs, node ${process.version}${code}, load average at start ${load(loadAtStart)}, at end ${load(machine.loadavgAtEnd)}, CPU steal ${machine.cpuSteal}\n`,
   );
   mkdirSync(dirname(config.out), { recursive: true });
   writeFileSync(
