@@ -17,7 +17,8 @@ import { pathToFileURL } from "node:url";
 import { benchArgs } from "./bench-args.ts";
 import { killStartedOnExit, REPO_ROOT, startEngine } from "./rollout-procs.ts";
 import { machineCpu, stealShare } from "./rollout-proc-stats.ts";
-import { text } from "./rollout-workload.ts";
+import { fmtRatio, median } from "./rollout-stats.ts";
+import { openingMessage, toolResult } from "./rollout-workload.ts";
 
 const USAGE = `Usage: npm run bench:core-turns -- [--sessions 1,8,32] [--passes N] [--repeat N] [--baseline-root DIR] [--out FILE]
 
@@ -89,15 +90,14 @@ async function session(core: Core, seed: number): Promise<void> {
   const created = await core.create();
   if (created.status !== 200) throw new Error(`create: status ${created.status}`);
   const id = JSON.parse(bodyText(created.body)).session_id as string;
-  const messages: { role: string; content: unknown }[] = [
-    { role: "user", content: `Session ${seed}.${text(TOKENS, seed)}` },
-  ];
+  const messages: { role: string; content: unknown }[] = [openingMessage(seed, TOKENS)];
   for (let k = 0; k < TURNS; k++) {
-    if (k > 0) messages.push({ role: "tool", content: `Result ${k}:${text(TOKENS, seed * 1000 + k)}` });
+    if (k > 0) messages.push(toolResult(seed, k, TOKENS));
     const body = Buffer.from(JSON.stringify({ model: "tito-sim", messages, max_tokens: TOKENS }));
     const res = await core.chat(id, { method: "POST", path: "/v1/chat/completions", query: "", headers: {}, body });
     if (res.status !== 200) throw new Error(`turn ${k}: status ${res.status}: ${bodyText(res.body).slice(0, 300)}`);
-    messages.push(JSON.parse(bodyText(res.body)).choices[0].message);
+    // As `npm run bench` sends it back: the assistant's text only.
+    messages.push({ role: "assistant", content: JSON.parse(bodyText(res.body)).choices[0].message.content });
   }
   await core.delete(id);
 }
@@ -136,12 +136,6 @@ function runChild(root: string, engineUrl: string, sessions: number, passes: num
     });
   });
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 
 function parse(argv: string[]) {
   const values = benchArgs("bench:core-turns", USAGE, argv, {
@@ -203,7 +197,7 @@ async function main(): Promise<void> {
     if (!config.baseline) lines.push(`| ${sessions} | ${mine.toFixed(0)} |`);
     else {
       const base = of(config.baseline, sessions);
-      lines.push(`| ${sessions} | ${mine.toFixed(0)} | ${base.toFixed(0)} | ${(mine / base).toFixed(2)}x |`);
+      lines.push(`| ${sessions} | ${mine.toFixed(0)} | ${base.toFixed(0)} | ${fmtRatio(mine / base)} |`);
     }
   }
   const loadEnd = loadavg();

@@ -12,7 +12,7 @@ import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { request } from "undici";
 import { killStartedOnExit, REPO_ROOT, startChild, startEngine, stopServer } from "./rollout-procs.ts";
-import { Target, text, warmUp } from "./rollout-workload.ts";
+import { openingMessage, Target, toolResult, warmUp } from "./rollout-workload.ts";
 import { benchArgs } from "./bench-args.ts";
 
 const USAGE = `Usage: npm run bench:memory -- [flags]
@@ -146,12 +146,10 @@ interface Held {
 /** One session: create, T turns with a growing history; kept open. Resolves with its shard and tokens held. */
 async function runSession(target: Target, config: Config, seed: number): Promise<Held> {
   const { id, shard } = await target.createOnShard();
-  const messages: { role: string; content: string }[] = [
-    { role: "user", content: `Session ${seed}.${text(config.toolTokens, seed)}` },
-  ];
+  const messages: { role: string; content: string }[] = [openingMessage(seed, config.toolTokens)];
   let tokens = 0;
   for (let k = 0; k < config.turns; k++) {
-    if (k > 0) messages.push({ role: "tool", content: `Result ${k}:${text(config.toolTokens, seed * 1000 + k)}` });
+    if (k > 0) messages.push(toolResult(seed, k, config.toolTokens));
     const body = JSON.stringify({ model: "tito-sim", messages, max_tokens: config.outputTokens });
     const res = await target.request("POST", target.chatPath(id), body);
     const reply = JSON.parse(Buffer.concat(res.chunks).toString("utf8"));

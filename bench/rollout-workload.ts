@@ -43,6 +43,16 @@ export function text(tokens: number, seed: number): string {
   return out.join(" ");
 }
 
+/** A session's first message: its seed, then `tokens` words (the same for every benchmark's small turns). */
+export function openingMessage(seed: number, tokens: number): Message {
+  return { role: "user", content: `Session ${seed}.${text(tokens, seed)}` };
+}
+
+/** The tool result a session sends before turn k > 0: `tokens` words of its own. */
+export function toolResult(seed: number, k: number, tokens: number): Message {
+  return { role: "tool", content: `Result ${k}:${text(tokens, seed * 1000 + k)}` };
+}
+
 /** Where the workload's requests go: the session server, or the engine alone. */
 export class Target {
   readonly name: string;
@@ -190,10 +200,10 @@ async function runSession(
     id = made.id;
     if (target.sessions) out.shards.push(made.shard);
   }
-  const messages: Message[] = [{ role: "user", content: `Session ${seed}.${text(shape.inputTokens, seed)}` }];
+  const messages: Message[] = [openingMessage(seed, shape.inputTokens)];
   for (let k = 0; k < shape.turns; k++) {
     // Turn k sends 2k+1 messages: the first user message, then (assistant, tool) pairs.
-    if (k > 0) messages.push({ role: "tool", content: `Result ${k}:${text(shape.inputTokens, seed * 1000 + k)}` });
+    if (k > 0) messages.push(toolResult(seed, k, shape.inputTokens));
     const body = JSON.stringify({ model: "tito-sim", messages, max_tokens: shape.outputTokens });
     const t0 = performance.now();
     const res = await target.request("POST", target.chatPath(id), body);
