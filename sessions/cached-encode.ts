@@ -8,6 +8,7 @@
 // the caller then uses the library's encode. It never changes the tokenizer object.
 import * as tokenizers from "@huggingface/tokenizers";
 import type { Tokenizer } from "@huggingface/tokenizers";
+import { escapeRegExp } from "./escape-regexp.ts";
 
 // The library's classes, exported at run time; the package's type re-exports lose their names.
 type AnyClass = abstract new (...args: never[]) => unknown;
@@ -76,8 +77,6 @@ function trieWords(trie: unknown): string[] | undefined {
   return words;
 }
 
-const REGEX_SPECIAL = /[\\^$.*+?()[\]{}|/-]/g;
-
 /**
  * The library's added-token split (DictionarySplitter.split: at each position the longest
  * word starting there, else the next position) as one regex: an alternation of the words,
@@ -90,7 +89,7 @@ export function fastSplit(splitter: Splitter): (text: string) => string[] {
   if (words === undefined) return (text) => splitter.split(text);
   if (words.length === 0) return (text) => (text.length > 0 ? [text] : []);
   words.sort((a, b) => b.length - a.length);
-  const pattern = new RegExp(words.map((w) => w.replace(REGEX_SPECIAL, "\\$&")).join("|"), "g");
+  const pattern = new RegExp(words.map(escapeRegExp).join("|"), "g");
   return (text) => {
     const out: string[] = [];
     let start = 0;

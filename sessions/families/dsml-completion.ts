@@ -17,6 +17,7 @@
 import type { ParseContext, ParsedCompletion, StreamSyntax, ToolCall, ToolCallIdSource } from "./family.ts";
 import { DSML, EOS, THINK_CLOSE, THINK_OPEN, parseThinkingMode, withoutSuffix } from "./deepseek-encoding.ts";
 import { newToolCallId } from "./tool-call-id.ts";
+import { escapeRegExp } from "../escape-regexp.ts";
 
 export interface DsmlDialect {
   /** The block's tag name: "function_calls" (V3.2) or "tool_calls" (V4). */
@@ -32,8 +33,6 @@ interface Span {
   end: number;
 }
 
-const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-
 /** The tag texts of one dialect, as regexes (`y`: sticky, matched at a position). */
 class Tags {
   readonly open: RegExp;
@@ -44,8 +43,8 @@ class Tags {
   readonly paramClose: RegExp;
 
   constructor(dialect: DsmlDialect) {
-    const d = dialect.strict ? escape(DSML) : `(?:${escape(DSML)})?`;
-    const block = escape(dialect.block);
+    const d = dialect.strict ? escapeRegExp(DSML) : `(?:${escapeRegExp(DSML)})?`;
+    const block = escapeRegExp(dialect.block);
     this.open = new RegExp(`<${d}${block}>`, "g");
     this.close = new RegExp(`</${d}${block}>`, "g");
     this.invoke = dialect.strict
