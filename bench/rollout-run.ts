@@ -97,13 +97,13 @@ async function measure(
 
   const pids = { ...groupPids, engine: ctx.engine.pid };
   const cpu0 = cpuSnapshot(pids);
-  const sys0 = cpuSnapshot(pids, "sys");
   // The group peak sums only the server's processes: the engine is not the server's memory.
   const sampler = new RssSampler(pids, Object.keys(groupPids));
   const result = await runWorkload(target, shape, 0, ctx.hooks);
   const sampled = sampler.stop();
-  const cpuMs = cpuDelta(cpu0, cpuSnapshot(pids));
-  const cpuSysMs = cpuDelta(sys0, cpuSnapshot(pids, "sys"));
+  const cpu1 = cpuSnapshot(pids);
+  const cpuMs = cpuDelta(cpu0, cpu1);
+  const cpuSysMs = cpuDelta(cpu0, cpu1, "sys");
 
   const perProcess = Object.fromEntries(Object.entries(cpuMs).map(([name, ms]) => [name, ms / result.turns]));
   const serverCpu = Object.keys(groupPids).reduce((sum, name) => sum + cpuMs[name], 0);
