@@ -134,7 +134,11 @@ export function cpuSnapshot(pids: Record<string, number>): CpuSnapshot {
 }
 
 /** CPU ms each process spent between two snapshots; `sys` picks system time only (page faults, syscalls; in ticks). */
-export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot, part: "total" | "sys" = "total"): Record<string, number> {
+export function cpuDelta(
+  before: CpuSnapshot,
+  after: CpuSnapshot,
+  part: "total" | "sys" = "total",
+): Record<string, number> {
   return Object.fromEntries(
     Object.keys(before).map((name) => [
       name,
