@@ -32,6 +32,8 @@ export interface RunResult {
   cpuMs: Record<string, number>;
   /** Of cpuMs, the system (kernel) part: syscalls, page faults of fresh memory. */
   cpuSysMs: Record<string, number>;
+  /** Read and write system calls per turn of each process (/proc/<pid>/io), and the server's sum. */
+  ioCallsPerTurn: { server: number; perProcess: Record<string, number> };
   cpuPerTurnMs: {
     server: number;
     serverSys: number;
@@ -104,6 +106,7 @@ async function measure(
   const cpu1 = cpuSnapshot(pids);
   const cpuMs = cpuDelta(cpu0, cpu1);
   const cpuSysMs = cpuDelta(cpu0, cpu1, "sys");
+  const ioCalls = cpuDelta(cpu0, cpu1, "ioCalls");
 
   const perProcess = Object.fromEntries(Object.entries(cpuMs).map(([name, ms]) => [name, ms / result.turns]));
   const serverCpu = Object.keys(groupPids).reduce((sum, name) => sum + cpuMs[name], 0);
@@ -128,6 +131,10 @@ async function measure(
     sessionsPerWorker: Array.from({ length: workerCount }, (_, i) => result.shards.filter((s) => s === i).length),
     cpuMs,
     cpuSysMs,
+    ioCallsPerTurn: {
+      server: Object.keys(groupPids).reduce((sum, name) => sum + ioCalls[name], 0) / result.turns,
+      perProcess: Object.fromEntries(Object.entries(ioCalls).map(([name, n]) => [name, n / result.turns])),
+    },
     cpuPerTurnMs: {
       server: serverCpu / result.turns,
       serverSys: serverSys / result.turns,
