@@ -159,12 +159,14 @@ export class OutboundScheduler {
       if (releases) releaseAll(releases);
       return;
     }
-    // Cork for the rest of this tick so frames written together leave in one writev;
-    // the body buffers are handed over as they are, never copied into the head.
+    // Cork until the event loop's check phase, so frames written in this turn of the loop
+    // leave in one writev: replies finished by several engine responses that arrived
+    // together, requests from several clients read together. The body buffers are handed
+    // over as they are, never copied into the head.
     if (!this.#corked) {
       this.#corked = true;
       socket.cork();
-      process.nextTick(() => {
+      setImmediate(() => {
         this.#corked = false;
         socket.uncork();
       });
