@@ -42,6 +42,17 @@ const here = dirname(fileURLToPath(import.meta.url));
 // .ts sources through tsx when this module itself runs from source (tests, development).
 const entryExt = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
 
+/**
+ * The router's live heap is small (~13 MiB) and it allocates ~25 MiB/s of short-lived
+ * objects under load. With V8's defaults its old generation's limit then stays closer to
+ * the live size than the young generation's capacity, and V8 starts a full incremental
+ * mark-compact every ~300 ms (each of its ~200 steps a task that wakes the event loop):
+ * about a fifth of the router's CPU on small turns. A 64 MiB initial old generation keeps
+ * the limit above that, so the young generation's scavenges do the work; the cost is up
+ * to ~50 MiB more resident garbage in the router (docs/benchmark.md, issue 20).
+ */
+const ROUTER_NODE_FLAGS = ["--initial-old-space-size=64"];
+
 export interface SessionServer {
   /** "http://127.0.0.1:PORT" — the HTTP front door (the router process). */
   readonly url: string;
@@ -255,6 +266,7 @@ function childSpecs(
       name: "router",
       entry: join(here, "..", "router", `router-main${entryExt}`),
       config: router as unknown as Record<string, unknown>,
+      nodeFlags: ROUTER_NODE_FLAGS,
     },
     shards,
   };
