@@ -47,7 +47,7 @@ count, and straight to the simulated engine (the floor), in one run.
   --latency-ms MS      simulated generation time per engine reply (default 0)
   --repeat R           run every configuration R times, each on a fresh server (default 1)
   --warmup P           unmeasured passes of the workload before each measured run
-                       (default: 3 for small, 2 for r3, 1 for quick)
+                       (default: 40 for small, 2 for r3, 1 for quick)
   --engine-api API     the server's engine API: sglang-chat (default), sglang-generate or
                        vllm-completions (the simulated engine serves all three; the floor
                        always sends the engine's chat route)
@@ -61,7 +61,7 @@ count, and straight to the simulated engine (the floor), in one run.
   --help               this text`;
 
 const PRESETS: Record<string, Partial<RolloutConfig>> = {
-  small: { sessions: 8, turns: 20, inputTokens: 128, outputTokens: 128, r3LastMiB: 0, getRecords: false, warmup: 3 },
+  small: { sessions: 8, turns: 20, inputTokens: 128, outputTokens: 128, r3LastMiB: 0, getRecords: false, warmup: 40 },
   r3: { sessions: 8, turns: 10, inputTokens: 128, outputTokens: 128, r3LastMiB: 16, getRecords: true, warmup: 2 },
   quick: { sessions: 4, turns: 8, inputTokens: 128, outputTokens: 64, r3LastMiB: 4, getRecords: true, warmup: 1 },
 };
