@@ -31,7 +31,7 @@ export function cpuSplitMs(pid: number): { user: number; sys: number } {
   }
 }
 
-/** One reading of a process's CPU counters. */
+/** One reading of a process's CPU counters (and of its read/write system call count). */
 export interface ProcCpu {
   /** Run time of each live thread, ns (schedstat's first field); undefined where unreadable. */
   threadsNs: Map<string, number> | undefined;

@@ -44,12 +44,11 @@ const entryExt = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
 
 /**
  * The router's live heap is small (~13 MiB) and it allocates ~25 MiB/s of short-lived
- * objects under load. With V8's defaults its old generation's limit then stays closer to
- * the live size than the young generation's capacity, and V8 starts a full incremental
- * mark-compact every ~300 ms (each of its ~200 steps a task that wakes the event loop):
- * about a fifth of the router's CPU on small turns. A 64 MiB initial old generation keeps
- * the limit above that, so the young generation's scavenges do the work; the cost is up
- * to ~50 MiB more resident garbage in the router (docs/benchmark.md, issue 20).
+ * objects under load. With V8's default heap sizing it then ran a full incremental
+ * mark-compact every ~300 ms (each of its ~200 steps a task that wakes the event loop),
+ * about a fifth of its CPU on small turns; with a 64 MiB initial old generation it runs
+ * 4 in its life and the young generation's scavenges do the work. The cost is up to
+ * ~50 MiB more resident garbage in the router (docs/benchmark.md, issue 20).
  */
 const ROUTER_NODE_FLAGS = ["--initial-old-space-size=64"];
 
