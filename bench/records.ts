@@ -8,34 +8,45 @@
 //    read by another process (a reader child), so this process's event loop only times
 //    chats. The big session is written through one server, which then stops; a second
 //    server on the same --data-dir replays it (so its engine can answer the chats with
-//    small replies). Target: p99 under GETs at most 2x the p99 without.
+//    small replies). Target: p99 under GETs at most 2x the p99 without. Each phase also
+//    reports the CPU each process took (the benchmark process holds the timing client, the
+//    simulated engine and the host), so a ratio can be read against who had the cores.
 // Prints markdown tables and writes JSON (bench/out/records.json, or --out). It is a
 // client only: everything it starts, it stops.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { spawn } from "node:child_process";
 import { startSessionServer, type SessionServer, type SessionServerOptions } from "../index.ts";
 import { startSimEngine, type SimEngine } from "../server/sim-engine/sim-engine.ts";
 import { bundledQwen3Dir, loadTokenizerFolder } from "../sessions/tokenizer-folder.ts";
-import { peakRssMiB } from "./rollout-proc-stats.ts";
+import { cpuDelta, cpuSnapshot, peakRssMiB, type CpuSnapshot } from "./rollout-proc-stats.ts";
 import { fmt, fmtRatio, summarize, type LatencySummary } from "./rollout-stats.ts";
 import { benchArgs } from "./bench-args.ts";
 
-const USAGE = `Usage: npm run bench:records -- [--quick] [--data-dir DIR] [--out FILE]
+const USAGE = `Usage: npm run bench:records -- [--quick] [--data-dir DIR] [--reader-nice N] [--out FILE]
 
   --quick          fewer turns and a ~64 MiB big session (a few minutes)
   --data-dir DIR   where the journals go (default: a fresh temporary directory); each run
                    makes and removes its own subdirectory there
+  --reader-nice N  run the records reader process at nice N (0-19; default 0): a reader that
+                   only gets idle CPU stands in for a trainer on another machine, and
+                   tells the server's share of the head-of-line from the reader's
   --out FILE       JSON results (default bench/out/records.json)`;
 
 const args = benchArgs("bench:records", USAGE, process.argv.slice(2), {
   quick: { type: "boolean" },
   out: { type: "string" },
   "data-dir": { type: "string" },
+  "reader-nice": { type: "string" },
 });
 const QUICK = args.quick === true;
+const READER_NICE = Number(args["reader-nice"] ?? 0);
+if (!Number.isInteger(READER_NICE) || READER_NICE < 0 || READER_NICE > 19) {
+  process.stderr.write(`bench:records: --reader-nice must be an integer from 0 to 19, got ${args["reader-nice"]}\n`);
+  process.exit(2);
+}
 const MiB = 1024 * 1024;
 const SIZES = [0, 16, 64]; // reply MiB (base64 payload)
 const TURNS: Record<number, number> = QUICK ? { 0: 20, 16: 4, 64: 3 } : { 0: 60, 16: 10, 64: 5 };
@@ -43,8 +54,10 @@ const BIG_REPLY_MIB = 64;
 const BIG_TURNS = QUICK ? 1 : 3; // x 64 MiB replies: a ~200 MiB session (~64 MiB with --quick)
 const GETS = 3; // concurrent records GETs of the big session
 const CHAT_LOOPS = 4;
-const CHAT_TURNS = QUICK ? 60 : 160; // per round, over all loops
-const ROUNDS = 2; // alone, with GETs, alone, with GETs: machine noise hits both phases alike
+// Per round, over all loops. A p99 is about the 1% slowest samples: 1600 samples per phase
+// make it the 16th slowest, where 320 made it the 4th, which one hiccup could move.
+const CHAT_TURNS = QUICK ? 100 : 400;
+const ROUNDS = 4; // alone, with GETs, alone, with GETs, ...: machine noise hits both phases alike
 const folder = loadTokenizerFolder(bundledQwen3Dir());
 const dataRoot = mkdtempSync(join(args["data-dir"] ?? tmpdir(), "tito-bench-records-"));
 
@@ -197,10 +210,13 @@ Promise.all(urls.map(reader)).then(
 async function chatWhileReading(
   base: string,
   urls: string[],
+  cpu: PhaseCpu,
 ): Promise<{ times: number[]; bytes: number; gets: number; seconds: number }> {
-  const reader = spawn(process.execPath, ["-e", READER, JSON.stringify(urls)], {
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
+  const command = [process.execPath, "-e", READER, JSON.stringify(urls)];
+  const reader =
+    READER_NICE > 0
+      ? spawn("nice", ["-n", String(READER_NICE), ...command], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
+      : spawn(command[0]!, command.slice(1), { stdio: ["ignore", "inherit", "inherit", "ipc"] });
   type ReaderMessage = { started?: boolean; bytes?: number; gets?: number; error?: string };
   const messages: ReaderMessage[] = [];
   let wake: (() => void) | undefined;
@@ -222,7 +238,7 @@ async function chatWhileReading(
   try {
     await next(); // started
     const t = performance.now();
-    const times = await chatLoad(base, CHAT_TURNS);
+    const times = await cpu.measure({ reader: reader.pid! }, () => chatLoad(base, CHAT_TURNS));
     const seconds = (performance.now() - t) / 1000;
     reader.send("stop");
     const done = await next();
@@ -232,11 +248,54 @@ async function chatWhileReading(
   }
 }
 
+/**
+ * The CPU each process took over the timed part of one kind of phase, summed over its
+ * rounds: `bench` is this process (timing client, simulated engine and host), then the
+ * router, the worker and, under GETs, the records reader.
+ */
+class PhaseCpu {
+  readonly #pids: Record<string, number>;
+  readonly #ms: Record<string, number> = {};
+  #wallMs = 0;
+
+  constructor(pids: Record<string, number>) {
+    this.#pids = pids;
+  }
+
+  async measure<T>(extra: Record<string, number>, run: () => Promise<T>): Promise<T> {
+    const pids = { ...this.#pids, ...extra };
+    const before: CpuSnapshot = cpuSnapshot(pids);
+    const t = performance.now();
+    const result = await run();
+    const spent = cpuDelta(before, cpuSnapshot(pids));
+    this.#wallMs += performance.now() - t;
+    for (const [name, ms] of Object.entries(spent)) this.#ms[name] = (this.#ms[name] ?? 0) + ms;
+    return result;
+  }
+
+  get seconds(): number {
+    return this.#wallMs / 1000;
+  }
+
+  /** Each process's CPU as a share of one core (%), and their sum. */
+  shares(): Record<string, number> {
+    const shares = Object.fromEntries(Object.entries(this.#ms).map(([name, ms]) => [name, (100 * ms) / this.#wallMs]));
+    return { ...shares, all: Object.values(shares).reduce((a, b) => a + b, 0) };
+  }
+}
+
 interface GetLoadRow {
   sessionMiB: number[];
   replayMs: number;
   alone: LatencySummary;
   underGets: LatencySummary;
+  /** CPU per process over each phase, % of one core (this machine has os.availableParallelism() cores). */
+  cpuAlone: Record<string, number>;
+  cpuUnderGets: Record<string, number>;
+  /** Chat turns per second over each phase (four closed loops). */
+  turnsPerSAlone: number;
+  turnsPerSUnderGets: number;
+  readerNice: number;
   p99Ratio: number;
   getMiBps: number;
   getsCompleted: number;
@@ -269,14 +328,18 @@ async function chatUnderGets(): Promise<GetLoadRow> {
     }
     await chatLoad(s.url, 20); // warm the worker
     const urls = Array.from({ length: GETS }, () => `${s.url}/sessions/${ids[0]}`);
+    const tree = s.tree();
+    const pids = { bench: process.pid, router: tree.router.pid!, worker: tree.shards[0]!.pid! };
+    const cpuAlone = new PhaseCpu(pids);
+    const cpuUnderGets = new PhaseCpu(pids);
     const aloneTimes: number[] = [];
     const loadedTimes: number[] = [];
     let bytes = 0;
     let gets = 0;
     let seconds = 0;
     for (let round = 0; round < ROUNDS; round++) {
-      aloneTimes.push(...(await chatLoad(s.url, CHAT_TURNS)));
-      const loaded = await chatWhileReading(s.url, urls);
+      aloneTimes.push(...(await cpuAlone.measure({}, () => chatLoad(s.url, CHAT_TURNS))));
+      const loaded = await chatWhileReading(s.url, urls, cpuUnderGets);
       loadedTimes.push(...loaded.times);
       [bytes, gets, seconds] = [bytes + loaded.bytes, gets + loaded.gets, seconds + loaded.seconds];
       stderr(
@@ -291,6 +354,11 @@ async function chatUnderGets(): Promise<GetLoadRow> {
       replayMs,
       alone,
       underGets,
+      cpuAlone: cpuAlone.shares(),
+      cpuUnderGets: cpuUnderGets.shares(),
+      turnsPerSAlone: alone.count / cpuAlone.seconds,
+      turnsPerSUnderGets: underGets.count / cpuUnderGets.seconds,
+      readerNice: READER_NICE,
       p99Ratio: underGets.p99 / alone.p99,
       getMiBps: bytes / MiB / seconds,
       getsCompleted: gets,
@@ -311,6 +379,12 @@ async function bigSession(base: string, id: string): Promise<void> {
   }
 }
 
+function cpuCell(shares: Record<string, number>): string {
+  return ["bench", "router", "worker", "reader", "all"]
+    .map((name) => (shares[name] === undefined ? "-" : `${fmt(shares[name], 0)}%`))
+    .join(" · ");
+}
+
 function report(turns: TurnRow[], gets: GetLoadRow): string {
   const lines = [
     "### Per-turn latency, journal vs memory (1 worker each, one growing conversation per server, turns interleaved, ms)",
@@ -322,12 +396,14 @@ function report(turns: TurnRow[], gets: GetLoadRow): string {
         `| ${r.replyMiB} MiB | ${r.journal.count} | ${fmt(r.memory.p50, 2)} | ${fmt(r.journal.p50, 2)} | ${fmt(r.overheadP50Ms, 2)} | ${fmt(r.memory.p99, 2)} | ${fmt(r.journal.p99, 2)} | ${fmt(r.journalEvery.p50, 2)} |`,
     ),
     "",
-    `### Head-of-line: chat latency with ${GETS} concurrent records GETs (1 worker; a session of ${gets.sessionMiB.map((m) => fmt(m, 0)).join(" and ")} MiB fetched ${GETS} times at once, over and over, by another process)`,
+    `### Head-of-line: chat latency with ${GETS} concurrent records GETs (1 worker; a session of ${gets.sessionMiB.map((m) => fmt(m, 0)).join(" and ")} MiB fetched ${GETS} times at once, over and over, by another process${gets.readerNice > 0 ? ` at nice ${gets.readerNice}` : ""})`,
     "",
-    "| phase | turns | p50 ms | p95 ms | p99 ms | max ms |",
-    "| --- | --- | --- | --- | --- | --- |",
-    `| chat alone | ${gets.alone.count} | ${fmt(gets.alone.p50, 2)} | ${fmt(gets.alone.p95, 2)} | ${fmt(gets.alone.p99, 2)} | ${fmt(gets.alone.max, 2)} |`,
-    `| chat + ${GETS} GETs | ${gets.underGets.count} | ${fmt(gets.underGets.p50, 2)} | ${fmt(gets.underGets.p95, 2)} | ${fmt(gets.underGets.p99, 2)} | ${fmt(gets.underGets.max, 2)} |`,
+    `CPU per process is % of one core over the phase (${availableParallelism()} cores); bench = timing client + simulated engine + host.`,
+    "",
+    "| phase | turns | turns/s | p50 ms | p95 ms | p99 ms | max ms | CPU: bench · router · worker · reader · all |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    `| chat alone | ${gets.alone.count} | ${fmt(gets.turnsPerSAlone, 0)} | ${fmt(gets.alone.p50, 2)} | ${fmt(gets.alone.p95, 2)} | ${fmt(gets.alone.p99, 2)} | ${fmt(gets.alone.max, 2)} | ${cpuCell(gets.cpuAlone)} |`,
+    `| chat + ${GETS} GETs | ${gets.underGets.count} | ${fmt(gets.turnsPerSUnderGets, 0)} | ${fmt(gets.underGets.p50, 2)} | ${fmt(gets.underGets.p95, 2)} | ${fmt(gets.underGets.p99, 2)} | ${fmt(gets.underGets.max, 2)} | ${cpuCell(gets.cpuUnderGets)} |`,
     "",
     `p99 ratio (target <= 2x): ${fmtRatio(gets.p99Ratio)}; records streamed meanwhile: ${fmt(gets.getMiBps, 0)} MiB/s (${gets.getsCompleted} whole GETs); ` +
       `start with replay of the session: ${fmt(gets.replayMs, 0)} ms; worker peak RSS: ${gets.workerPeakRssMiB.map((m) => `${fmt(m, 0)} MiB`).join(", ")}`,
