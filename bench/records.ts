@@ -43,7 +43,7 @@ const args = benchArgs("bench:records", USAGE, process.argv.slice(2), {
 });
 const QUICK = args.quick === true;
 const READER_NICE = Number(args["reader-nice"] ?? 0);
-if (!Number.isInteger(READER_NICE) || READER_NICE < 0 || READER_NICE > 19) {
+if (!/^\d+$/.test(args["reader-nice"] ?? "0") || READER_NICE > 19) {
   process.stderr.write(`bench:records: --reader-nice must be an integer from 0 to 19, got ${args["reader-nice"]}\n`);
   process.exit(2);
 }
@@ -212,11 +212,11 @@ async function chatWhileReading(
   urls: string[],
   cpu: PhaseCpu,
 ): Promise<{ times: number[]; bytes: number; gets: number; seconds: number }> {
-  const command = [process.execPath, "-e", READER, JSON.stringify(urls)];
-  const reader =
-    READER_NICE > 0
-      ? spawn("nice", ["-n", String(READER_NICE), ...command], { stdio: ["ignore", "inherit", "inherit", "ipc"] })
-      : spawn(command[0]!, command.slice(1), { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  // nice execs the reader in its own place, so reader.pid is the reader's either way.
+  const nice = READER_NICE > 0 ? ["-n", String(READER_NICE), process.execPath] : [];
+  const reader = spawn(nice.length ? "nice" : process.execPath, [...nice, "-e", READER, JSON.stringify(urls)], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   type ReaderMessage = { started?: boolean; bytes?: number; gets?: number; error?: string };
   const messages: ReaderMessage[] = [];
   let wake: (() => void) | undefined;
@@ -336,12 +336,11 @@ async function chatUnderGets(): Promise<GetLoadRow> {
     const loadedTimes: number[] = [];
     let bytes = 0;
     let gets = 0;
-    let seconds = 0;
     for (let round = 0; round < ROUNDS; round++) {
       aloneTimes.push(...(await cpuAlone.measure({}, () => chatLoad(s.url, CHAT_TURNS))));
       const loaded = await chatWhileReading(s.url, urls, cpuUnderGets);
       loadedTimes.push(...loaded.times);
-      [bytes, gets, seconds] = [bytes + loaded.bytes, gets + loaded.gets, seconds + loaded.seconds];
+      [bytes, gets] = [bytes + loaded.bytes, gets + loaded.gets];
       stderr(
         `round ${round + 1}: chat alone p99 ${fmt(summarize(aloneTimes).p99)} ms, under GETs p99 ${fmt(summarize(loadedTimes).p99)} ms, ${fmt(loaded.bytes / MiB / loaded.seconds)} MiB/s of records`,
       );
@@ -360,7 +359,7 @@ async function chatUnderGets(): Promise<GetLoadRow> {
       turnsPerSUnderGets: underGets.count / cpuUnderGets.seconds,
       readerNice: READER_NICE,
       p99Ratio: underGets.p99 / alone.p99,
-      getMiBps: bytes / MiB / seconds,
+      getMiBps: bytes / MiB / cpuUnderGets.seconds,
       getsCompleted: gets,
       workerPeakRssMiB,
     };
