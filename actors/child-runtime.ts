@@ -5,7 +5,8 @@
 import type { Socket } from "node:net";
 import type { ChildToHost, RecordsHandoff } from "./control-messages.ts";
 
-export interface ChildRuntime<Config> {
+/** `Report` is what the child sends its owner: ChildToHost for the host's children. */
+export interface ChildRuntime<Config, Report = ChildToHost> {
   config: Config & { name: string; epoch: number };
   ready(info: Record<string, unknown>): void;
   /**
@@ -13,7 +14,7 @@ export interface ChildRuntime<Config> {
    * rollout state); resolves once the message is written to the IPC channel (it survives our
    * death then, so a job may exit).
    */
-  report(message: ChildToHost): Promise<void>;
+  report(message: Report): Promise<void>;
   /** Messages the host sends (HostToRouter for the router), and the handle one may carry. */
   onMessage(listener: (message: unknown, handle?: unknown) => void): void;
   /**
@@ -26,7 +27,7 @@ export interface ChildRuntime<Config> {
   onClose(hook: () => Promise<void> | void): void;
 }
 
-export function startChildRuntime<Config>(): ChildRuntime<Config> {
+export function startChildRuntime<Config, Report = ChildToHost>(): ChildRuntime<Config, Report> {
   const raw = process.env.TITO_CHILD_CONFIG;
   if (!raw || !process.send) {
     process.stderr.write("this entry point is started by tito-server's supervisor (no TITO_CHILD_CONFIG / IPC)\n");

@@ -1,7 +1,7 @@
 // The supervision layer's public surface: the actor tree the host runs (nact), its
 // events and errors, and the control messages its children speak. Never imports sessions/.
 export { SupervisionTree, type SupervisionTreeOptions } from "./supervision-tree.ts";
-export { runChildJob, type ChildSpec } from "./child-process.ts";
+export { isAlive, runChildJob, sendSocketToChild, spawnChild, stopChild, type ChildSpec } from "./child-process.ts";
 export { isRecordsHandoff } from "./control-messages.ts";
 export type {
   ChildToHost,

@@ -10,7 +10,9 @@
 //    server on the same --data-dir replays it (so its engine can answer the chats with
 //    small replies). Target: p99 under GETs at most 2x the p99 without. Each phase also
 //    reports the CPU each process took (the benchmark process holds the timing client, the
-//    simulated engine and the host), so a ratio can be read against who had the cores.
+//    simulated engine and the host), so a ratio can be read against who had the cores. The
+//    worker's records streamer, the helper process that writes the GETs' bodies at a lower
+//    CPU priority (--records-nice), is counted apart from the worker.
 // Prints markdown tables and writes JSON (bench/out/records.json, or --out). It is a
 // client only: everything it starts, it stops.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -21,11 +23,11 @@ import { spawn } from "node:child_process";
 import { startSessionServer, type SessionServer, type SessionServerOptions } from "../index.ts";
 import { startSimEngine, type SimEngine } from "../server/sim-engine/sim-engine.ts";
 import { bundledQwen3Dir, loadTokenizerFolder } from "../sessions/tokenizer-folder.ts";
-import { cpuDelta, cpuSnapshot, peakRssMiB, type CpuSnapshot } from "./rollout-proc-stats.ts";
+import { cpuDelta, cpuSnapshot, peakRssMiB, streamerPids, type CpuSnapshot } from "./rollout-proc-stats.ts";
 import { fmt, fmtRatio, summarize, type LatencySummary } from "./rollout-stats.ts";
 import { benchArgs } from "./bench-args.ts";
 
-const USAGE = `Usage: npm run bench:records -- [--quick] [--data-dir DIR] [--reader-nice N] [--out FILE]
+const USAGE = `Usage: npm run bench:records -- [--quick] [--data-dir DIR] [--reader-nice N] [--records-nice N] [--out FILE]
 
   --quick          fewer turns and a ~64 MiB big session (a few minutes)
   --data-dir DIR   where the journals go (default: a fresh temporary directory); each run
@@ -33,6 +35,8 @@ const USAGE = `Usage: npm run bench:records -- [--quick] [--data-dir DIR] [--rea
   --reader-nice N  run the records reader process at nice N (0-19; default 0): a reader that
                    only gets idle CPU stands in for a trainer on another machine, and
                    tells the server's share of the head-of-line from the reader's
+  --records-nice N the server's --records-nice (0-19; default: the server's, 10): the
+                   CPU priority of the worker's records streamer
   --out FILE       JSON results (default bench/out/records.json)`;
 
 const args = benchArgs("bench:records", USAGE, process.argv.slice(2), {
@@ -40,13 +44,21 @@ const args = benchArgs("bench:records", USAGE, process.argv.slice(2), {
   out: { type: "string" },
   "data-dir": { type: "string" },
   "reader-nice": { type: "string" },
+  "records-nice": { type: "string" },
 });
 const QUICK = args.quick === true;
-const READER_NICE = Number(args["reader-nice"] ?? 0);
-if (!/^\d+$/.test(args["reader-nice"] ?? "0") || READER_NICE > 19) {
-  process.stderr.write(`bench:records: --reader-nice must be an integer from 0 to 19, got ${args["reader-nice"]}\n`);
-  process.exit(2);
+/** A nice value flag (0-19), or `fallback` when absent; a bad one exits 2. */
+function niceArg(flag: "reader-nice" | "records-nice", fallback: number | undefined): number | undefined {
+  const value = args[flag];
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) > 19) {
+    process.stderr.write(`bench:records: --${flag} must be an integer from 0 to 19, got ${value}\n`);
+    process.exit(2);
+  }
+  return Number(value);
 }
+const READER_NICE = niceArg("reader-nice", 0)!;
+const RECORDS_NICE = niceArg("records-nice", undefined);
 const MiB = 1024 * 1024;
 const SIZES = [0, 16, 64]; // reply MiB (base64 payload)
 const TURNS: Record<number, number> = QUICK ? { 0: 20, 16: 4, 64: 3 } : { 0: 60, 16: 10, 64: 5 };
@@ -92,7 +104,12 @@ async function engineFor(replyMiB: number): Promise<SimEngine> {
 }
 
 async function server(options: SessionServerOptions): Promise<SessionServer> {
-  return startSessionServer({ allowedAppendRoles: ["tool", "user"], logLevel: "warn", ...options });
+  return startSessionServer({
+    allowedAppendRoles: ["tool", "user"],
+    logLevel: "warn",
+    recordsNice: RECORDS_NICE,
+    ...options,
+  });
 }
 
 /** Sequential turns of one growing conversation on each server, interleaved turn by turn so noise hits both; the first (warm-up) is not timed. */
@@ -296,6 +313,8 @@ interface GetLoadRow {
   turnsPerSAlone: number;
   turnsPerSUnderGets: number;
   readerNice: number;
+  /** The server's --records-nice; null: its default. */
+  recordsNice: number | null;
   p99Ratio: number;
   getMiBps: number;
   getsCompleted: number;
@@ -329,7 +348,10 @@ async function chatUnderGets(): Promise<GetLoadRow> {
     await chatLoad(s.url, 20); // warm the worker
     const urls = Array.from({ length: GETS }, () => `${s.url}/sessions/${ids[0]}`);
     const tree = s.tree();
-    const pids = { bench: process.pid, router: tree.router.pid!, worker: tree.shards[0]!.pid! };
+    const worker = tree.shards[0]!.pid!;
+    // The GETs above started the worker's records streamer.
+    const streamer = streamerPids({ "worker-0": worker })["streamer-0"];
+    const pids = { bench: process.pid, router: tree.router.pid!, worker, ...(streamer ? { streamer } : {}) };
     const cpuAlone = new PhaseCpu(pids);
     const cpuUnderGets = new PhaseCpu(pids);
     const aloneTimes: number[] = [];
@@ -358,6 +380,7 @@ async function chatUnderGets(): Promise<GetLoadRow> {
       turnsPerSAlone: alone.count / cpuAlone.seconds,
       turnsPerSUnderGets: underGets.count / cpuUnderGets.seconds,
       readerNice: READER_NICE,
+      recordsNice: RECORDS_NICE ?? null,
       p99Ratio: underGets.p99 / alone.p99,
       getMiBps: bytes / MiB / cpuUnderGets.seconds,
       getsCompleted: gets,
@@ -379,7 +402,7 @@ async function bigSession(base: string, id: string): Promise<void> {
 }
 
 function cpuCell(shares: Record<string, number>): string {
-  return ["bench", "router", "worker", "reader", "all"]
+  return ["bench", "router", "worker", "streamer", "reader", "all"]
     .map((name) => (shares[name] === undefined ? "-" : `${fmt(shares[name], 0)}%`))
     .join(" · ");
 }
@@ -395,11 +418,11 @@ function report(turns: TurnRow[], gets: GetLoadRow): string {
         `| ${r.replyMiB} MiB | ${r.journal.count} | ${fmt(r.memory.p50, 2)} | ${fmt(r.journal.p50, 2)} | ${fmt(r.overheadP50Ms, 2)} | ${fmt(r.memory.p99, 2)} | ${fmt(r.journal.p99, 2)} | ${fmt(r.journalEvery.p50, 2)} |`,
     ),
     "",
-    `### Head-of-line: chat latency with ${GETS} concurrent records GETs (1 worker; a session of ${gets.sessionMiB.map((m) => fmt(m, 0)).join(" and ")} MiB fetched ${GETS} times at once, over and over, by another process${gets.readerNice > 0 ? ` at nice ${gets.readerNice}` : ""})`,
+    `### Head-of-line: chat latency with ${GETS} concurrent records GETs (1 worker; a session of ${gets.sessionMiB.map((m) => fmt(m, 0)).join(" and ")} MiB fetched ${GETS} times at once, over and over, by another process${gets.readerNice > 0 ? ` at nice ${gets.readerNice}` : ""}; the worker's records streamer at ${gets.recordsNice === null ? "the server's default nice" : `nice ${gets.recordsNice}`})`,
     "",
     `CPU per process is % of one core over the phase (${availableParallelism()} cores); bench = timing client + simulated engine + host.`,
     "",
-    "| phase | turns | turns/s | p50 ms | p95 ms | p99 ms | max ms | CPU: bench · router · worker · reader · all |",
+    "| phase | turns | turns/s | p50 ms | p95 ms | p99 ms | max ms | CPU: bench · router · worker · streamer · reader · all |",
     "| --- | --- | --- | --- | --- | --- | --- | --- |",
     `| chat alone | ${gets.alone.count} | ${fmt(gets.turnsPerSAlone, 0)} | ${fmt(gets.alone.p50, 2)} | ${fmt(gets.alone.p95, 2)} | ${fmt(gets.alone.p99, 2)} | ${fmt(gets.alone.max, 2)} | ${cpuCell(gets.cpuAlone)} |`,
     `| chat + ${GETS} GETs | ${gets.underGets.count} | ${fmt(gets.turnsPerSUnderGets, 0)} | ${fmt(gets.underGets.p50, 2)} | ${fmt(gets.underGets.p95, 2)} | ${fmt(gets.underGets.p99, 2)} | ${fmt(gets.underGets.max, 2)} | ${cpuCell(gets.cpuUnderGets)} |`,

@@ -92,9 +92,40 @@ export function cpuSpentMs(from: ProcCpu, to: ProcCpu): number {
   return ns / 1e6;
 }
 
+/** A reading before a process started: a delta from it is all the process has spent. */
+export const NO_CPU: ProcCpu = { threadsNs: new Map(), userMs: 0, sysMs: 0, ioCalls: 0 };
+
 /** CPU ms a process has spent so far (see cpuSpentMs), or NaN when it is gone. */
 export function cpuMs(pid: number): number {
-  return cpuSpentMs({ threadsNs: new Map(), userMs: 0, sysMs: 0, ioCalls: 0 }, readProcCpu(pid));
+  return cpuSpentMs(NO_CPU, readProcCpu(pid));
+}
+
+/** The child processes of `pid` now (none when it is gone), from /proc/<pid>/task/<tid>/children. */
+export function childPids(pid: number): number[] {
+  try {
+    return readdirSync(`/proc/${pid}/task`).flatMap((tid) => {
+      try {
+        return readFileSync(`/proc/${pid}/task/${tid}/children`, "latin1").split(" ").filter(Boolean).map(Number);
+      } catch {
+        return [];
+      }
+    });
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The records streamers of the workers among `pids` (named worker-<i>): each worker's child
+ * process, if it has one yet (it starts one on its first records GET), as streamer-<i>.
+ */
+export function streamerPids(pids: Record<string, number>): Record<string, number> {
+  const streamers: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(pids)) {
+    const child = name.startsWith("worker-") ? childPids(pid)[0] : undefined;
+    if (child !== undefined) streamers[name.replace("worker-", "streamer-")] = child;
+  }
+  return streamers;
 }
 
 function statusKb(pid: number, key: string): number {

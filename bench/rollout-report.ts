@@ -195,8 +195,12 @@ function perProcess(values: Record<string, number>, digits: number): string {
   const workers = Object.keys(values)
     .filter((n) => n.startsWith("worker-"))
     .map((n) => fmt(values[n], digits));
+  const streamers = Object.keys(values)
+    .filter((n) => n.startsWith("streamer-"))
+    .map((n) => `${n.slice("streamer-".length)}:${fmt(values[n], digits)}`);
   if (!("host" in values)) return "-";
-  return `h ${fmt(values.host, digits)} · r ${fmt(values.router, digits)} · w ${workers.join("/")}`;
+  const s = streamers.length ? ` · s ${streamers.join("/")}` : "";
+  return `h ${fmt(values.host, digits)} · r ${fmt(values.router, digits)} · w ${workers.join("/")}${s}`;
 }
 
 /** Cores the ceiling is projected for (issue 20). */
@@ -218,8 +222,9 @@ export interface FrontShare {
 export function frontShare(run: RunResult): FrontShare | undefined {
   if (run.kind !== "server") return undefined;
   const per = run.cpuPerTurnMs.perProcess;
+  // A worker's records streamer is worker-side work: there is one per worker.
   const workers = Object.entries(per)
-    .filter(([n]) => n.startsWith("worker-"))
+    .filter(([n]) => n.startsWith("worker-") || n.startsWith("streamer-"))
     .reduce((sum, [, v]) => sum + v, 0);
   const front = (["router", "host"] as const).map((n) => ({ n, ms: per[n] ?? 0 }));
   const total = workers + front.reduce((sum, f) => sum + f.ms, 0);
@@ -261,7 +266,7 @@ export function markdown(config: RolloutConfig, runs: RunResult[], labels: Label
   const lines: string[] = [];
   lines.push(`### Rollout benchmark — ${describe(config)}`, "");
   lines.push(
-    "| run | wall s | turns/s | chat p50 ms | p95 | p99 | seq p50 ms | records GET p50 ms (concurrent) | solo GET ms | GET MiB | server CPU ms/turn | of which sys | per process (host · router · workers) | read/write syscalls per turn (h · r · w) | sessions per worker | engine CPU ms/turn | server peak RSS MiB | peak RSS per process MiB (VmHWM) | startup s |",
+    "| run | wall s | turns/s | chat p50 ms | p95 | p99 | seq p50 ms | records GET p50 ms (concurrent) | solo GET ms | GET MiB | server CPU ms/turn | of which sys | per process (host · router · workers · streamers) | read/write syscalls per turn (h · r · w · s) | sessions per worker | engine CPU ms/turn | server peak RSS MiB | peak RSS per process MiB (VmHWM) | startup s |",
     "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
   );
   for (const r of runs) {

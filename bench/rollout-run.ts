@@ -4,7 +4,7 @@
 // workload with CPU (/proc) and RSS measured around it. It starts and stops only the
 // server it owns; the engine belongs to the caller.
 import { request } from "undici";
-import { cpuDelta, cpuSnapshot, peakRssMiB, RssSampler } from "./rollout-proc-stats.ts";
+import { cpuDelta, cpuSnapshot, NO_CPU, peakRssMiB, RssSampler, streamerPids } from "./rollout-proc-stats.ts";
 import { startServer, stopServer, type Started } from "./rollout-procs.ts";
 import { summarize, type LatencySummary } from "./rollout-stats.ts";
 import { runWorkload, Target, warmUp, type RunHooks, type WorkloadShape } from "./rollout-workload.ts";
@@ -97,20 +97,25 @@ async function measure(
   // The probe runs alone, so its records GET (if any) is also the "one GET afterwards" measurement.
   const probe = await runWorkload(target, { ...shape, sessions: 1 }, 800_000, ctx.hooks);
 
-  const pids = { ...groupPids, engine: ctx.engine.pid };
+  // The workers' records streamers are the server's too (the warm-up's GETs started them).
+  const serverPids = { ...groupPids, ...streamerPids(groupPids) };
+  const pids: Record<string, number> = { ...serverPids, engine: ctx.engine.pid };
   const cpu0 = cpuSnapshot(pids);
   // The group peak sums only the server's processes: the engine is not the server's memory.
-  const sampler = new RssSampler(pids, Object.keys(groupPids));
+  const sampler = new RssSampler(pids, Object.keys(serverPids));
   const result = await runWorkload(target, shape, 0, ctx.hooks);
   const sampled = sampler.stop();
+  // A streamer that started during the run: all it spent is the run's.
+  for (const [name, pid] of Object.entries(streamerPids(groupPids)))
+    if (!(name in pids)) [pids[name], serverPids[name], cpu0[name]] = [pid, pid, NO_CPU];
   const cpu1 = cpuSnapshot(pids);
   const cpuMs = cpuDelta(cpu0, cpu1);
   const cpuSysMs = cpuDelta(cpu0, cpu1, "sys");
   const ioCalls = cpuDelta(cpu0, cpu1, "ioCalls");
 
   const perProcess = Object.fromEntries(Object.entries(cpuMs).map(([name, ms]) => [name, ms / result.turns]));
-  const serverCpu = Object.keys(groupPids).reduce((sum, name) => sum + cpuMs[name], 0);
-  const serverSys = Object.keys(groupPids).reduce((sum, name) => sum + cpuSysMs[name], 0);
+  const serverCpu = Object.keys(serverPids).reduce((sum, name) => sum + cpuMs[name], 0);
+  const serverSys = Object.keys(serverPids).reduce((sum, name) => sum + cpuSysMs[name], 0);
   return {
     label,
     repeat: ctx.repeat,
@@ -132,7 +137,7 @@ async function measure(
     cpuMs,
     cpuSysMs,
     ioCallsPerTurn: {
-      server: Object.keys(groupPids).reduce((sum, name) => sum + ioCalls[name], 0) / result.turns,
+      server: Object.keys(serverPids).reduce((sum, name) => sum + ioCalls[name], 0) / result.turns,
       perProcess: Object.fromEntries(Object.entries(ioCalls).map(([name, n]) => [name, n / result.turns])),
     },
     cpuPerTurnMs: {

@@ -7,6 +7,7 @@ export * from "./errors.ts";
 export { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 export { MemoryRecordStore, sessionBodyEnds, type RecordStore, type TurnRecord } from "./journal/records.ts";
 export { JournalRecordStore, type JournalStoreOptions } from "./journal/journal-store.ts";
+export { RecordStream, openRecordStream, type PortablePart, type PathRange } from "./journal/record-stream.ts";
 export { reshardJournal, type ReshardOptions, type ReshardResult } from "./journal/journal-reshard.ts";
 export type { FsyncPolicy } from "./journal/journal-segments.ts";
 export type { Mismatch } from "./drift.ts";

@@ -46,6 +46,9 @@ Options:
                                directory under the OS temp dir, removed on shutdown)
   --fsync POLICY               every | interval | never: when journal writes reach
                                the disk (default interval, every 100 ms)
+  --records-nice N             CPU priority (nice, 0-19) of the helper process per
+                               worker that streams records GETs from the journal;
+                               higher leaves more CPU to chat turns (default 10)
   --engine-api API             sglang-chat (default): the chat route of an SGLang that
                                honours input_ids; sglang-generate: stock SGLang's
                                /generate; vllm-completions: stock vLLM's /v1/completions
@@ -93,6 +96,7 @@ export const FLAGS = {
   durability: { type: "string" },
   "data-dir": { type: "string" },
   fsync: { type: "string" },
+  "records-nice": { type: "string" },
   "engine-api": { type: "string" },
   "engine-timeout-ms": { type: "string" },
   "engine-connect-timeout-ms": { type: "string" },
@@ -127,6 +131,7 @@ export const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
   durability: "--durability",
   dataDir: "--data-dir",
   fsync: "--fsync",
+  recordsNice: "--records-nice",
   engineApi: "--engine-api",
   engineTimeoutMs: "--engine-timeout-ms",
   engineConnectTimeoutMs: "--engine-connect-timeout-ms",
@@ -212,6 +217,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     durability: values.durability as SessionServerOptions["durability"],
     dataDir: values["data-dir"],
     fsync: values.fsync as SessionServerOptions["fsync"],
+    recordsNice: num("records-nice", values["records-nice"]),
     engineApi: values["engine-api"] as SessionServerOptions["engineApi"],
     engineTimeoutMs: num("engine-timeout-ms", values["engine-timeout-ms"]),
     engineConnectTimeoutMs: num("engine-connect-timeout-ms", values["engine-connect-timeout-ms"]),

@@ -93,6 +93,11 @@ export interface SessionServerOptions {
   dataDir?: string;
   /** When journal writes are fsynced: "every" entry before its ack, "interval" (default, every 100 ms), or "never" (the OS decides). */
   fsync?: "every" | "interval" | "never";
+  /**
+   * The CPU priority (nice value, 0-19) of each worker's records streamer, the helper process
+   * that writes records GETs read from the journal; higher yields more to chat turns. Default 10.
+   */
+  recordsNice?: number;
 }
 
 export type ResolvedOptions = Required<
@@ -158,6 +163,7 @@ const OPTION_NAMES: readonly string[] = Object.keys({
   durability: 1,
   dataDir: 1,
   fsync: 1,
+  recordsNice: 1,
 } satisfies Record<keyof SessionServerOptions, 1>);
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
@@ -228,6 +234,7 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     durability: options.durability ?? "journal",
     dataDir: options.dataDir,
     fsync: options.fsync ?? "interval",
+    recordsNice: int("recordsNice", options.recordsNice ?? 10, 0, 19),
   };
   oneOf("engineApi", resolved.engineApi, ENGINE_APIS);
   oneOf("durability", resolved.durability, ["journal", "memory"]);

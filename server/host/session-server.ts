@@ -250,6 +250,7 @@ function childSpecs(
       durability: opts.durability,
       dataDir,
       fsync: opts.fsync,
+      recordsNice: opts.recordsNice,
       sessionIdleTtlS: opts.sessionIdleTtlS,
     };
     // --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).

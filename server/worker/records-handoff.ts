@@ -2,13 +2,16 @@
 // a get op with a ticket keeps its 200 response here (the snapshot the core took under the
 // session lock), and the router is told so instead of being sent the body. When the host
 // passes on the client's socket for that ticket, the response is written to it directly
-// (server/raw-http-response.ts). A response nobody claims in time is dropped and its
-// buffers released; a socket whose ticket is unknown is closed.
+// (server/raw-http-response.ts) — by the worker's records streamer when the body is read
+// from the journal (records-streamer.ts), by the worker itself otherwise. A response nobody
+// claims in time is dropped and its buffers released; a socket whose ticket is unknown is
+// closed.
 import type { Socket } from "node:net";
 import type { RecordsHandoff } from "../../actors/index.ts";
 import { release } from "../../buffers/release.ts";
-import type { CoreResponse } from "../../sessions/index.ts";
-import { adoptSocket, writeRawResponse } from "../raw-http-response.ts";
+import { RecordStream, type CoreResponse } from "../../sessions/index.ts";
+import { adoptSocket, writeRawResponse, type RawHeaders } from "../raw-http-response.ts";
+import type { RecordsStreamer } from "./records-streamer.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
 
 /** How long a kept response waits for its socket (the router sends it right after the reply). */
@@ -23,9 +26,12 @@ export class ParkedResponses {
   readonly #parked = new Map<string, Parked>();
   readonly #metrics: WorkerMetrics;
   readonly #parkMs: number;
+  readonly #streamer: RecordsStreamer | undefined;
 
-  constructor(metrics: WorkerMetrics, parkMs = PARK_MS) {
+  /** Without a `streamer`, the worker writes every body itself. */
+  constructor(metrics: WorkerMetrics, streamer?: RecordsStreamer, parkMs = PARK_MS) {
     this.#metrics = metrics;
+    this.#streamer = streamer;
     this.#parkMs = parkMs;
   }
 
@@ -53,10 +59,28 @@ export class ParkedResponses {
     this.#parked.delete(handoff.ticket);
     clearTimeout(parked.timer);
     const { status, headers, body } = parked.res;
-    const complete = await writeRawResponse(socket, status, [handoff.headers, headers], body, (bytes) =>
-      this.#metrics.handoffBytes(bytes),
-    );
+    const complete =
+      (await this.#viaStreamer(socket, status, [handoff.headers, headers], body)) ??
+      (await writeRawResponse(socket, status, [handoff.headers, headers], body, (bytes) =>
+        this.#metrics.handoffBytes(bytes),
+      ));
     this.#metrics.handoff(complete ? "written" : "cut");
+  }
+
+  /**
+   * A journal-backed body goes to the streamer, and its segments stay pinned until the
+   * streamer is done with it. Undefined when the streamer did not take it (none, or it
+   * could not): the socket and the untouched body are still ours.
+   */
+  async #viaStreamer(socket: Socket, status: number, headers: RawHeaders[], body: CoreResponse["body"]) {
+    if (!this.#streamer?.usable || !(body instanceof RecordStream)) return undefined;
+    const parts = body.portableParts();
+    if (parts === undefined) return undefined;
+    const complete = await this.#streamer.write(socket, status, headers, parts);
+    if (complete === undefined) return undefined;
+    for (const part of parts) if (Buffer.isBuffer(part)) release(part);
+    discard(body); // unpins the segments
+    return complete;
   }
 
   /** Drops every kept response (the worker is closing). */

@@ -19,6 +19,7 @@ import { listenChannels } from "../../transport/index.ts";
 import { workerHandler } from "./worker-handler.ts";
 import { WorkerMetrics } from "./worker-metrics.ts";
 import { ParkedResponses } from "./records-handoff.ts";
+import { RecordsStreamer } from "./records-streamer.ts";
 
 /** What the host passes a worker: the session core's plain options, its engine, and its shard. */
 export type WorkerConfig = Omit<
@@ -40,6 +41,8 @@ export type WorkerConfig = Omit<
   /** The journal directory of all shards (this one uses shard-<index>/ in it). */
   dataDir?: string;
   fsync: FsyncPolicy;
+  /** The nice value of the records streamer (records-streamer.ts), which journal-backed records GETs go through. */
+  recordsNice: number;
 };
 
 const runtime = startChildRuntime<WorkerConfig>();
@@ -130,8 +133,13 @@ try {
 (globalThis as { gc?: () => void }).gc?.();
 
 // Records GETs the router hands over: the response kept for a ticket goes straight to the
-// client's socket, which the host passes on (records-handoff.ts).
-const parked = new ParkedResponses(metrics);
+// client's socket, which the host passes on (records-handoff.ts). Bodies read from the
+// journal are written by the worker's records streamer, at a lower CPU priority.
+const streamer =
+  config.durability === "journal"
+    ? new RecordsStreamer({ shard: config.index, nice: config.recordsNice, logger, metrics })
+    : undefined;
+const parked = new ParkedResponses(metrics, streamer);
 runtime.onMessage((message, handle) => {
   if (!(handle instanceof Socket)) return;
   if (isRecordsHandoff(message)) void parked.deliver(message, handle);
@@ -143,6 +151,7 @@ const server = await listenChannels(socketPath, (channel) => channel.serve(worke
 runtime.onClose(async () => {
   await server.close();
   parked.close();
+  await streamer?.close();
   await core.close();
 });
 runtime.ready({ socketPath });

@@ -17,6 +17,7 @@ export class WorkerMetrics {
   readonly #expired: Counter;
   readonly #handoffs: Counter<"outcome">;
   readonly #handoffBytes: Counter;
+  readonly #streamerStarts: Counter;
 
   constructor(shard: number, sessionCount: () => number) {
     this.registry.setDefaultLabels({ shard: String(shard) });
@@ -62,6 +63,11 @@ export class WorkerMetrics {
       help: "Records body bytes the worker wrote straight to clients' sockets (the records handoff).",
       registers,
     });
+    this.#streamerStarts = new Counter({
+      name: "tito_worker_records_streamer_starts_total",
+      help: "Records streamer processes the worker started (docs/architecture.md); more than one means one died.",
+      registers,
+    });
     this.#inflight = new Gauge({
       name: "tito_worker_inflight_requests",
       help: "Requests the worker is handling now.",
@@ -96,6 +102,10 @@ export class WorkerMetrics {
 
   handoffBytes = (bytes: number): void => {
     this.#handoffBytes.inc(bytes);
+  };
+
+  streamerStarted = (): void => {
+    this.#streamerStarts.inc();
   };
 
   /** Wraps one operation: in-flight count, duration and reply bytes. Only known ops are labels. */

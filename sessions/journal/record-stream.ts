@@ -9,9 +9,15 @@
 // transport calls once the chunk's bytes are on the socket. A records GET of many MiB
 // then reuses a few buffers instead of allocating one per MiB (why that matters:
 // buffers/buffer-pool.ts). A consumer that never releases only costs allocations.
+//
+// A stream can also move to another process before it is read (the worker's records
+// streamer, docs/architecture.md): portableParts() names its file ranges by path and by
+// the descriptor this process holds, and openRecordStream() there reads the same bytes
+// from files it opens itself.
+import { existsSync } from "node:fs";
+import { open, type FileHandle } from "node:fs/promises";
 import { BufferPool } from "../../buffers/buffer-pool.ts";
 import { releasable } from "../../buffers/release.ts";
-import type { Segment } from "./journal-segments.ts";
 
 export const READ_CHUNK_BYTES = 1024 * 1024;
 
@@ -29,12 +35,26 @@ function readChunk(buffer: Buffer, length: number): Buffer {
   return releasable(buffer.subarray(0, length), () => readBuffers.give(buffer));
 }
 
+/** An open file ranges are read from: a journal segment, or a file openRecordStream opened. */
+export interface RangeFile {
+  readonly path: string;
+  readonly fh: FileHandle;
+}
 export interface FileRange {
-  segment: Segment;
+  segment: RangeFile;
   position: number;
   length: number;
 }
 export type BodyPart = Buffer | FileRange;
+/** A file range named for a process that opens the file itself: by path, and by the descriptor its owner holds. */
+export interface PathRange {
+  path: string;
+  /** The descriptor of the file in the process that made the range (its /proc/<pid>/fd/<fd>). */
+  fd: number;
+  position: number;
+  length: number;
+}
+export type PortablePart = Buffer | PathRange;
 
 export class RecordStream implements AsyncIterableIterator<Buffer> {
   readonly #parts: BodyPart[];
@@ -46,6 +66,20 @@ export class RecordStream implements AsyncIterableIterator<Buffer> {
   constructor(parts: BodyPart[], release: () => void) {
     this.#parts = parts;
     this.#release = release;
+  }
+
+  /**
+   * The body's parts with file ranges named by path, for another process to read with
+   * openRecordStream(); undefined once reading has begun. The files stay pinned until this
+   * stream is stopped (return()), which its owner does once the other process is done.
+   */
+  portableParts(): PortablePart[] | undefined {
+    if (this.#release === undefined || this.#index !== 0 || this.#offset !== 0) return undefined;
+    return this.#parts.map((part) =>
+      Buffer.isBuffer(part)
+        ? part
+        : { path: part.segment.path, fd: part.segment.fh.fd, position: part.position, length: part.length },
+    );
   }
 
   [Symbol.asyncIterator](): this {
@@ -112,4 +146,36 @@ export class RecordStream implements AsyncIterableIterator<Buffer> {
     this.#index = this.#parts.length;
     release?.();
   }
+}
+
+/**
+ * A RecordStream over parts another process named (portableParts()): each file is opened
+ * read-only once, and closed when the stream ends, fails or is stopped. Rejects, with
+ * nothing left open, when a file cannot be opened.
+ *
+ * With the pid of the process that made the parts, and where Linux's /proc is there, a file
+ * is opened as /proc/<pid>/fd/<fd>: the very file that process holds open (pinned), even
+ * if compaction has unlinked its path since. Elsewhere, by path.
+ */
+export async function openRecordStream(parts: readonly PortablePart[], owner?: number): Promise<RecordStream> {
+  const byFd = owner !== undefined && existsSync(`/proc/${owner}/fd`);
+  const files = new Map<string, RangeFile>();
+  const closeAll = () => {
+    for (const { fh } of files.values()) fh.close().catch(() => {});
+  };
+  try {
+    for (const part of parts)
+      if (!Buffer.isBuffer(part) && !files.has(part.path))
+        files.set(part.path, {
+          path: part.path,
+          fh: await open(byFd ? `/proc/${owner}/fd/${part.fd}` : part.path, "r"),
+        });
+  } catch (err) {
+    closeAll();
+    throw err;
+  }
+  const ranges = parts.map((part) =>
+    Buffer.isBuffer(part) ? part : { segment: files.get(part.path)!, position: part.position, length: part.length },
+  );
+  return new RecordStream(ranges, closeAll);
 }

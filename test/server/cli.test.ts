@@ -62,6 +62,8 @@ test("every value is checked before anything starts, and errors name the flag", 
     [["--port", "70000"], "--port must be an integer between 0 and 65535, got 70000"],
     [["--engine", "ftp://x"], "--engine must be an http(s) URL, got ftp://x"],
     [["--durability", "disk"], '--durability must be one of journal, memory, got "disk"'],
+    [["--records-nice", "20"], "--records-nice must be an integer between 0 and 19, got 20"],
+    [["--records-nice=-1"], "--records-nice must be an integer between 0 and 19, got -1"],
     [["--log-level", "loud"], '--log-level must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
     [["--message-matcher", "lenient"], '--message-matcher must be one of strict, loose, role-content, got "lenient"'],
   ];

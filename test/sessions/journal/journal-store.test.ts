@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { WRITTEN, type Releasable } from "../../../buffers/release.ts";
 import { JournalCorruptError, JournalWriteError } from "../../../sessions/errors.ts";
 import { JournalRecordStore } from "../../../sessions/journal/journal-store.ts";
-import { pooledReadBuffers } from "../../../sessions/journal/record-stream.ts";
+import { openRecordStream, pooledReadBuffers, RecordStream } from "../../../sessions/journal/record-stream.ts";
 import {
   MemoryRecordStore,
   type RecordStore,
@@ -370,6 +370,58 @@ test("a records stream keeps reading a segment that compaction removed meanwhile
   const parts = [first.value as Buffer];
   for (let r = await it.next(); !r.done; r = await it.next()) parts.push(r.value);
   assert.is(Buffer.concat(parts).toString(), expected);
+});
+
+async function drain(stream: AsyncIterable<Buffer>): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const chunk of stream) parts.push(Buffer.from(chunk));
+  return Buffer.concat(parts).toString();
+}
+
+test("a stream's portable parts, opened elsewhere, read the same bytes, even from an unlinked segment", async () => {
+  const dir = freshDir();
+  const store = await openStore(dir, 4096);
+  await store.open("s");
+  await store.append("s", record(1, 2 * 1024 * 1024 + 3), state(0));
+  await store.append("s", record(2, 5000), state(1));
+  const expected = await bodyText(store, "s");
+  const stream = store.body("s", Buffer.from("["), Buffer.from("]"));
+  assert.instance(stream, RecordStream);
+  const parts = (stream as RecordStream).portableParts()!;
+  assert.ok(
+    parts.some((p) => !Buffer.isBuffer(p) && p.path.startsWith(dir)),
+    "file ranges are named by path",
+  );
+  assert.is(await drain(await openRecordStream(parts)), expected, "by path");
+  // Compaction unlinks the segments while the stream keeps them pinned (open).
+  await store.drop("s");
+  await store.open("other");
+  await store.idle();
+  const paths = parts.flatMap((p) => (Buffer.isBuffer(p) ? [] : [p.path]));
+  assert.ok(
+    paths.every((p) => !readdirSync(dir).includes(p.slice(dir.length + 1))),
+    "the segments were unlinked",
+  );
+  await openRecordStream(parts).then(
+    () => assert.unreachable("an unlinked path cannot be opened"),
+    (err: NodeJS.ErrnoException) => assert.is(err.code, "ENOENT"),
+  );
+  assert.is(await drain(await openRecordStream(parts, process.pid)), expected, "through /proc/<pid>/fd/<fd>");
+  await (stream as RecordStream).return();
+});
+
+test("portable parts only before reading begins", async () => {
+  const dir = freshDir();
+  const store = await openStore(dir);
+  await store.open("s");
+  await store.append("s", record(1), state(0));
+  const stream = store.body("s", Buffer.from("["), Buffer.from("]")) as RecordStream;
+  await stream.next();
+  assert.is(stream.portableParts(), undefined, "a stream already read from");
+  await stream.return();
+  const stopped = store.body("s", Buffer.from("["), Buffer.from("]")) as RecordStream;
+  await stopped.return();
+  assert.is(stopped.portableParts(), undefined, "a stopped stream (its segments unpinned)");
 });
 
 test.run();

@@ -1,0 +1,52 @@
+// Entry point of a worker's records streamer (records-streamer.ts): lowers its own CPU
+// priority to the nice value it was given, then writes each records response the worker
+// hands it — a client's socket and the body's parts, file ranges by path — reading the
+// journal files itself, and tells the worker when each is over. It loads no tokenizer, no
+// session core and no actor system, and exits with its worker (child-runtime.ts).
+import { Socket } from "node:net";
+import { setPriority } from "node:os";
+import { startChildRuntime } from "../../actors/child-runtime.ts";
+import { openRecordStream } from "../../sessions/journal/record-stream.ts";
+import { adoptSocket, writeErrorResponse, writeRawResponse } from "../raw-http-response.ts";
+import {
+  fromWire,
+  isStreamRecords,
+  type RecordsStreamed,
+  type StreamRecords,
+  type StreamerConfig,
+} from "./records-streamer-protocol.ts";
+
+const runtime = startChildRuntime<StreamerConfig, RecordsStreamed>();
+const { name, nice } = runtime.config;
+try {
+  setPriority(nice);
+} catch (err) {
+  // Raising one's own nice value is always allowed on Linux; should a sandbox refuse it, stream anyway.
+  process.stderr.write(`${name}: cannot lower its priority to nice ${nice}: ${(err as Error).message}\n`);
+}
+
+async function stream(message: StreamRecords, socket: Socket): Promise<void> {
+  adoptSocket(socket);
+  let bytes = 0;
+  let complete = false;
+  // Through the worker's own descriptors (/proc/<worker>/fd/<fd>): its pinned segments, even unlinked ones.
+  const opened = await openRecordStream(fromWire(message.parts), process.ppid).catch((err: Error) => err);
+  if (opened instanceof Error) {
+    // Nothing is written yet, so the client gets a clear error instead of a cut response.
+    writeErrorResponse(
+      socket,
+      500,
+      message.headers[0] ?? {},
+      `the session's records could not be read: ${opened.message}`,
+    );
+  } else {
+    complete = await writeRawResponse(socket, message.status, message.headers, opened, (n) => (bytes += n));
+  }
+  await runtime.report({ type: "records-streamed", id: message.id, complete, bytes });
+}
+
+runtime.onMessage((message, handle) => {
+  if (!(handle instanceof Socket)) return;
+  if (isStreamRecords(message)) void stream(message, handle);
+  else handle.destroy();
+});

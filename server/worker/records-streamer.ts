@@ -1,0 +1,141 @@
+// The worker's records streamer (docs/architecture.md, "The records streamer"): a helper
+// process, one per worker, that writes records bodies read from the journal to clients'
+// sockets at a lower CPU priority (a higher nice value), so that while 200 MiB GETs stream
+// the kernel gives the cores to chat turns first. The worker keeps the response's journal
+// segments pinned and hands over the socket with the body's parts by path
+// (RecordStream.portableParts()); the streamer opens the files itself and says when it is
+// done, and only then are the segments unpinned.
+//
+// The streamer is started on the first such GET and again after it dies (its responses
+// are then cut short: the client sees fewer bytes than it was promised). It is the worker's
+// own child, outside the supervision tree, and never outlives the worker (child-runtime.ts).
+// Should it die three times in a row without finishing a response, the worker writes records
+// bodies itself from then on, as it does for in-memory ones.
+import type { ChildProcess } from "node:child_process";
+import type { Socket } from "node:net";
+import { extname } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Logger } from "pino";
+import { isAlive, sendSocketToChild, spawnChild, stopChild } from "../../actors/index.ts";
+import type { PortablePart } from "../../sessions/index.ts";
+import type { RawHeaders } from "../raw-http-response.ts";
+import { isRecordsStreamed, toWire, type StreamRecords } from "./records-streamer-protocol.ts";
+import type { WorkerMetrics } from "./worker-metrics.ts";
+
+/** Streamer deaths in a row, with no response finished in between, before the worker stops using one. */
+const FAILURES_TO_GIVE_UP = 3;
+/** How long a closing worker gives its streamer to end (responses in flight are cut). */
+const CLOSE_GRACE_MS = 1_000;
+
+export interface RecordsStreamerOptions {
+  shard: number;
+  /** The streamer's nice value, 0-19. */
+  nice: number;
+  logger: Logger;
+  metrics: WorkerMetrics;
+}
+
+/** An in-flight response: settles with how it ended (false when the streamer died first). */
+type Settle = (complete: boolean) => void;
+
+export class RecordsStreamer {
+  readonly #options: RecordsStreamerOptions;
+  readonly #entry: string;
+  readonly #pending = new Map<number, Settle>();
+  #proc: ChildProcess | undefined;
+  #starts = 0;
+  #failures = 0;
+  #nextId = 0;
+  #closed = false;
+
+  constructor(options: RecordsStreamerOptions) {
+    this.#options = options;
+    // The same kind of file as this one: .ts under tsx, .js when built.
+    const here = fileURLToPath(import.meta.url);
+    this.#entry = here.replace(/records-streamer\.[cm]?[jt]s$/, `records-streamer-main${extname(here)}`);
+  }
+
+  /** The streamer's pid, while one runs. */
+  get pid(): number | undefined {
+    return isAlive(this.#proc) ? this.#proc!.pid : undefined;
+  }
+
+  /** False once the streamer failed too often (or the worker is closing): the worker writes bodies itself. */
+  get usable(): boolean {
+    return !this.#closed && this.#failures < FAILURES_TO_GIVE_UP;
+  }
+
+  /**
+   * Has the streamer write one response to `socket`. Resolves true when the whole body was
+   * written, false when it was cut short (the client left, a read failed, the streamer
+   * died), and undefined when the streamer could not take the socket at all: the socket is
+   * then still the caller's to answer on.
+   */
+  write(
+    socket: Socket,
+    status: number,
+    headers: RawHeaders[],
+    parts: readonly PortablePart[],
+  ): Promise<boolean | undefined> {
+    if (!this.usable) return Promise.resolve(undefined);
+    const proc = this.#running();
+    const id = this.#nextId++;
+    const message: StreamRecords = { type: "stream-records", id, status, headers, parts: toWire(parts) };
+    return new Promise((resolve) => {
+      this.#pending.set(id, resolve);
+      sendSocketToChild(proc, message, socket, (outcome) => {
+        if (outcome === "refused" && this.#pending.delete(id)) return resolve(undefined);
+        // Sent (the streamer has its own copy) or lost with the streamer: ours is closed either way.
+        socket.destroy();
+        if (outcome === "lost") this.#settle(id, false);
+      });
+    });
+  }
+
+  /** Stops the streamer; responses in flight end cut short. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await stopChild(this.#proc, CLOSE_GRACE_MS);
+    for (const id of [...this.#pending.keys()]) this.#settle(id, false);
+  }
+
+  #settle(id: number, complete: boolean): void {
+    const settle = this.#pending.get(id);
+    if (settle === undefined) return;
+    this.#pending.delete(id);
+    settle(complete);
+  }
+
+  #running(): ChildProcess {
+    if (isAlive(this.#proc)) return this.#proc!;
+    const { shard, nice, logger, metrics } = this.#options;
+    const proc = spawnChild({ name: `shard-${shard}-records`, entry: this.#entry, config: { nice } }, ++this.#starts);
+    this.#proc = proc;
+    metrics.streamerStarted();
+    proc.on("message", (message: unknown) => {
+      if (!isRecordsStreamed(message)) return;
+      this.#failures = 0;
+      metrics.handoffBytes(message.bytes);
+      this.#settle(message.id, message.complete === true);
+    });
+    proc.once("error", (err) => logger.warn({ err }, `shard-${shard}: records streamer error`));
+    proc.once("exit", (code, signal) => {
+      const cut = [...this.#pending.keys()];
+      for (const id of cut) this.#settle(id, false);
+      if (this.#closed) return;
+      this.#failures++;
+      const how = signal ?? `code ${code}`;
+      if (this.usable)
+        logger.warn(
+          { pid: proc.pid, exit: how, cut: cut.length },
+          `shard-${shard}: records streamer exited (${how}); its ${cut.length} response(s) were cut short, the next records GET starts a new one`,
+        );
+      else
+        logger.error(
+          { pid: proc.pid, exit: how, cut: cut.length },
+          `shard-${shard}: records streamer exited (${how}) ${FAILURES_TO_GIVE_UP} times in a row; this worker writes records bodies itself from now on`,
+        );
+    });
+    return proc;
+  }
+}

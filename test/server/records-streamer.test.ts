@@ -1,0 +1,230 @@
+// The records streamer (docs/architecture.md) through real processes: a records GET read
+// from the journal is written by the worker's own helper process, at the nice value of
+// --records-nice, byte for byte what the relay sends. Killed midway, the client sees a cut
+// response and the next GET gets a new streamer while the worker lives on; dead three times
+// in a row, the worker writes bodies itself. It never outlives its worker, and a shutdown
+// leaves none behind.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { startSessionServer, type SessionServer, type SessionServerOptions } from "../../index.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import { waitGone } from "../helpers/events.ts";
+import { parseResponse, rawGet, type RawResponse } from "../helpers/raw-http.ts";
+import { call, chat } from "../helpers/server.ts";
+
+const R3_BYTES = 3 * 1024 * 1024;
+const BOUND_MS = 15_000;
+const dir = mkdtempSync(join(tmpdir(), "tito-streamer-test-"));
+let engine: SimEngine;
+let server: SessionServer;
+/** Every streamer pid seen, for the check that none is left. */
+const streamers = new Set<number>();
+
+test.before(async () => {
+  engine = await startSimEngine({ routedExpertsBytes: R3_BYTES });
+});
+
+test.after(async () => {
+  await server?.shutdown();
+  await engine?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh one-worker server with routing replay, its journal in `name` (or none, with records in memory). */
+async function start(name: string, options: SessionServerOptions = {}): Promise<void> {
+  await server?.shutdown();
+  server = await startSessionServer({
+    engineUrl: engine.url,
+    workers: 1,
+    port: 0,
+    logLevel: "silent",
+    routingReplay: true,
+    ...(options.durability === "memory" ? {} : { dataDir: join(dir, name) }),
+    ...options,
+  });
+}
+
+/** Fields of /proc/<pid>/stat after the command name; undefined once the process is gone. */
+function stat(pid: number): string[] | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "latin1");
+    return text.slice(text.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return undefined;
+  }
+}
+
+/** The processes whose parent is `pid` (field 4 of every /proc/<n>/stat). */
+function childrenOf(pid: number): number[] {
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((n) => stat(n)?.[1] === String(pid));
+}
+
+const workerPid = () => server.tree().shards[0]!.pid!;
+
+/** The worker's one child, its streamer, once it has one. */
+async function streamerPid(): Promise<number> {
+  const deadline = Date.now() + BOUND_MS;
+  for (;;) {
+    const children = childrenOf(workerPid());
+    assert.ok(children.length <= 1, `one streamer at most, got ${children.join(", ")}`);
+    if (children.length === 1) {
+      streamers.add(children[0]!);
+      return children[0]!;
+    }
+    if (Date.now() > deadline) throw new Error("the worker started no streamer");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+async function metric(name: string, labels = 'shard="0"'): Promise<number> {
+  const text = (await call(server.url, "GET", "/metrics")).text;
+  const line = text.split("\n").find((l) => l.startsWith(`${name}{${labels}}`));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1));
+}
+
+async function session(turns: number): Promise<string> {
+  const { sessionId } = await server.createSession();
+  const messages: unknown[] = [{ role: "user", content: "Hello" }];
+  for (let turn = 0; turn < turns; turn++) {
+    const { res, message } = await chat(server.url, sessionId, messages);
+    assert.is(res.status, 200, res.text);
+    messages.push(message, { role: "user", content: `more ${turn}` });
+  }
+  return sessionId;
+}
+
+/** A handed-off GET (HTTP/1.1) that must be whole and equal to the relayed one (HTTP/1.0). */
+async function getWhole(id: string): Promise<void> {
+  const handed = await rawGet(server.url, `/sessions/${id}`, "1.1");
+  const relayed = await rawGet(server.url, `/sessions/${id}`, "1.0");
+  assert.is(handed.status, 200);
+  assert.ok(handed.complete, "the chunked body is whole");
+  assert.ok(handed.chunked);
+  assert.is(handed.headers["connection"], "close");
+  assert.is(handed.headers["x-tito-shard"], "0");
+  assert.ok(handed.body.length > R3_BYTES);
+  assert.ok(handed.body.equals(relayed.body), "byte for byte what the relay sends");
+}
+
+async function killAndWait(pid: number): Promise<void> {
+  process.kill(pid, "SIGKILL");
+  assert.equal(await waitGone([pid], BOUND_MS), [], `process ${pid} is gone`);
+}
+
+test("a journal-backed records GET is written by the worker's streamer, at --records-nice", async () => {
+  await start("nice", { recordsNice: 7 });
+  const id = await session(2);
+  assert.equal(childrenOf(workerPid()), [], "no streamer before the first records GET");
+  await getWhole(id);
+  const pid = await streamerPid();
+  assert.is(stat(pid)![16], "7", "the streamer runs at nice 7 (field 19 of /proc/<pid>/stat)");
+  assert.is(stat(workerPid())![16], "0", "the worker keeps its own priority");
+  await getWhole(id);
+  assert.is(await streamerPid(), pid, "one streamer serves GET after GET");
+  assert.is(await metric("tito_worker_records_streamer_starts_total"), 1);
+  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 2);
+  assert.ok((await metric("tito_worker_handoff_bytes_total")) > 4 * R3_BYTES, "the streamer's bytes are counted");
+});
+
+/**
+ * A records GET whose streamer is SIGKILLed once the first bytes arrived (the client reads
+ * no more meanwhile, so the body is still being written): resolves with the response as
+ * the client got it and the streamer's pid.
+ */
+async function cutGet(id: string): Promise<{ cut: RawResponse; streamer: number }> {
+  const { hostname, port } = new URL(server.url);
+  const parts: Buffer[] = [];
+  let streamer = 0;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error("the GET of a killed streamer hung")), BOUND_MS);
+    const socket = connect(Number(port), hostname, () =>
+      socket.write(`GET /sessions/${id} HTTP/1.1\r\nhost: x\r\n\r\n`),
+    );
+    socket.once("data", (data: Buffer) => {
+      parts.push(data);
+      socket.pause(); // the streamer fills the socket's buffers and waits for them to drain
+      [streamer] = childrenOf(workerPid());
+      streamers.add(streamer!);
+      process.kill(streamer!, "SIGKILL");
+      socket.on("data", (more: Buffer) => parts.push(more));
+      socket.resume();
+    });
+    socket.on("error", () => undefined);
+    socket.on("close", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  assert.equal(await waitGone([streamer], BOUND_MS), []);
+  return { cut: parseResponse(Buffer.concat(parts)), streamer };
+}
+
+test("the streamer killed midway: the client sees the body cut short; the next GET gets a new streamer", async () => {
+  await start("killed");
+  const id = await session(4);
+  await getWhole(id);
+  const first = await streamerPid();
+  const worker = workerPid();
+  const { cut, streamer } = await cutGet(id);
+  assert.is(streamer, first);
+  assert.is(cut.status, 200);
+  assert.is(cut.complete, false, "no last chunk: visibly cut short");
+  assert.ok(cut.body.length < 4 * R3_BYTES);
+  assert.is(workerPid(), worker, "the worker lives on");
+  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="cut",shard="0"'), 1);
+  await getWhole(id);
+  const second = await streamerPid();
+  assert.is.not(second, first);
+  assert.is(await metric("tito_worker_records_streamer_starts_total"), 2);
+  assert.is(workerPid(), worker);
+});
+
+test("a streamer dead three times in a row: the worker writes records itself", async () => {
+  await start("fallback");
+  const id = await session(4);
+  for (let death = 1; death <= 3; death++) assert.is((await cutGet(id)).cut.complete, false);
+  assert.is(await metric("tito_worker_records_streamer_starts_total"), 3);
+  await getWhole(id);
+  await getWhole(id);
+  assert.equal(childrenOf(workerPid()), [], "no fourth streamer");
+  assert.is(await metric("tito_worker_records_streamer_starts_total"), 3);
+  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 2);
+  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="cut",shard="0"'), 3);
+});
+
+test("records in memory never start a streamer", async () => {
+  await start("memory", { durability: "memory" });
+  const id = await session(1);
+  const res = await rawGet(server.url, `/sessions/${id}`, "1.1");
+  assert.is(res.status, 200);
+  assert.ok(res.complete);
+  assert.equal(childrenOf(workerPid()), []);
+  assert.is(await metric("tito_worker_records_streamer_starts_total"), 0);
+});
+
+test("the worker killed: its streamer exits too; a shutdown leaves no streamer behind", async () => {
+  await start("orphans");
+  const id = await session(1);
+  await getWhole(id);
+  const streamer = await streamerPid();
+  await killAndWait(workerPid());
+  assert.equal(await waitGone([streamer], 5_000), [], "the streamer does not outlive its worker");
+  const deadline = Date.now() + BOUND_MS;
+  while (server.tree().shards[0]!.state !== "running") {
+    assert.ok(Date.now() < deadline, "the shard came back");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await getWhole(id); // the journal brought the session back
+  await streamerPid();
+  await server.shutdown();
+  assert.equal(await waitGone([...streamers], 10_000), [], "every streamer is gone");
+});
+
+test.run();
