@@ -1,7 +1,8 @@
-// The child side of supervision, used by every entry point we fork (router, worker):
-// read the config the host passed, report ready, and never outlive the host — exit when
-// the IPC channel closes (Node has no parent-death signal) and, as a backstop, when the
-// parent pid changes. SIGTERM runs the child's own close hook, then exits 0.
+// The child side of supervision, used by every entry point we fork (router, worker, and a
+// worker's records streamer): read the config the host passed, report ready, and never
+// outlive its parent — exit when the IPC channel closes (Node has no parent-death
+// signal) and, as a backstop, when the parent pid changes. SIGTERM runs the child's own
+// close hook, then exits 0.
 import type { Socket } from "node:net";
 import type { ChildToHost, RecordsHandoff } from "./control-messages.ts";
 
