@@ -349,7 +349,7 @@ async function chatUnderGets(): Promise<GetLoadRow> {
     const urls = Array.from({ length: GETS }, () => `${s.url}/sessions/${ids[0]}`);
     const tree = s.tree();
     const worker = tree.shards[0]!.pid!;
-    // The GETs above started the worker's records streamer.
+    // The worker's records streamer, started once the worker was ready.
     const streamer = streamerPids({ "worker-0": worker })["streamer-0"];
     const pids = { bench: process.pid, router: tree.router.pid!, worker, ...(streamer ? { streamer } : {}) };
     const cpuAlone = new PhaseCpu(pids);

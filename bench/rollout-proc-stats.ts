@@ -116,16 +116,27 @@ export function childPids(pid: number): number[] {
 }
 
 /**
- * The records streamers of the workers among `pids` (named worker-<i>): each worker's child
- * process, if it has one yet (it starts one on its first records GET), as streamer-<i>.
+ * The records streamers of the workers among `pids` (named worker-<i>), as streamer-<i>:
+ * the child process running records-streamer-main that a worker keeps from when it is
+ * ready (a worker run from source through tsx may also have esbuild's child).
  */
 export function streamerPids(pids: Record<string, number>): Record<string, number> {
   const streamers: Record<string, number> = {};
   for (const [name, pid] of Object.entries(pids)) {
-    const child = name.startsWith("worker-") ? childPids(pid)[0] : undefined;
+    if (!name.startsWith("worker-")) continue;
+    const child = childPids(pid).find((c) => commandLine(c).includes("records-streamer-main"));
     if (child !== undefined) streamers[name.replace("worker-", "streamer-")] = child;
   }
   return streamers;
+}
+
+/** A process's command line, arguments joined by NULs ("" when it is gone). */
+function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "latin1");
+  } catch {
+    return "";
+  }
 }
 
 function statusKb(pid: number, key: string): number {

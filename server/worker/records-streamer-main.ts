@@ -50,3 +50,4 @@ runtime.onMessage((message, handle) => {
   if (isStreamRecords(message)) void stream(message, handle);
   else handle.destroy();
 });
+runtime.ready({ nice });

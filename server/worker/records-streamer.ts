@@ -6,11 +6,12 @@
 // (RecordStream.portableParts()); the streamer opens the files itself and says when it is
 // done, and only then are the segments unpinned.
 //
-// The streamer is started on the first such GET and again after it dies (its responses
-// are then cut short: the client sees fewer bytes than it was promised). It is the worker's
-// own child, outside the supervision tree, and never outlives the worker (child-runtime.ts).
-// Should it die three times in a row without finishing a response, the worker writes records
-// bodies itself from then on, as it does for in-memory ones.
+// The worker starts its streamer once it is ready itself, and again after it dies (the
+// responses it was writing are then cut short: the client sees fewer bytes than it was
+// promised); until a streamer is ready, the worker writes records bodies itself. It is the
+// worker's own child, outside the supervision tree, and never outlives the worker
+// (child-runtime.ts). Should it die three times in a row without finishing a response,
+// the worker writes records bodies itself from then on, as it does for in-memory ones.
 import type { ChildProcess } from "node:child_process";
 import type { Socket } from "node:net";
 import { extname } from "node:path";
@@ -24,6 +25,8 @@ import type { WorkerMetrics } from "./worker-metrics.ts";
 
 /** Streamer deaths in a row, with no response finished in between, before the worker stops using one. */
 const FAILURES_TO_GIVE_UP = 3;
+/** The pause before a dead streamer is started again. */
+const RESTART_DELAY_MS = 250;
 /** How long a closing worker gives its streamer to end (responses in flight are cut). */
 const CLOSE_GRACE_MS = 1_000;
 
@@ -43,6 +46,9 @@ export class RecordsStreamer {
   readonly #entry: string;
   readonly #pending = new Map<number, Settle>();
   #proc: ChildProcess | undefined;
+  /** The running streamer has said it is ready (child-runtime's ready message). */
+  #ready = false;
+  #restartTimer: NodeJS.Timeout | undefined;
   #starts = 0;
   #failures = 0;
   #nextId = 0;
@@ -65,11 +71,17 @@ export class RecordsStreamer {
     return !this.#closed && this.#failures < FAILURES_TO_GIVE_UP;
   }
 
+  /** Starts the streamer (the worker is ready); it is started again whenever it dies, while usable. */
+  start(): void {
+    if (this.usable && !isAlive(this.#proc)) this.#spawn();
+  }
+
   /**
    * Has the streamer write one response to `socket`. Resolves true when the whole body was
    * written, false when it was cut short (the client left, a read failed, the streamer
-   * died), and undefined when the streamer could not take the socket at all: the socket is
-   * then still the caller's to answer on.
+   * died), and undefined when the streamer could not take the socket: none is ready (it
+   * is starting, or failed too often) or the send was refused. The socket and the body
+   * are then still the caller's.
    */
   write(
     socket: Socket,
@@ -77,8 +89,8 @@ export class RecordsStreamer {
     headers: RawHeaders[],
     parts: readonly PortablePart[],
   ): Promise<boolean | undefined> {
-    if (!this.usable) return Promise.resolve(undefined);
-    const proc = this.#running();
+    const proc = this.#proc;
+    if (!this.usable || !this.#ready || proc === undefined) return Promise.resolve(undefined);
     const id = this.#nextId++;
     const message: StreamRecords = { type: "stream-records", id, status, headers, parts: toWire(parts) };
     return new Promise((resolve) => {
@@ -95,6 +107,7 @@ export class RecordsStreamer {
   /** Stops the streamer; responses in flight end cut short. */
   async close(): Promise<void> {
     this.#closed = true;
+    clearTimeout(this.#restartTimer);
     await stopChild(this.#proc, CLOSE_GRACE_MS);
     for (const id of [...this.#pending.keys()]) this.#settle(id, false);
   }
@@ -106,36 +119,44 @@ export class RecordsStreamer {
     settle(complete);
   }
 
-  #running(): ChildProcess {
-    if (isAlive(this.#proc)) return this.#proc!;
+  #spawn(): void {
     const { shard, nice, logger, metrics } = this.#options;
     const proc = spawnChild({ name: `shard-${shard}-records`, entry: this.#entry, config: { nice } }, ++this.#starts);
     this.#proc = proc;
     metrics.streamerStarted();
-    proc.on("message", (message: unknown) => {
-      if (!isRecordsStreamed(message)) return;
-      this.#failures = 0;
-      metrics.handoffBytes(message.bytes);
-      this.#settle(message.id, message.complete === true);
+    proc.on("message", (message: { type?: unknown }) => {
+      if (message?.type === "ready" && proc === this.#proc) {
+        this.#ready = true;
+        metrics.streamerUp(true);
+      } else if (isRecordsStreamed(message)) {
+        this.#failures = 0;
+        metrics.handoffBytes(message.bytes);
+        this.#settle(message.id, message.complete === true);
+      }
     });
     proc.once("error", (err) => logger.warn({ err }, `shard-${shard}: records streamer error`));
     proc.once("exit", (code, signal) => {
+      this.#ready = false;
+      metrics.streamerUp(false);
       const cut = [...this.#pending.keys()];
       for (const id of cut) this.#settle(id, false);
       if (this.#closed) return;
       this.#failures++;
       const how = signal ?? `code ${code}`;
-      if (this.usable)
-        logger.warn(
-          { pid: proc.pid, exit: how, cut: cut.length },
-          `shard-${shard}: records streamer exited (${how}); its ${cut.length} response(s) were cut short, the next records GET starts a new one`,
-        );
-      else
+      const fields = { pid: proc.pid, exit: how, cut: cut.length };
+      if (!this.usable) {
         logger.error(
-          { pid: proc.pid, exit: how, cut: cut.length },
+          fields,
           `shard-${shard}: records streamer exited (${how}) ${FAILURES_TO_GIVE_UP} times in a row; this worker writes records bodies itself from now on`,
         );
+        return;
+      }
+      logger.warn(
+        fields,
+        `shard-${shard}: records streamer exited (${how}); its ${cut.length} response(s) were cut short; a new one starts, and until it is ready the worker writes records itself`,
+      );
+      this.#restartTimer = setTimeout(() => this.start(), RESTART_DELAY_MS);
+      this.#restartTimer.unref();
     });
-    return proc;
   }
 }

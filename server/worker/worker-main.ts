@@ -134,7 +134,8 @@ try {
 
 // Records GETs the router hands over: the response kept for a ticket goes straight to the
 // client's socket, which the host passes on (records-handoff.ts). Bodies read from the
-// journal are written by the worker's records streamer, at a lower CPU priority.
+// journal are written by the worker's records streamer, at a lower CPU priority; it is
+// started once this worker is ready, and until it is, the worker writes them itself.
 const streamer =
   config.durability === "journal"
     ? new RecordsStreamer({ shard: config.index, nice: config.recordsNice, logger, metrics })
@@ -155,3 +156,4 @@ runtime.onClose(async () => {
   await core.close();
 });
 runtime.ready({ socketPath });
+streamer?.start();

@@ -18,6 +18,7 @@ export class WorkerMetrics {
   readonly #handoffs: Counter<"outcome">;
   readonly #handoffBytes: Counter;
   readonly #streamerStarts: Counter;
+  readonly #streamerUp: Gauge;
 
   constructor(shard: number, sessionCount: () => number) {
     this.registry.setDefaultLabels({ shard: String(shard) });
@@ -68,6 +69,11 @@ export class WorkerMetrics {
       help: "Records streamer processes the worker started (docs/architecture.md); more than one means one died.",
       registers,
     });
+    this.#streamerUp = new Gauge({
+      name: "tito_worker_records_streamer_up",
+      help: "1 while the worker's records streamer is ready to write records GETs; 0 while it starts, after it failed, or with records in memory.",
+      registers,
+    });
     this.#inflight = new Gauge({
       name: "tito_worker_inflight_requests",
       help: "Requests the worker is handling now.",
@@ -106,6 +112,10 @@ export class WorkerMetrics {
 
   streamerStarted = (): void => {
     this.#streamerStarts.inc();
+  };
+
+  streamerUp = (up: boolean): void => {
+    this.#streamerUp.set(up ? 1 : 0);
   };
 
   /** Wraps one operation: in-flight count, duration and reply bytes. Only known ops are labels. */

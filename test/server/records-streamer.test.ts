@@ -1,9 +1,9 @@
 // The records streamer (docs/architecture.md) through real processes: a records GET read
-// from the journal is written by the worker's own helper process, at the nice value of
-// --records-nice, byte for byte what the relay sends. Killed midway, the client sees a cut
-// response and the next GET gets a new streamer while the worker lives on; dead three times
-// in a row, the worker writes bodies itself. It never outlives its worker, and a shutdown
-// leaves none behind.
+// from the journal is written by the worker's own helper process, started once the worker
+// is ready, at the nice value of --records-nice, byte for byte what the relay sends. Killed
+// midway, the client sees a cut response and a new streamer starts while the worker lives
+// on; dead three times in a row, the worker writes bodies itself. It never outlives its
+// worker, and a shutdown leaves none behind.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -58,27 +58,38 @@ function stat(pid: number): string[] | undefined {
   }
 }
 
-/** The processes whose parent is `pid` (field 4 of every /proc/<n>/stat). */
+/**
+ * The records streamers among the processes whose parent is `pid` (field 4 of every
+ * /proc/<n>/stat): a worker run from source through tsx may also have esbuild's.
+ */
 function childrenOf(pid: number): number[] {
   return readdirSync("/proc")
     .filter((name) => /^\d+$/.test(name))
     .map(Number)
-    .filter((n) => stat(n)?.[1] === String(pid));
+    .filter((n) => stat(n)?.[1] === String(pid) && cmdline(n).includes("records-streamer-main"));
+}
+
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "latin1");
+  } catch {
+    return "";
+  }
 }
 
 const workerPid = () => server.tree().shards[0]!.pid!;
 
-/** The worker's one child, its streamer, once it has one. */
-async function streamerPid(): Promise<number> {
+/** The worker's streamer, once it runs and is ready (tito_worker_records_streamer_up). */
+async function streamerUp(): Promise<number> {
   const deadline = Date.now() + BOUND_MS;
   for (;;) {
     const children = childrenOf(workerPid());
     assert.ok(children.length <= 1, `one streamer at most, got ${children.join(", ")}`);
-    if (children.length === 1) {
+    if (children.length === 1 && (await metric("tito_worker_records_streamer_up")) === 1) {
       streamers.add(children[0]!);
       return children[0]!;
     }
-    if (Date.now() > deadline) throw new Error("the worker started no streamer");
+    if (Date.now() > deadline) throw new Error("the worker has no streamer ready");
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -121,13 +132,12 @@ async function killAndWait(pid: number): Promise<void> {
 test("a journal-backed records GET is written by the worker's streamer, at --records-nice", async () => {
   await start("nice", { recordsNice: 7 });
   const id = await session(2);
-  assert.equal(childrenOf(workerPid()), [], "no streamer before the first records GET");
+  const pid = await streamerUp(); // started once the worker was ready
   await getWhole(id);
-  const pid = await streamerPid();
   assert.is(stat(pid)![16], "7", "the streamer runs at nice 7 (field 19 of /proc/<pid>/stat)");
   assert.is(stat(workerPid())![16], "0", "the worker keeps its own priority");
   await getWhole(id);
-  assert.is(await streamerPid(), pid, "one streamer serves GET after GET");
+  assert.is(await streamerUp(), pid, "one streamer serves GET after GET");
   assert.is(await metric("tito_worker_records_streamer_starts_total"), 1);
   assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 2);
   assert.ok((await metric("tito_worker_handoff_bytes_total")) > 4 * R3_BYTES, "the streamer's bytes are counted");
@@ -166,11 +176,10 @@ async function cutGet(id: string): Promise<{ cut: RawResponse; streamer: number 
   return { cut: parseResponse(Buffer.concat(parts)), streamer };
 }
 
-test("the streamer killed midway: the client sees the body cut short; the next GET gets a new streamer", async () => {
+test("the streamer killed midway: the client sees the body cut short; a new streamer starts", async () => {
   await start("killed");
   const id = await session(4);
-  await getWhole(id);
-  const first = await streamerPid();
+  const first = await streamerUp();
   const worker = workerPid();
   const { cut, streamer } = await cutGet(id);
   assert.is(streamer, first);
@@ -179,22 +188,28 @@ test("the streamer killed midway: the client sees the body cut short; the next G
   assert.ok(cut.body.length < 4 * R3_BYTES);
   assert.is(workerPid(), worker, "the worker lives on");
   assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="cut",shard="0"'), 1);
-  await getWhole(id);
-  const second = await streamerPid();
+  await getWhole(id); // by the worker or the new streamer, whichever is ready: whole either way
+  const second = await streamerUp();
   assert.is.not(second, first);
+  await getWhole(id);
   assert.is(await metric("tito_worker_records_streamer_starts_total"), 2);
+  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 2);
   assert.is(workerPid(), worker);
 });
 
 test("a streamer dead three times in a row: the worker writes records itself", async () => {
   await start("fallback");
   const id = await session(4);
-  for (let death = 1; death <= 3; death++) assert.is((await cutGet(id)).cut.complete, false);
-  assert.is(await metric("tito_worker_records_streamer_starts_total"), 3);
-  await getWhole(id);
-  await getWhole(id);
+  for (let death = 1; death <= 3; death++) {
+    await streamerUp();
+    assert.is((await cutGet(id)).cut.complete, false);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 1_000)); // four restart delays
   assert.equal(childrenOf(workerPid()), [], "no fourth streamer");
   assert.is(await metric("tito_worker_records_streamer_starts_total"), 3);
+  assert.is(await metric("tito_worker_records_streamer_up"), 0);
+  await getWhole(id);
+  await getWhole(id);
   assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 2);
   assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="cut",shard="0"'), 3);
 });
@@ -207,13 +222,14 @@ test("records in memory never start a streamer", async () => {
   assert.ok(res.complete);
   assert.equal(childrenOf(workerPid()), []);
   assert.is(await metric("tito_worker_records_streamer_starts_total"), 0);
+  assert.is(await metric("tito_worker_records_streamer_up"), 0);
 });
 
 test("the worker killed: its streamer exits too; a shutdown leaves no streamer behind", async () => {
   await start("orphans");
   const id = await session(1);
+  const streamer = await streamerUp();
   await getWhole(id);
-  const streamer = await streamerPid();
   await killAndWait(workerPid());
   assert.equal(await waitGone([streamer], 5_000), [], "the streamer does not outlive its worker");
   const deadline = Date.now() + BOUND_MS;
@@ -222,7 +238,7 @@ test("the worker killed: its streamer exits too; a shutdown leaves no streamer b
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   await getWhole(id); // the journal brought the session back
-  await streamerPid();
+  await streamerUp();
   await server.shutdown();
   assert.equal(await waitGone([...streamers], 10_000), [], "every streamer is gone");
 });
