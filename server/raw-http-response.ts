@@ -20,7 +20,7 @@ export type RawBody = Buffer | Buffer[] | AsyncIterable<Buffer>;
  * of the process together, so however many records GETs stream, the loop serves its other
  * work (chat turns) between any two slices.
  */
-const SLICE_BYTES = 256 * 1024;
+export const SLICE_BYTES = 256 * 1024;
 
 /** Writers waiting for their next slice's turn, in order. */
 const waiting: (() => void)[] = [];
@@ -66,6 +66,8 @@ export function adoptSocket(socket: Socket): void {
  * list, `transfer-encoding: chunked` for a stream. Each piece is released (buffers/
  * release.ts) once the socket has taken it. Resolves true when the whole body was written,
  * false when the client left or the body failed (the socket is destroyed then).
+ * `sliceBytes`: the most written in one go (SLICE_BYTES; a process that serves nothing
+ * else, the records streamer, writes whole pieces).
  */
 export async function writeRawResponse(
   socket: Socket,
@@ -73,6 +75,7 @@ export async function writeRawResponse(
   headers: readonly RawHeaders[],
   body: RawBody,
   onBytes?: (bytes: number) => void,
+  sliceBytes = SLICE_BYTES,
 ): Promise<boolean> {
   const stream = !Buffer.isBuffer(body) && !Array.isArray(body);
   const pieces = stream ? [] : Buffer.isBuffer(body) ? [body] : body;
@@ -80,8 +83,8 @@ export async function writeRawResponse(
   const framing = stream ? "transfer-encoding: chunked" : `content-length: ${length}`;
   socket.write(responseHead(status, headers, framing));
   const complete = stream
-    ? await writeChunked(socket, body as AsyncIterable<Buffer>, onBytes)
-    : await writePieces(socket, pieces, onBytes);
+    ? await writeChunked(socket, body as AsyncIterable<Buffer>, sliceBytes, onBytes)
+    : await writePieces(socket, pieces, sliceBytes, onBytes);
   if (complete) finish(socket);
   else socket.destroy();
   return complete;
@@ -112,13 +115,18 @@ function responseHead(status: number, headers: readonly RawHeaders[], framing: s
   return Buffer.from(`${lines.join("\r\n")}\r\n\r\n`, "latin1");
 }
 
-async function writePieces(socket: Socket, pieces: readonly Buffer[], onBytes?: (bytes: number) => void) {
+async function writePieces(
+  socket: Socket,
+  pieces: readonly Buffer[],
+  sliceBytes: number,
+  onBytes?: (bytes: number) => void,
+) {
   let taken = 0; // pieces handed to the socket, which releases each once written (or destroyed)
   try {
     while (taken < pieces.length && !socket.destroyed) {
       const piece = pieces[taken++]!;
       onBytes?.(piece.length);
-      await writeSliced(socket, piece);
+      await writeSliced(socket, piece, sliceBytes);
     }
     return !socket.destroyed;
   } finally {
@@ -127,14 +135,14 @@ async function writePieces(socket: Socket, pieces: readonly Buffer[], onBytes?: 
 }
 
 /**
- * Writes `piece` in slices of SLICE_BYTES, yielding to the event loop after each (and
+ * Writes `piece` in slices of `sliceBytes`, yielding to the event loop after each (and
  * waiting for 'drain' when the socket is full); releases the piece once the socket has
  * taken its last slice, or at once if the socket is gone before that.
  */
-async function writeSliced(socket: Socket, piece: Buffer): Promise<void> {
-  for (let at = 0; at < piece.length; at += SLICE_BYTES) {
+async function writeSliced(socket: Socket, piece: Buffer, sliceBytes: number): Promise<void> {
+  for (let at = 0; at < piece.length; at += sliceBytes) {
     if (socket.destroyed) return release(piece);
-    const end = Math.min(at + SLICE_BYTES, piece.length);
+    const end = Math.min(at + sliceBytes, piece.length);
     const last = end === piece.length;
     const ok = socket.write(piece.subarray(at, end), last ? () => release(piece) : undefined);
     if (!ok) await drained(socket);
@@ -143,7 +151,12 @@ async function writeSliced(socket: Socket, piece: Buffer): Promise<void> {
   if (piece.length === 0) release(piece);
 }
 
-async function writeChunked(socket: Socket, body: AsyncIterable<Buffer>, onBytes?: (bytes: number) => void) {
+async function writeChunked(
+  socket: Socket,
+  body: AsyncIterable<Buffer>,
+  sliceBytes: number,
+  onBytes?: (bytes: number) => void,
+) {
   try {
     for await (const piece of body) {
       if (socket.destroyed) {
@@ -154,7 +167,7 @@ async function writeChunked(socket: Socket, body: AsyncIterable<Buffer>, onBytes
       if (piece.length === 0) continue;
       onBytes?.(piece.length);
       socket.write(`${piece.length.toString(16)}\r\n`);
-      await writeSliced(socket, piece);
+      await writeSliced(socket, piece, sliceBytes);
       if (!socket.write(CRLF)) await drained(socket);
     }
   } catch {
