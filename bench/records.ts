@@ -370,6 +370,9 @@ async function chatUnderGets(): Promise<GetLoadRow> {
     const alone = summarize(aloneTimes);
     const underGets = summarize(loadedTimes);
     const workerPeakRssMiB = s.tree().shards.map((shard) => peakRssMiB(shard.pid!));
+    const metrics = await (await fetch(`${s.url}/metrics`)).text();
+    const streamerMetrics = metrics.split("\n").filter((l) => l.startsWith("tito_worker_records_streamer"));
+    stderr(`records streamer: pid ${streamer ?? "none found"}; ${streamerMetrics.join("; ")}`);
     return {
       sessionMiB,
       replayMs,

@@ -49,6 +49,8 @@ Options:
   --records-nice N             CPU priority (nice, 0-19) of the helper process per
                                worker that streams records GETs from the journal;
                                higher leaves more CPU to chat turns (default 10)
+  --no-records-streamer        no such helper: workers write records GETs themselves
+                               (about 45-60 MiB less memory per worker)
   --engine-api API             sglang-chat (default): the chat route of an SGLang that
                                honours input_ids; sglang-generate: stock SGLang's
                                /generate; vllm-completions: stock vLLM's /v1/completions
@@ -97,6 +99,7 @@ export const FLAGS = {
   "data-dir": { type: "string" },
   fsync: { type: "string" },
   "records-nice": { type: "string" },
+  "no-records-streamer": { type: "boolean" },
   "engine-api": { type: "string" },
   "engine-timeout-ms": { type: "string" },
   "engine-connect-timeout-ms": { type: "string" },
@@ -132,6 +135,7 @@ export const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
   dataDir: "--data-dir",
   fsync: "--fsync",
   recordsNice: "--records-nice",
+  recordsStreamer: "--no-records-streamer",
   engineApi: "--engine-api",
   engineTimeoutMs: "--engine-timeout-ms",
   engineConnectTimeoutMs: "--engine-connect-timeout-ms",
@@ -218,6 +222,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     dataDir: values["data-dir"],
     fsync: values.fsync as SessionServerOptions["fsync"],
     recordsNice: num("records-nice", values["records-nice"]),
+    recordsStreamer: values["no-records-streamer"] ? false : undefined,
     engineApi: values["engine-api"] as SessionServerOptions["engineApi"],
     engineTimeoutMs: num("engine-timeout-ms", values["engine-timeout-ms"]),
     engineConnectTimeoutMs: num("engine-connect-timeout-ms", values["engine-connect-timeout-ms"]),

@@ -98,6 +98,11 @@ export interface SessionServerOptions {
    * that writes records GETs read from the journal; higher yields more to chat turns. Default 10.
    */
   recordsNice?: number;
+  /**
+   * Whether each worker keeps a records streamer (default true). Off, workers write records
+   * GETs themselves, at their own priority: about 45-60 MiB less memory per worker.
+   */
+  recordsStreamer?: boolean;
 }
 
 export type ResolvedOptions = Required<
@@ -164,6 +169,7 @@ const OPTION_NAMES: readonly string[] = Object.keys({
   dataDir: 1,
   fsync: 1,
   recordsNice: 1,
+  recordsStreamer: 1,
 } satisfies Record<keyof SessionServerOptions, 1>);
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
@@ -235,6 +241,7 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     dataDir: options.dataDir,
     fsync: options.fsync ?? "interval",
     recordsNice: int("recordsNice", options.recordsNice ?? 10, 0, 19),
+    recordsStreamer: options.recordsStreamer ?? true,
   };
   oneOf("engineApi", resolved.engineApi, ENGINE_APIS);
   oneOf("durability", resolved.durability, ["journal", "memory"]);

@@ -251,6 +251,7 @@ function childSpecs(
       dataDir,
       fsync: opts.fsync,
       recordsNice: opts.recordsNice,
+      recordsStreamer: opts.recordsStreamer,
       sessionIdleTtlS: opts.sessionIdleTtlS,
     };
     // --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).

@@ -43,6 +43,8 @@ export type WorkerConfig = Omit<
   fsync: FsyncPolicy;
   /** The nice value of the records streamer (records-streamer.ts), which journal-backed records GETs go through. */
   recordsNice: number;
+  /** False: no streamer, the worker writes every records GET itself. */
+  recordsStreamer: boolean;
 };
 
 const runtime = startChildRuntime<WorkerConfig>();
@@ -137,7 +139,7 @@ try {
 // journal are written by the worker's records streamer, at a lower CPU priority; it is
 // started once this worker is ready, and until it is, the worker writes them itself.
 const streamer =
-  config.durability === "journal"
+  config.durability === "journal" && config.recordsStreamer
     ? new RecordsStreamer({ shard: config.index, nice: config.recordsNice, logger, metrics })
     : undefined;
 const parked = new ParkedResponses(metrics, streamer);

@@ -214,15 +214,20 @@ test("a streamer dead three times in a row: the worker writes records itself", a
   assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="cut",shard="0"'), 3);
 });
 
-test("records in memory never start a streamer", async () => {
-  await start("memory", { durability: "memory" });
-  const id = await session(1);
-  const res = await rawGet(server.url, `/sessions/${id}`, "1.1");
-  assert.is(res.status, 200);
-  assert.ok(res.complete);
-  assert.equal(childrenOf(workerPid()), []);
-  assert.is(await metric("tito_worker_records_streamer_starts_total"), 0);
-  assert.is(await metric("tito_worker_records_streamer_up"), 0);
+test("records in memory, or recordsStreamer: false: no streamer, the worker writes records", async () => {
+  for (const options of [{ durability: "memory" }, { recordsStreamer: false }] as const) {
+    await start("off", options);
+    const id = await session(2);
+    const res = await rawGet(server.url, `/sessions/${id}`, "1.1");
+    assert.is(res.status, 200);
+    assert.ok(res.complete);
+    assert.ok(res.body.length > 2 * R3_BYTES);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(childrenOf(workerPid()), [], JSON.stringify(options));
+    assert.is(await metric("tito_worker_records_streamer_starts_total"), 0);
+    assert.is(await metric("tito_worker_records_streamer_up"), 0);
+    assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 1);
+  }
 });
 
 test("the worker killed: its streamer exits too; a shutdown leaves no streamer behind", async () => {
