@@ -3,7 +3,8 @@
 // is ready, at the nice value of --records-nice, byte for byte what the relay sends. Killed
 // midway, the client sees a cut response and a new streamer starts while the worker lives
 // on; dead three times in a row, the worker writes bodies itself. It never outlives its
-// worker, and a shutdown leaves none behind.
+// worker, and a shutdown leaves none behind. A client that leaves midway gets its response
+// settled as cut, by the streamer or the worker, and nothing of it stays open or pinned.
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -195,6 +196,48 @@ test("the streamer killed midway: the client sees the body cut short; a new stre
   assert.is(await metric("tito_worker_records_streamer_starts_total"), 2);
   assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 2);
   assert.is(workerPid(), worker);
+});
+
+/** GETs the client leaves midway, `rounds` times: each must be settled as cut (its segments unpinned). */
+async function leaveMidway(id: string, rounds: number): Promise<void> {
+  const { hostname, port } = new URL(server.url);
+  for (let round = 1; round <= rounds; round++) {
+    await new Promise<void>((resolve) => {
+      const socket = connect(Number(port), hostname, () =>
+        socket.write(`GET /sessions/${id} HTTP/1.1\r\nhost: x\r\n\r\n`),
+      );
+      // Not reading on: the writer's socket backs up, then the client goes away.
+      socket.once("data", () => {
+        socket.pause();
+        setTimeout(() => socket.destroy(), 50);
+      });
+      socket.on("error", () => undefined);
+      socket.on("close", () => resolve());
+    });
+    const deadline = Date.now() + BOUND_MS;
+    while ((await metric("tito_worker_records_handoffs_total", 'outcome="cut",shard="0"')) < round) {
+      assert.ok(Date.now() < deadline, `the response the client left (round ${round}) is never settled`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
+test("the client leaves midway: the streamer settles the response as cut and streams on", async () => {
+  await start("left");
+  const id = await session(4);
+  const pid = await streamerUp();
+  await leaveMidway(id, 3);
+  await getWhole(id);
+  assert.is(await streamerUp(), pid, "the same streamer, alive");
+  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 1);
+});
+
+test("the client leaves midway with no streamer: the worker settles the response as cut", async () => {
+  await start("left-no-streamer", { recordsStreamer: false });
+  const id = await session(4);
+  await leaveMidway(id, 3);
+  await getWhole(id);
+  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 1);
 });
 
 test("a streamer dead three times in a row: the worker writes records itself", async () => {
