@@ -18,6 +18,8 @@ export interface RolloutConfig {
   repeat: number;
   /** Unmeasured passes of the workload before each measured run (JIT warm-up of every process). */
   warmup: number;
+  /** Measured passes of the workload per run, one after another: CPU, latency and turns/s over all of them. */
+  passes: number;
   out: string;
   serverFlags: string[];
   /** The server's --engine-api; the floor always sends the engine's chat route. */
@@ -48,6 +50,9 @@ count, and straight to the simulated engine (the floor), in one run.
   --repeat R           run every configuration R times, each on a fresh server (default 1)
   --warmup P           unmeasured passes of the workload before each measured run
                        (default: 40 for small, 2 for r3, 1 for quick)
+  --passes P           measured passes of the workload per run, one after another (default:
+                       10 for small, 1 for r3 and quick); a small pass lasts ~0.15 s, less
+                       than the time between two of a process's full GCs
   --engine-api API     the server's engine API: sglang-chat (default), sglang-generate or
                        vllm-completions (the simulated engine serves all three; the floor
                        always sends the engine's chat route)
@@ -61,9 +66,36 @@ count, and straight to the simulated engine (the floor), in one run.
   --help               this text`;
 
 const PRESETS: Record<string, Partial<RolloutConfig>> = {
-  small: { sessions: 8, turns: 20, inputTokens: 128, outputTokens: 128, r3LastMiB: 0, getRecords: false, warmup: 40 },
-  r3: { sessions: 8, turns: 10, inputTokens: 128, outputTokens: 128, r3LastMiB: 16, getRecords: true, warmup: 2 },
-  quick: { sessions: 4, turns: 8, inputTokens: 128, outputTokens: 64, r3LastMiB: 4, getRecords: true, warmup: 1 },
+  small: {
+    sessions: 8,
+    turns: 20,
+    inputTokens: 128,
+    outputTokens: 128,
+    r3LastMiB: 0,
+    getRecords: false,
+    warmup: 40,
+    passes: 10,
+  },
+  r3: {
+    sessions: 8,
+    turns: 10,
+    inputTokens: 128,
+    outputTokens: 128,
+    r3LastMiB: 16,
+    getRecords: true,
+    warmup: 2,
+    passes: 1,
+  },
+  quick: {
+    sessions: 4,
+    turns: 8,
+    inputTokens: 128,
+    outputTokens: 64,
+    r3LastMiB: 4,
+    getRecords: true,
+    warmup: 1,
+    passes: 1,
+  },
 };
 
 function fail(message: string): never {
@@ -94,6 +126,7 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
     "latency-ms": { type: "string" },
     repeat: { type: "string" },
     warmup: { type: "string" },
+    passes: { type: "string" },
     "server-flag": { type: "string", multiple: true },
     "engine-api": { type: "string" },
     out: { type: "string" },
@@ -118,6 +151,7 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
     latencyMs: num("latency-ms", values["latency-ms"], 0) ?? 0,
     repeat: num("repeat", values.repeat, 1) ?? 1,
     warmup: num("warmup", values.warmup, 0) ?? preset.warmup!,
+    passes: num("passes", values.passes, 1) ?? preset.passes!,
     out: values.out ?? join(REPO_ROOT, "bench", "out", "rollout.json"),
     serverFlags: values["server-flag"] ?? [],
     engineApi: values["engine-api"] ?? "sglang-chat",

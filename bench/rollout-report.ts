@@ -258,7 +258,7 @@ export function describe(config: RolloutConfig): string {
   const r3 = config.r3LastMiB > 0 ? `routed_experts growing to ${config.r3LastMiB} MiB` : "no routed_experts";
   return (
     `preset ${config.preset}, engine API ${config.engineApi}: ${config.sessions} sessions x ${config.turns} turns, input ${config.inputTokens} / output ${config.outputTokens} tokens, ` +
-    `${r3}${config.getRecords ? ", records GET per session" : ""}, engine latency ${config.latencyMs} ms, workers ${config.workers.join(",")}, repeat ${config.repeat}, warm-up ${config.warmup} pass${config.warmup === 1 ? "" : "es"}`
+    `${r3}${config.getRecords ? ", records GET per session" : ""}, engine latency ${config.latencyMs} ms, workers ${config.workers.join(",")}, repeat ${config.repeat}, warm-up ${config.warmup} pass${config.warmup === 1 ? "" : "es"}, ${config.passes} measured pass${config.passes === 1 ? "" : "es"}`
   );
 }
 

@@ -7,7 +7,7 @@ import { request } from "undici";
 import { cpuDelta, cpuSnapshot, NO_CPU, peakRssMiB, RssSampler, streamerPids } from "./rollout-proc-stats.ts";
 import { startServer, stopServer, type Started } from "./rollout-procs.ts";
 import { summarize, type LatencySummary } from "./rollout-stats.ts";
-import { runWorkload, Target, warmUp, type RunHooks, type WorkloadShape } from "./rollout-workload.ts";
+import { runPasses, runWorkload, Target, warmUp, type RunHooks, type WorkloadShape } from "./rollout-workload.ts";
 
 export interface RunResult {
   label: string; // "floor" | "w1" | "w2" …
@@ -59,6 +59,8 @@ export interface RunContext {
   repeat: number;
   /** Unmeasured passes of the workload before the probe and the measured workload. */
   warmup: number;
+  /** Measured passes of the workload, one after another, measured as one. */
+  passes: number;
   serverFlags: string[];
   verbose: boolean;
   /** NODE_OPTIONS for the server (inherited by its children), e.g. --cpu-prof. */
@@ -103,7 +105,7 @@ async function measure(
   const cpu0 = cpuSnapshot(pids);
   // The group peak sums only the server's processes: the engine is not the server's memory.
   const sampler = new RssSampler(pids, Object.keys(serverPids));
-  const result = await runWorkload(target, shape, 0, ctx.hooks);
+  const result = await runPasses(target, shape, ctx.passes, ctx.hooks);
   const sampled = sampler.stop();
   // A streamer that started during the run: all it spent is the run's.
   for (const [name, pid] of Object.entries(streamerPids(groupPids)))

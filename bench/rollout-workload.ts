@@ -255,6 +255,30 @@ export async function runWorkload(
 }
 
 /**
+ * `passes` passes of the workload one after another, as one result (seeds distinct per
+ * pass). A small pass is over in ~0.15 s, less than the time between two full GCs of a
+ * process (~2 s for the router), so one pass measured either caught a GC or did not, and
+ * a run's CPU per turn came out bimodal; over several passes the GCs are counted at the
+ * rate they happen.
+ */
+export async function runPasses(
+  target: Target,
+  shape: WorkloadShape,
+  passes: number,
+  hooks: RunHooks = {},
+): Promise<WorkloadResult> {
+  const out = emptyResult();
+  for (let p = 0; p < passes; p++) {
+    const one = await runWorkload(target, shape, p * shape.sessions, hooks);
+    out.wallMs += one.wallMs;
+    out.turns += one.turns;
+    out.clientCpuMs += one.clientCpuMs;
+    for (const key of ["chatMs", "recordsGetMs", "recordsGetBytes", "shards"] as const) out[key].push(...one[key]);
+  }
+  return out;
+}
+
+/**
  * Warm-up, not measured: `passes` full passes of the workload (all sessions, all turns,
  * no records GET), each with at least two sessions on every shard. Each worker process
  * JIT-compiles the tokenizer and template code and fills the tokenizer's caches on its

@@ -62,7 +62,7 @@ async function main(): Promise<void> {
     ...config.serverFlags,
   ];
   const runsPerRepeat = 1 + config.workers.length * (config.baselineRoot ? 2 : 1);
-  const progress = new Progress(config.repeat * runsPerRepeat * (config.sessions + 1) * config.turns);
+  const progress = new Progress(config.repeat * runsPerRepeat * (config.sessions * config.passes + 1) * config.turns);
   progress.phase("starting the engine (pre-building replies)");
   const loadAtStart = loadavg();
   const cpuAtStart = machineCpu();
@@ -77,6 +77,7 @@ async function main(): Promise<void> {
         shape,
         repeat,
         warmup: config.warmup,
+        passes: config.passes,
         serverFlags,
         verbose: config.verbose,
         serverEnv: config.cpuProf ? cpuProfEnv(config.cpuProf) : undefined,
