@@ -28,6 +28,7 @@ import {
 } from "./rollout-procs.ts";
 import { fmt, summarize, type LatencySummary } from "./rollout-stats.ts";
 import { benchArgs } from "./bench-args.ts";
+import { codeNote, gitState } from "./code-state.ts";
 
 const USAGE = `Usage: npm run bench:hop -- [--workers 1,2,8] [--requests N] [--out FILE] [--cpu-prof DIR]
 
@@ -302,6 +303,7 @@ async function main(): Promise<void> {
   killStartedOnExit();
   const load = loadavg();
   const cpuAtStart = machineCpu();
+  const git = gitState(); // the code as it was when the servers started
   const engine = await startEngine([]);
   const rows: HopRow[] = [];
   try {
@@ -329,13 +331,13 @@ async function main(): Promise<void> {
   );
   const steal = stealShare(cpuAtStart);
   process.stdout.write(
-    `load average at start: ${load.map((l) => l.toFixed(2)).join(" ")}, CPU steal ${steal} (${process.version})\n`,
+    `load average at start: ${load.map((l) => l.toFixed(2)).join(" ")}, CPU steal ${steal} (${process.version}${codeNote(git)})\n`,
   );
   if (out) {
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(
       out,
-      `${JSON.stringify({ requests, loadavg: load, cpuSteal: steal, node: process.version, rows }, null, 1)}\n`,
+      `${JSON.stringify({ requests, loadavg: load, cpuSteal: steal, node: process.version, ...git, rows }, null, 1)}\n`,
     );
     process.stdout.write(`results: ${out}\n`);
   }

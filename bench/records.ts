@@ -16,7 +16,7 @@
 // Prints markdown tables and writes JSON (bench/out/records.json, or --out). It is a
 // client only: everything it starts, it stops.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { spawn } from "node:child_process";
@@ -26,6 +26,7 @@ import { bundledQwen3Dir, loadTokenizerFolder } from "../sessions/tokenizer-fold
 import { cpuDelta, cpuSnapshot, peakRssMiB, streamerPids, type CpuSnapshot } from "./rollout-proc-stats.ts";
 import { fmt, fmtRatio, summarize, type LatencySummary } from "./rollout-stats.ts";
 import { benchArgs } from "./bench-args.ts";
+import { codeNote, gitState } from "./code-state.ts";
 
 const USAGE = `Usage: npm run bench:records -- [--quick] [--data-dir DIR] [--reader-nice N] [--records-nice N] [--out FILE]
 
@@ -437,13 +438,26 @@ function report(turns: TurnRow[], gets: GetLoadRow): string {
 }
 
 async function main() {
+  const git = gitState(); // the code as it was when the servers started
+  const loadAtStart = loadavg();
   try {
     const turns = await perTurnOverhead();
     const gets = await chatUnderGets();
     process.stdout.write(`${report(turns, gets)}\n`);
+    const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
+    const machine = {
+      cpus: availableParallelism(),
+      node: process.version,
+      loadavgAtStart: loadAtStart,
+      loadavgAtEnd: loadavg(),
+      ...git,
+    };
+    process.stdout.write(
+      `machine: ${machine.cpus} CPUs, node ${machine.node}${codeNote(git)}, load average at start ${load(loadAtStart)}, at end ${load(machine.loadavgAtEnd)}\n`,
+    );
     const out = args.out ?? "bench/out/records.json";
     mkdirSync(dirname(out), { recursive: true });
-    writeFileSync(out, JSON.stringify({ quick: QUICK, turns, gets }, null, 2));
+    writeFileSync(out, JSON.stringify({ quick: QUICK, machine, turns, gets }, null, 2));
   } finally {
     rmSync(dataRoot, { recursive: true, force: true });
   }

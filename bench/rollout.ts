@@ -3,32 +3,18 @@
 // (the floor) and through a fresh `tito-server serve` child for each worker count, and
 // prints a markdown table, writes the JSON results and an SVG chart next to them.
 // The bench process is only a client; it stops exactly the processes it started.
-import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname } from "node:path";
 import { chartSvg } from "./rollout-chart.ts";
 import { parseRolloutArgs, r3BytesPerSession, r3LastRawBytes, type RolloutConfig } from "./rollout-args.ts";
-import { cpuProfEnv, killStartedOnExit, REPO_ROOT, startEngine } from "./rollout-procs.ts";
+import { cpuProfEnv, killStartedOnExit, startEngine } from "./rollout-procs.ts";
+import { codeNote, gitState } from "./code-state.ts";
 import { machineCpu, stealShare } from "./rollout-proc-stats.ts";
 import { Progress } from "./rollout-progress.ts";
 import { describe, markdown, ratios, summarizeLabels, targets } from "./rollout-report.ts";
 import { runFloor, runServer, type RunContext, type RunResult } from "./rollout-run.ts";
 import type { WorkloadShape } from "./rollout-workload.ts";
-
-/** Which code was measured: the commit, and whether the tree had uncommitted changes. */
-function gitState(): { commit: string; uncommittedChanges: boolean } | Record<string, never> {
-  try {
-    const git = (...args: string[]) =>
-      execFileSync("git", args, { cwd: REPO_ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
-    return {
-      commit: git("rev-parse", "--short", "HEAD"),
-      uncommittedChanges: git("status", "--porcelain", "--untracked-files=no") !== "",
-    };
-  } catch {
-    return {}; // not a git checkout (e.g. an exported snapshot)
-  }
-}
 
 function engineFlags(config: RolloutConfig): string[] {
   const flags = [
@@ -131,8 +117,7 @@ async function main(): Promise<void> {
     cpuSteal: stealShare(cpuAtStart),
     ...git,
   };
-  const code =
-    "commit" in machine ? `, code ${machine.commit}${machine.uncommittedChanges ? " + uncommitted changes" : ""}` : "";
+  const code = codeNote(git);
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
   process.stdout.write(
     `machine: ${machine.cpus} CPUs, node ${process.version}${code}, load average at start ${load(loadAtStart)}, at end ${load(machine.loadavgAtEnd)}, CPU steal ${machine.cpuSteal}\n`,
