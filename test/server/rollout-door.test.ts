@@ -125,7 +125,13 @@ test("every change is reported before it is answered; a door started from a repo
   );
   const restarted = door(60_000, d.rollout());
   assert.equal(restarted.status(), { state: "paused", weight_version: "v3", held: 0, in_flight: 0 });
-  assert.is(restarted.enter(0, signal()).state, "held");
+  const held = restarted.enter(0, signal());
+  assert.is(held.state, "held");
+  // Resumed, the held turn passes (and its hold timer is gone: nothing keeps the process up).
+  assert.is((await restarted.resume("v4")).released, 1);
+  await held.ready();
+  assert.equal(restarted.status(), { state: "running", weight_version: "v4", held: 0, in_flight: 1 });
+  restarted.finish(held);
 });
 
 function app(options: { authToken?: string; holdTimeoutMs?: number } = {}) {
