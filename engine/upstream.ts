@@ -14,6 +14,7 @@ import {
   UpstreamAbortedError,
   TitoError,
 } from "../sessions/errors.ts";
+import { Cancel, type CancelSignal } from "../buffers/cancel.ts";
 
 export interface UpstreamRequest {
   method: string;
@@ -21,7 +22,7 @@ export interface UpstreamRequest {
   path: string;
   headers: Record<string, string>;
   body?: Buffer;
-  signal?: AbortSignal;
+  signal?: CancelSignal;
   /** Receive a large reply into these pooled buffers; the caller must then call `release`. */
   pooled?: ReplyBuffers;
   /** A 200 reply is handed on at its head, its body read from `stream` as it comes (an SSE stream). */
@@ -93,7 +94,7 @@ export function replyHeaders(headers: Record<string, string | string[] | undefin
 /** Aborts the request after `timeoutMs` (a streamed reply: unless its body has ended by then), and when the caller's signal aborts. */
 function withTimeout(send: Send, timeoutMs: number, engineUrl: string): Send {
   return async (req) => {
-    const controller = new AbortController();
+    const controller = new Cancel();
     const timer = setTimeout(
       () =>
         controller.abort(

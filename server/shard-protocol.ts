@@ -5,6 +5,7 @@
 // are never described here: the router imports this file and never parses a body. It must
 // import nothing but transport types (no sessions/, no engine/, no tokenizer).
 import type { Channel, IncomingBody, Meta, OutBody } from "../transport/index.ts";
+import type { CancelSignal } from "../buffers/cancel.ts";
 
 const TWO_32 = 4294967296;
 
@@ -132,7 +133,7 @@ export async function requestShard(
   channel: Channel,
   request: ShardRequest,
   body?: OutBody,
-  signal?: AbortSignal,
+  signal?: CancelSignal,
 ): Promise<ShardResponse> {
   const res = await channel.request(request, body, { signal });
   // The worker always sends both; a reply without a status is relayed as a bad gateway.

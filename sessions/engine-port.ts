@@ -4,6 +4,7 @@
 // builds an engine request or reads an engine reply itself, so it never imports engine/.
 import type { ChatMessage } from "./chat-template.ts";
 import type { TitoFamily } from "./families/index.ts";
+import type { CancelSignal } from "../buffers/cancel.ts";
 
 /** One chat turn to generate: the prompt as token ids, and the client's request. */
 export interface EngineTurnRequest {
@@ -23,7 +24,7 @@ export interface EngineTurnRequest {
   headers: Record<string, string | string[] | undefined>;
   /** The client asked for `stream: true`: a 200 is an EngineStream of `chat.completion.chunk` events. */
   stream?: boolean;
-  signal?: AbortSignal;
+  signal?: CancelSignal;
 }
 
 /** A reply the engine refused or failed (its status is not 200): passed to the client as it is. */
@@ -93,7 +94,7 @@ export interface EngineProxyRequest {
   query: string;
   headers: Record<string, string | string[] | undefined>;
   body: Buffer;
-  signal?: AbortSignal;
+  signal?: CancelSignal;
 }
 
 export interface EngineProxyReply {

@@ -16,6 +16,7 @@ import {
   type TurnContext,
 } from "./session-core.ts";
 import { SSE_HEADERS } from "./sse.ts";
+import type { CancelSignal } from "../buffers/cancel.ts";
 
 const JSON_HEADERS = { "content-type": "application/json" };
 
@@ -26,7 +27,7 @@ export async function messagesTurn(
   core: SessionCore,
   sessionId: string,
   req: CoreRequest,
-  signal?: AbortSignal,
+  signal?: CancelSignal,
   context: TurnContext = {},
 ): Promise<CoreResponse> {
   let converted: ConvertedRequest;

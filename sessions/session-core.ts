@@ -27,6 +27,7 @@ import { selectFamily, type TitoFamilyName } from "./families/index.ts";
 import { serverKwargs, TurnKwargs } from "./template-kwargs.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 import type { Trajectory } from "./trajectory.ts";
+import type { CancelSignal } from "../buffers/cancel.ts";
 
 export interface CoreRequest {
   method: string;
@@ -207,7 +208,7 @@ export class SessionCore {
   async chat(
     sessionId: string,
     req: CoreRequest,
-    signal?: AbortSignal,
+    signal?: CancelSignal,
     context: TurnContext = {},
   ): Promise<CoreResponse> {
     // Busy from the first moment: idle expiry never takes a session with a turn in flight.
@@ -215,7 +216,7 @@ export class SessionCore {
     return this.#chat(sessionId, req, signal, context);
   }
 
-  async #chat(sessionId: string, req: CoreRequest, signal: AbortSignal | undefined, context: TurnContext) {
+  async #chat(sessionId: string, req: CoreRequest, signal: CancelSignal | undefined, context: TurnContext) {
     return this.#guard(async () => {
       const t = this.#registry.get(sessionId);
       const turn = await t.lock.run(() => this.#prepare(t, req.body, context.api ?? "chat"));
@@ -261,7 +262,7 @@ export class SessionCore {
     turn: PreparedTurn,
     res: EngineCompletion,
     context: TurnContext,
-    signal: AbortSignal | undefined,
+    signal: CancelSignal | undefined,
   ): Promise<void> {
     await t.lock.run(async () => {
       if (t.closing || t.version !== turn.version) {
@@ -328,7 +329,7 @@ export class SessionCore {
     });
   }
 
-  async proxy(_sessionId: string, req: CoreRequest, signal?: AbortSignal): Promise<CoreResponse> {
+  async proxy(_sessionId: string, req: CoreRequest, signal?: CancelSignal): Promise<CoreResponse> {
     return this.#guard(() => this.#engine.proxy({ ...req, signal }));
   }
 

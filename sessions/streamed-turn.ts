@@ -10,6 +10,7 @@
 // Every event is its own Buffer, so each reaches the client as one piece.
 import type { EngineCompletion, EngineStream } from "./engine-port.ts";
 import { sseDone, sseError } from "./sse.ts";
+import type { CancelSignal } from "../buffers/cancel.ts";
 
 export interface StreamedTurnOptions {
   /** Steps 4 and 5 of the turn: verify, record, apply. */
@@ -19,7 +20,7 @@ export interface StreamedTurnOptions {
   /** Runs once when the stream is over, however it ended (the session is no longer busy). */
   onSettled?(): void;
   /** The caller's: aborted when its client went away. */
-  signal?: AbortSignal;
+  signal?: CancelSignal;
 }
 
 export function streamedTurn(stream: EngineStream, options: StreamedTurnOptions): AsyncGenerator<Buffer> {

@@ -5,6 +5,7 @@
 import type { ErrorClass } from "./errors.ts";
 import type { BodyQueue, IncomingBody } from "./incoming-body.ts";
 import type { OutBody } from "./body-plan.ts";
+import { Cancel, type CancelSignal } from "../buffers/cancel.ts";
 
 export type Meta = Record<string, unknown>;
 export interface IncomingRequest {
@@ -12,7 +13,7 @@ export interface IncomingRequest {
   meta: Meta;
   body: IncomingBody;
   /** Aborted when the caller cancels or the channel closes. */
-  readonly signal: AbortSignal;
+  readonly signal: CancelSignal;
 }
 export interface Reply {
   meta: Meta;
@@ -58,7 +59,7 @@ export class PendingCall {
 /** A request this side serves; it is also the handler's IncomingRequest. */
 export class ServedRequest implements IncomingRequest {
   cancelled = false;
-  #controller: AbortController | undefined; // made on first use of .signal (it is not free)
+  #controller: Cancel | undefined; // made on first use of .signal
   #abortReason: Error | undefined;
   constructor(
     readonly id: number,
@@ -66,12 +67,12 @@ export class ServedRequest implements IncomingRequest {
     readonly body: BodyQueue,
   ) {}
 
-  get signal(): AbortSignal {
+  get signal(): CancelSignal {
     if (this.#controller === undefined) {
-      this.#controller = new AbortController();
+      this.#controller = new Cancel();
       if (this.#abortReason !== undefined) this.#controller.abort(this.#abortReason);
     }
-    return this.#controller.signal;
+    return this.#controller;
   }
 
   abort(reason: Error): void {

@@ -30,6 +30,7 @@ import {
 import { OutboundScheduler } from "./outbound-scheduler.ts";
 import { planBody, type OutBody } from "./body-plan.ts";
 import type { ReadSlabs } from "./read-slabs.ts";
+import type { CancelSignal } from "../buffers/cancel.ts";
 
 export type {
   ChannelOptions,
@@ -106,7 +107,7 @@ export class Channel {
   }
 
   /** Resolves when the reply's header frame arrives; its body then streams. */
-  request(meta: Meta, body?: OutBody, options: { signal?: AbortSignal } = {}): Promise<IncomingReply> {
+  request(meta: Meta, body?: OutBody, options: { signal?: CancelSignal } = {}): Promise<IncomingReply> {
     if (this.#closed) return Promise.reject(this.#closedError());
     const signal = options.signal;
     if (signal?.aborted) return Promise.reject(new RequestAbortedError());

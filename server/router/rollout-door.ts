@@ -10,6 +10,7 @@
 import { RequestAbortedError, type Channel } from "../../transport/index.ts";
 import type { RolloutEvent, RolloutState } from "../../actors/index.ts";
 import { HoldTimeoutError } from "./errors.ts";
+import type { CancelSignal } from "../../buffers/cancel.ts";
 
 export type InFlightMode = "drain" | "abort" | "keep";
 export const IN_FLIGHT_MODES: readonly InFlightMode[] = ["drain", "abort", "keep"];
@@ -142,7 +143,7 @@ export class RolloutDoor {
   }
 
   /** A chat turn arrives for `shard`; await `turn.ready()` before sending it. */
-  enter(shard: number, signal: AbortSignal): DoorTurn {
+  enter(shard: number, signal: CancelSignal): DoorTurn {
     const turn = new DoorTurn(shard);
     if (this.#rollout.state === "running" && this.#queue.length === 0) this.#inFlight.add(turn);
     else this.#enqueue([turn], false);

@@ -6,6 +6,7 @@
 import { connectChannel, type Channel } from "../../transport/index.ts";
 import type { ShardRoute } from "../../actors/control-messages.ts";
 import { WorkerUnavailableError } from "./errors.ts";
+import type { CancelSignal } from "../../buffers/cancel.ts";
 
 interface Link {
   route: ShardRoute;
@@ -46,7 +47,7 @@ export class ShardLinks {
   }
 
   /** The channel of a running shard, waiting a bounded time while it (re)starts. */
-  async acquire(index: number, signal?: AbortSignal): Promise<Channel> {
+  async acquire(index: number, signal?: CancelSignal): Promise<Channel> {
     const link = this.#links[index];
     const deadline = Date.now() + this.#waitMs;
     for (;;) {

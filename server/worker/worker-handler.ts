@@ -12,6 +12,7 @@ import { readShardRequest, type ListPage, type ShardReply, type ShardRequest } f
 import { ShardRequestError, TurnAbortedError } from "./errors.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
 import type { ParkedResponses } from "./records-handoff.ts";
+import { Cancel, type CancelSignal } from "../../buffers/cancel.ts";
 
 type ForwardRequest = Extract<ShardRequest, { method: string }>;
 
@@ -53,13 +54,13 @@ const RETRY_AFTER_S = "1";
  * over: stopped midway, its stream ends with the error event instead of [DONE].
  */
 async function abortableTurn(
-  turns: Set<AbortController>,
-  caller: AbortSignal,
-  run: (signal: AbortSignal) => Promise<CoreResponse>,
+  turns: Set<Cancel>,
+  caller: CancelSignal,
+  run: (signal: CancelSignal) => Promise<CoreResponse>,
 ): Promise<CoreResponse> {
   // One controller for both: a pause aborts it, and so does the caller leaving (cheaper
   // per turn than AbortSignal.any, which Node 20 tracks with weak references).
-  const pause = new AbortController();
+  const pause = new Cancel();
   const onCaller = () => pause.abort(caller.reason);
   if (caller.aborted) onCaller();
   else caller.addEventListener("abort", onCaller, { once: true });
@@ -93,7 +94,7 @@ const isStream = (body: CoreResponse["body"]): body is AsyncIterable<Buffer> =>
   !Buffer.isBuffer(body) && !Array.isArray(body);
 
 /** `body` as it is, running `done` once when it is over, or when the caller gives up before reading it. */
-function whileOpen(body: AsyncIterable<Buffer>, caller: AbortSignal, done: () => void): AsyncIterable<Buffer> {
+function whileOpen(body: AsyncIterable<Buffer>, caller: CancelSignal, done: () => void): AsyncIterable<Buffer> {
   let over = false;
   const end = () => {
     if (over) return;
@@ -113,7 +114,7 @@ function whileOpen(body: AsyncIterable<Buffer>, caller: AbortSignal, done: () =>
 
 /** Without `parked`, a get's handoff ticket is ignored and the body goes back on the channel. */
 export function workerHandler(core: SessionCore, metrics: WorkerMetrics, parked?: ParkedResponses): Handler {
-  const turns = new Set<AbortController>();
+  const turns = new Set<Cancel>();
   return async (req) => {
     const read = readShardRequest(req.meta);
     // Checked before anything is counted, so a bad op never becomes a metrics label.
@@ -145,7 +146,7 @@ export function workerHandler(core: SessionCore, metrics: WorkerMetrics, parked?
       case "chat": {
         // The Anthropic Messages route is a chat turn too, answered in its own shapes (messages-turn.ts).
         const anthropic = request.path === MESSAGES_PATH;
-        const run = async (signal: AbortSignal) => {
+        const run = async (signal: CancelSignal) => {
           const turn = await coreRequest(request, req.body);
           const context = { weightVersion: request.weightVersion ?? null };
           return anthropic
