@@ -59,8 +59,8 @@ export class PendingCall {
 /** A request this side serves; it is also the handler's IncomingRequest. */
 export class ServedRequest implements IncomingRequest {
   cancelled = false;
-  #controller: Cancel | undefined; // made on first use of .signal
-  #abortReason: Error | undefined;
+  // A plain object (buffers/cancel.ts), cheap enough to make for every request.
+  readonly #cancel = new Cancel();
   constructor(
     readonly id: number,
     readonly meta: Meta,
@@ -68,15 +68,11 @@ export class ServedRequest implements IncomingRequest {
   ) {}
 
   get signal(): CancelSignal {
-    if (this.#controller === undefined) {
-      this.#controller = new Cancel();
-      if (this.#abortReason !== undefined) this.#controller.abort(this.#abortReason);
-    }
-    return this.#controller;
+    return this.#cancel;
   }
 
+  /** The first abort's reason stays. */
   abort(reason: Error): void {
-    this.#abortReason ??= reason;
-    this.#controller?.abort(reason);
+    this.#cancel.abort(reason);
   }
 }
