@@ -33,8 +33,8 @@ class TitoServer:
     ``with`` block's exit, or when the interpreter exits.
 
     ``bin`` is the path of the ``tito-server`` executable (``bin/tito-server.js`` of a
-    checkout or an installed package); by default ``npx --no-install tito-server``, the
-    one of the project in the working directory. ``engine`` is the engine URL (none: the
+    checkout or an installed package); by default ``$TITO_SERVER_BIN`` when set, else
+    ``npx --no-install tito-server``: the one installed in the working directory's project. ``engine`` is the engine URL (none: the
     server's built-in simulated engine), ``workers`` the worker count, ``tokenizer`` a
     Hugging Face tokenizer folder, ``auth_token`` the admin token (``--auth-token``),
     ``args`` more flags of ``tito-server serve --help``. The server listens on a free port
@@ -108,6 +108,8 @@ class TitoServer:
 
     @staticmethod
     def _command(bin: str | os.PathLike[str] | None) -> list[str]:
+        if bin is None:
+            bin = os.environ.get("TITO_SERVER_BIN") or None
         if bin is None:
             return ["npx", "--no-install", "tito-server"]
         path = os.fspath(bin)
