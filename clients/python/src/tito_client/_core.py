@@ -78,8 +78,13 @@ class CreatedSession:
     token: str | None
 
 
+# Every (reply, field) the client has read: a test holds them to docs/http.md.
+FIELDS_READ: set[tuple[str, str]] = set()
+
+
 def field(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
     """``obj[key]``, checked to be of ``kind``; a missing or mistyped field is a TitoProtocolError."""
+    FIELDS_READ.add((where, key))
     if not isinstance(obj, dict):
         raise TitoProtocolError(f"{where}: expected a JSON object, got {type(obj).__name__}")
     if key not in obj:
