@@ -37,7 +37,17 @@ async def test_server_routes(server: TitoServer) -> None:
         assert (await client.supervision())["host_pid"] == server.host_pid
         events = [e async for e in client.events()]
         assert events and all(isinstance(e, Event) for e in events)
-        assert [e async for e in client.events(since=events[-1].seq)] == []
+        last = events[-1].seq
+        await client.pause("keep")
+        await client.resume("async-events")
+        kinds = []
+        async for event in client.events(since=last, follow=True, poll_interval=0.02, timeout=60):
+            kinds.append(event.kind)
+            if event.kind == "resumed":
+                break
+        assert kinds[-2:] == ["paused", "resumed"]
+        quiet = [e async for e in client.events(since=10**9, follow=True, timeout=0.2)]
+        assert quiet == []
 
 
 async def test_sessions_concurrently(server: TitoServer) -> None:
@@ -90,9 +100,13 @@ async def test_rl_loop(server: TitoServer) -> None:
         async with client.weight_update("a-2", in_flight="abort") as update:
             assert update.paused["mode"] == "abort"
             held = asyncio.create_task(turn(http, session, messages))
-            while (await client.rollout_state())["held"] < 1:
-                assert not held.done()
-                await asyncio.sleep(0.01)
+
+            async def at_the_door() -> None:
+                while (await client.rollout_state())["held"] < 1:
+                    assert not held.done()
+                    await asyncio.sleep(0.01)
+
+            await asyncio.wait_for(at_the_door(), 60)
         await asyncio.wait_for(held, 60)
         assert update.resumed is not None and update.resumed["released"] == 1
         assert [r["weight_version"] for r in await session.records()] == ["a-1", "a-2"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 import uuid
 
 import httpx
@@ -145,10 +146,18 @@ def test_events_since_and_the_pause_events(client: Client) -> None:
     last = everything[-1].seq
     client.pause("keep")
     client.resume("e-1")
-    later = list(client.events(since=last))
+    later = []
+    for event in client.events(since=last, follow=True, poll_interval=0.02, timeout=60):
+        later.append(event)
+        if event.kind == "resumed":
+            break
     assert [e.kind for e in later][-2:] == ["paused", "resumed"]
     assert later[-1].detail["weight_version"] == "e-1"
     assert all(e.seq > last for e in later)
+    # A follow with a timeout ends when no event comes: it never hangs.
+    started = time.monotonic()
+    assert list(client.events(since=later[-1].seq, follow=True, timeout=0.3)) == []
+    assert time.monotonic() - started < 10
 
 
 def test_every_field_the_client_reads_is_documented(client: Client) -> None:

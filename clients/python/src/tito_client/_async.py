@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
@@ -116,9 +117,10 @@ class AsyncClient:
         return await self._run(core.supervision())
 
     async def events(
-        self, since: int = 0, *, follow: bool = False, poll_interval: float = 0.25
+        self, since: int = 0, *, follow: bool = False, poll_interval: float = 0.25, timeout: float | None = None
     ) -> AsyncIterator[Event]:
-        """The supervision events after ``since``; ``follow=True`` polls until the last one."""
+        """The supervision events after ``since``; ``follow=True`` polls until the last one or ``timeout``."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             batch = await self._run(core.events(since))
             for event in batch:
@@ -126,7 +128,7 @@ class AsyncClient:
                 yield event
                 if core.stopped(event):
                     return
-            if not follow:
+            if not follow or (deadline is not None and time.monotonic() > deadline):
                 return
             if not batch:
                 await asyncio.sleep(poll_interval)

@@ -159,13 +159,16 @@ class Client:
         return self._run(core.supervision())
 
     def events(
-        self, since: int = 0, *, follow: bool = False, poll_interval: float = 0.25
+        self, since: int = 0, *, follow: bool = False, poll_interval: float = 0.25, timeout: float | None = None
     ) -> Iterator[Event]:
         """The supervision events after ``since``, oldest first.
 
         With ``follow=True`` it keeps polling every ``poll_interval`` seconds and yields new
-        events as they come, until the server's last one (the supervisor's ``stopped``).
+        events as they come, until the server's last one (the supervisor's ``stopped``) or,
+        with ``timeout``, until that many seconds have passed. Events reach the router from
+        the host a moment after what caused them: follow to wait for one.
         """
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             batch = self._run(core.events(since))
             for event in batch:
@@ -173,7 +176,7 @@ class Client:
                 yield event
                 if core.stopped(event):
                     return
-            if not follow:
+            if not follow or (deadline is not None and time.monotonic() > deadline):
                 return
             if not batch:
                 time.sleep(poll_interval)
