@@ -16,7 +16,7 @@ trap 'rm -rf "$venv" "$here/build" "$here"/src/*.egg-info' EXIT
 cd "$here"
 set +e
 # From the tests' folder's parent, so the tests import the installed package, not src/.
-"$venv/bin/python" -m pytest -p no:cacheprovider -ra --durations=5 tests "$@"
+TITO_CLIENT_INSTALLED=1 "$venv/bin/python" -m pytest -p no:cacheprovider -ra --durations=5 tests "$@"
 rc=$?
 set -e
 if [ "$rc" = 5 ]; then

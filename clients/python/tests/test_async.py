@@ -67,6 +67,8 @@ async def test_sessions_concurrently(server: TitoServer) -> None:
         assert [len(r) for r in records] == [1] * len(sessions)
         assert (await s.metadata())["tito_family"] == "qwen3"
         assert (await s.get())["session_id"] == s.id
+        again = client.session(s.id)
+        assert (await again.records()) == records[0]
         ids = await client.list_sessions(page_size=2)
         assert {x.id for x in sessions} <= set(ids)
         await asyncio.gather(*(x.delete() for x in sessions))

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
-from conftest import REPO, WEATHER_TOOL, chat, two_turns, until
+from conftest import CLIENT_DIR, REPO, WEATHER_TOOL, chat, two_turns, until
 
 from tito_client import Client, Event, TitoProtocolError, TitoServer
 from tito_client import _core as core
@@ -184,3 +186,11 @@ def test_a_renamed_field_is_a_protocol_error_not_a_none() -> None:
         core.parse_created(reply)
     with pytest.raises(TitoProtocolError, match="not JSON"):
         core.parse_health(core.Reply(200, b"<html>", {}, "u"))
+
+
+def test_the_package_is_typed_and_installed_as_built() -> None:
+    import tito_client
+
+    assert Path(tito_client.__file__).with_name("py.typed").is_file()
+    if os.environ.get("TITO_CLIENT_INSTALLED") == "1":  # run-tests.sh: the wheel pip built, not src/
+        assert CLIENT_DIR / "src" not in Path(tito_client.__file__).parents, tito_client.__file__

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import BIN, REPO, start
+from conftest import BIN, REPO
 
 from tito_client import Client, TitoConnectionError, TitoServer, TitoServerStartError
 from tito_client._server import _alive
@@ -25,13 +26,15 @@ def gone(url: str, host_pid: int) -> bool:
 
 def test_launch_then_close_on_context_exit(tmp_path: Path) -> None:
     events = tmp_path / "events.jsonl"
-    with start("--events", str(events)) as srv:
+    echo = io.StringIO()
+    with TitoServer(BIN, workers=1, args=["--events", str(events)], stderr=echo, cwd=tmp_path) as srv:
         assert srv.url.startswith("http://127.0.0.1:") and not srv.url.endswith(":8080")
         assert srv.workers == 1 and srv.returncode is None
         assert srv.host_pid == srv.pid  # bin/tito-server.js is the host itself
         with srv.client() as client:
             assert client.health()["session_server_instance_id"] == srv.instance_id
         assert "[supervision #" in srv.stderr_tail()
+        assert "[supervision #1]" in echo.getvalue()  # the log lines also went to `stderr`
         assert "running" in repr(srv)
         url, host = srv.url, srv.host_pid
     assert srv.returncode == 0
