@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import BIN, REPO
 
-from tito_client import Client, TitoConnectionError, TitoServer, TitoServerStartError
+from tito_client import Client, TitoConnectionError, TitoServer, TitoServerExitedError, TitoServerStartError
 from tito_client._server import _alive
 
 
@@ -36,8 +36,12 @@ def test_launch_then_close_on_context_exit(tmp_path: Path) -> None:
         assert "[supervision #" in srv.stderr_tail()
         assert "[supervision #1]" in echo.getvalue()  # the log lines also went to `stderr`
         assert "running" in repr(srv)
+        srv.check()  # running: no error
         url, host = srv.url, srv.host_pid
     assert srv.returncode == 0
+    with pytest.raises(TitoServerExitedError, match="exited with code 0") as exited:
+        srv.check()
+    assert "[supervision #" in exited.value.stderr
     assert gone(url, host)
     assert '"kind":"stopped"' in events.read_text()
     assert srv.close() == 0  # closing again is a no-op

@@ -17,6 +17,7 @@ __all__ = [
     "TitoTimeoutError",
     "TitoProtocolError",
     "TitoServerStartError",
+    "TitoServerExitedError",
     "error_from_reply",
 ]
 
@@ -114,6 +115,10 @@ class TitoServerStartError(TitoError):
         super().__init__(f"{message}{tail}")
         self.stderr = stderr
         self.returncode = returncode
+
+
+class TitoServerExitedError(TitoServerStartError):
+    """:meth:`tito_client.TitoServer.check`: the server's process has exited."""
 
 
 _BY_STATUS: dict[int, type[TitoError]] = {

@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Sequence
 import httpx
 
 from ._client import Client
-from ._errors import TitoServerStartError
+from ._errors import TitoServerExitedError, TitoServerStartError
 
 if TYPE_CHECKING:
     from ._async import AsyncClient
@@ -186,6 +186,19 @@ class TitoServer:
     def returncode(self) -> int | None:
         """The launched command's exit code, or ``None`` while it runs."""
         return self._proc.poll()
+
+    def check(self) -> None:
+        """Raises :class:`TitoServerExitedError` (with the server's last output) once the
+        server's process has exited: after :meth:`close`, or when the session server failed
+        (a worker crashing past ``--max-restarts``). Call it between rollout steps to stop
+        loudly instead of meeting connection errors."""
+        code = self._proc.poll()
+        if code is not None:
+            raise TitoServerExitedError(
+                f"tito-server ({self.url or ' '.join(self.command)}) exited with code {code}",
+                stderr=self.stderr_tail(),
+                returncode=code,
+            )
 
     def client(self, **kwargs: object) -> Client:
         """A :class:`Client` of this server, with its admin token."""
