@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python client's tests: install clients/python into a fresh virtualenv made from
 # Debian's python3 (--system-site-packages: httpx, numpy, pytest and setuptools come from
-# python3-httpx, python3-numpy, python3-pytest, python3-pytest-asyncio, python3-setuptools;
+# python3-httpx, python3-numpy, python3-pytest, python3-pytest-asyncio, python3-setuptools, python3-wheel;
 # nothing is downloaded), then pytest against the repository's built server (`npm run
 # build` first). Run by .ci/run; extra arguments go to pytest (e.g. -k samples).
 set -euo pipefail
