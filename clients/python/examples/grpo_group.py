@@ -24,7 +24,7 @@ import numpy as np
 from tito_client import AsyncClient, AsyncSession, TitoServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from agent_loop import run_agent  # noqa: E402  (the recipe next to this one)
+from agent_loop import run_agent  # the recipe next to this one, importable once its folder is on the path
 
 PAD_ID = 0
 
@@ -51,25 +51,18 @@ def pad_group(samples: list[dict[str, Any]]) -> dict[str, np.ndarray]:
     return {"input_ids": input_ids, "attention_mask": attention_mask, "loss_mask": loss_mask, "log_probs": log_probs}
 
 
-def reward(messages: list[dict[str, Any]]) -> float:
-    """A stand-in reward: did the agent use its tool and then answer in words."""
-    used_tool = any(m["role"] == "tool" for m in messages)
-    answered = bool(messages[-1].get("content"))
-    return float(used_tool) + float(answered)
-
-
 async def rollout_group(client: AsyncClient, prompt: str, n: int) -> tuple[list[dict[str, Any]], np.ndarray]:
-    """N sessions on one prompt, concurrently: their samples and group-normalized advantages."""
+    """N sessions on one prompt, concurrently: their samples and rewards."""
     sessions: list[AsyncSession] = await asyncio.gather(*(client.create_session() for _ in range(n)))
     try:
-        conversations = await asyncio.gather(
+        results = await asyncio.gather(
             *(run_agent(s.anthropic_base_url, prompt, {"temperature": 1.0}, api_key=s.token) for s in sessions)
         )
         samples = await asyncio.gather(*(s.samples("numpy") for s in sessions))
     finally:
         await asyncio.gather(*(s.delete() for s in sessions))
-    rewards = np.array([reward(c) for c in conversations], dtype=np.float32)
-    return list(samples), (rewards - rewards.mean()) / (rewards.std() + 1e-6)
+    rewards = np.array([r["reward"] for r in results], dtype=np.float32)
+    return list(samples), rewards
 
 
 async def run(url: str, admin_token: str | None, prompts: list[str], n: int) -> dict[str, np.ndarray]:
@@ -77,7 +70,10 @@ async def run(url: str, admin_token: str | None, prompts: list[str], n: int) -> 
     async with AsyncClient(url, admin_token=admin_token) as client:
         groups = await asyncio.gather(*(rollout_group(client, p, n) for p in prompts))
     batch = pad_group([s for samples, _ in groups for s in samples])
-    batch["advantages"] = np.concatenate([advantages for _, advantages in groups])
+    rewards = [r for _, r in groups]
+    batch["rewards"] = np.concatenate(rewards)
+    # GRPO: each reward against its own group's mean and spread.
+    batch["advantages"] = np.concatenate([(r - r.mean()) / (r.std() + 1e-6) for r in rewards])
     batch["group"] = np.repeat(np.arange(len(prompts)), n)
     return batch
 
@@ -91,8 +87,9 @@ def main() -> None:
     opts = parser.parse_args()
     prompts = ["What is the weather in Paris?", "Is it raining in Oslo?"]
     server = None if opts.url else TitoServer(bin=opts.bin, workers=1)
+    url = opts.url if server is None else server.url
     try:
-        batch = asyncio.run(run(opts.url or server.url, opts.admin_token, prompts, opts.group))  # type: ignore[union-attr]
+        batch = asyncio.run(run(url, opts.admin_token, prompts, opts.group))
     finally:
         if server is not None:
             server.close()
@@ -107,6 +104,7 @@ def main() -> None:
                 "group": batch["group"].tolist(),
                 "lengths": lengths.tolist(),
                 "loss_tokens": batch["loss_mask"].sum(axis=1).astype(int).tolist(),
+                "rewards": batch["rewards"].tolist(),
                 "advantages": [round(float(a), 4) for a in batch["advantages"]],
             }
         )

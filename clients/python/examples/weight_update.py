@@ -92,8 +92,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     opts = parser.parse_args()
     server = None if opts.url else TitoServer(bin=opts.bin, workers=1)
+    url = opts.url if server is None else server.url
     try:
-        results = asyncio.run(run(opts.url or server.url, opts.admin_token, opts.agents, opts.steps))  # type: ignore[union-attr]
+        results = asyncio.run(run(url, opts.admin_token, opts.agents, opts.steps))
     finally:
         if server is not None:
             server.close()

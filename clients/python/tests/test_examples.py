@@ -28,7 +28,7 @@ def run_example(name: str, server: TitoServer, *args: str) -> list[dict[str, Any
 
 def test_agent_loop(server: TitoServer) -> None:
     [out] = run_example("agent_loop.py", server)
-    assert out["turns"] == 2 and out["tool_calls"] == 1
+    assert out["turns"] == 2 and out["tool_calls"] == 1 and out["reward"] == 2.0
     assert out["generated_tokens"] > 0 and out["tokens"] > out["generated_tokens"]
     with Client(server.url) as client:
         assert out["session_id"] not in client.list_sessions()  # it cleaned up
@@ -39,6 +39,7 @@ def test_grpo_group(server: TitoServer) -> None:
     assert out["shape"][0] == 6 and out["group"] == [0, 0, 0, 1, 1, 1]
     assert max(out["lengths"]) == out["shape"][1]
     assert all(n > 0 for n in out["loss_tokens"])
+    assert out["rewards"] == [2.0] * 6  # every agent used the tool, then answered
 
 
 def test_weight_update(server: TitoServer) -> None:

@@ -14,7 +14,7 @@ from typing import IO, TYPE_CHECKING, Sequence
 
 import httpx
 
-from ._client import Client
+from ._client import DEFAULT_TIMEOUT_S, Client
 from ._errors import TitoServerExitedError, TitoServerStartError
 
 if TYPE_CHECKING:
@@ -200,15 +200,15 @@ class TitoServer:
                 returncode=code,
             )
 
-    def client(self, **kwargs: object) -> Client:
+    def client(self, *, timeout: float = DEFAULT_TIMEOUT_S) -> Client:
         """A :class:`Client` of this server, with its admin token."""
-        return Client(self.url, admin_token=self.auth_token, **kwargs)  # type: ignore[arg-type]
+        return Client(self.url, admin_token=self.auth_token, timeout=timeout)
 
-    def async_client(self, **kwargs: object) -> AsyncClient:
+    def async_client(self, *, timeout: float = DEFAULT_TIMEOUT_S) -> AsyncClient:
         """An :class:`AsyncClient` of this server, with its admin token."""
         from ._async import AsyncClient
 
-        return AsyncClient(self.url, admin_token=self.auth_token, **kwargs)  # type: ignore[arg-type]
+        return AsyncClient(self.url, admin_token=self.auth_token, timeout=timeout)
 
     def __enter__(self) -> TitoServer:
         return self
