@@ -131,3 +131,11 @@ async def test_a_dead_server_raises() -> None:
             await client.health()
         with pytest.raises(TitoConnectionError):
             [e async for e in client.events()]
+
+
+async def test_close_closes_the_connections(server: TitoServer) -> None:
+    client = AsyncClient(server.url)
+    assert (await client.health())["status"] == "ok"
+    await client.close()
+    with pytest.raises(RuntimeError):  # httpx refuses a closed client
+        await client.health()

@@ -91,6 +91,10 @@ class AsyncClient:
         if self._owns_http:
             await self._http.aclose()
 
+    async def close(self) -> None:
+        """The same as :meth:`aclose`, named as :meth:`tito_client.Client.close`."""
+        await self.aclose()
+
     async def _run(self, call: Call) -> Any:
         url = f"{self.url}{call.path}"
         try:
