@@ -4,6 +4,7 @@
 // its pooled buffers released exactly once (by the caller, after the journal write, or here
 // when the reader fails).
 import type { EngineCompletion, EngineProxyRequest, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
+import { EngineAbortedError } from "../sessions/errors.ts";
 import { checkProxyPath } from "./proxy-path.ts";
 import type { ReplyBuffers } from "./reply-buffers.ts";
 import { forwardHeaders, type Upstream, type UpstreamResponse } from "./upstream.ts";
@@ -20,6 +21,16 @@ export interface AdapterOptions {
   replyBuffers?: ReplyBuffers;
   /** Counts tool-call blocks of a token-level completion that did not parse (a metric); must not throw. */
   onMalformedToolCalls?: (count: number) => void;
+  /** Counts generations the engine aborted (a metric, `tito_engine_aborts_total`); must not throw. */
+  onEngineAbort?: () => void;
+  /** The served model name every upstream request carries (`--engine-model`), overriding /v1/models. */
+  engineModel?: string;
+}
+
+/** `err` unchanged; an engine abort is counted first (the metric of EngineAbortedError). */
+export function countAbort(options: AdapterOptions, err: unknown): unknown {
+  if (err instanceof EngineAbortedError) options.onEngineAbort?.();
+  return err;
 }
 
 /** The client's headers as they go to the engine with a JSON body we wrote. */
@@ -66,7 +77,12 @@ export async function sendTurn(
       const body = res.release ? [Buffer.concat(res.body)] : res.body;
       return { ok: false, status: res.status, headers: res.headers, body };
     }
-    const outcome = read(res);
+    let outcome: TurnOutcome;
+    try {
+      outcome = read(res);
+    } catch (err) {
+      throw countAbort(options, err);
+    }
     const release = res.release;
     res.release = undefined; // the caller releases it now
     return { ok: true, path, request, response: res.body, responseCrc: res.crc, release, ...outcome };

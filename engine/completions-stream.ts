@@ -10,7 +10,7 @@
 // `[DONE]`. The record of the turn is the reply a `stream: false` request would have got,
 // put together from the chunks. How a choice's generated ids are read (`token_ids`, else the
 // `token_id:N` tokens) lives here, for both: vllm-completions.ts reads its replies with it.
-import { EngineReplyError } from "../sessions/errors.ts";
+import { EngineAbortedError, EngineReplyError } from "../sessions/errors.ts";
 import type { TokenStep, TokenStreamReader, TokenStreamResult } from "./token-stream.ts";
 
 export interface CompletionChoice {
@@ -19,6 +19,15 @@ export interface CompletionChoice {
   finish_reason?: unknown;
   stop_reason?: unknown;
   logprobs?: { tokens?: unknown; token_logprobs?: unknown } | null;
+}
+
+/**
+ * Throws the engine's abort: vLLM's finish reasons are "stop", "length", "abort"
+ * (RequestFinishedReason, vllm/v1/engine/__init__.py @ 0015f3f6a0e6ccca781c3f0b127101153c12ebbe);
+ * an aborted choice is not a completion.
+ */
+export function abortOfChoice(choice: CompletionChoice): void {
+  if (choice.finish_reason === "abort") throw new EngineAbortedError('finish_reason "abort"');
 }
 
 /** The ids vLLM generated: `token_ids`, else the "token_id:N" spellings of `logprobs.tokens`. */
@@ -96,6 +105,7 @@ export class CompletionsStreamReader implements TokenStreamReader {
     this.#head ??= { id: chunk.id, created: chunk.created, model: chunk.model };
     const choice = list(chunk.choices)[0] as StreamChoice | undefined;
     if (choice === undefined) return { text: "", last: false }; // the usage chunk
+    abortOfChoice(choice);
     if (typeof choice.text !== "string")
       throw new EngineReplyError("a /v1/completions stream chunk's choices[0].text is not a string");
     const ids = completionIdsOf(choice);

@@ -15,7 +15,7 @@
 import { JsonScanner } from "../buffers/json-scan.ts";
 import { EngineReplyError } from "../sessions/errors.ts";
 import { weightVersionOf } from "./reply-scan.ts";
-import { generateSpans, type GenerateSpans, type Span } from "./sglang-generate.ts";
+import { abortOf, generateSpans, type GenerateSpans, type Span } from "./sglang-generate.ts";
 import type { TokenStep, TokenStreamReader, TokenStreamResult } from "./token-stream.ts";
 
 function scanChunk(data: Buffer): { scan: JsonScanner; spans: GenerateSpans } {
@@ -70,8 +70,7 @@ export class GenerateStreamReader implements TokenStreamReader {
     const finish = spans.finish
       ? (scan.parse(...spans.finish) as { type?: unknown; message?: unknown; matched?: unknown } | null)
       : null;
-    if (finish?.type === "abort")
-      throw new EngineReplyError(`the engine aborted the generation: ${String(finish.message ?? "no reason given")}`);
+    abortOf(finish);
     const last = finish !== null && finish !== undefined;
     const piece = this.#advance(scan, spans, text, completion as number, last);
     if (last) {

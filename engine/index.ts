@@ -33,6 +33,10 @@ export interface EngineOptions {
   tls?: ConnectionOptions;
   /** Counts malformed tool-call blocks in token-level completions (a metric); must not throw. */
   onMalformedToolCalls?: (count: number) => void;
+  /** Counts generations the engine aborted (`tito_engine_aborts_total`); must not throw. */
+  onEngineAbort?: () => void;
+  /** `--engine-model`: the served model name sent upstream (vllm-completions), instead of /v1/models' first. */
+  engineModel?: string;
 }
 
 export function createEngine(options: EngineOptions): Engine {
@@ -49,6 +53,8 @@ export function createEngine(options: EngineOptions): Engine {
     dropAuthorization: options.dropAuthorization,
     replyBuffers: options.pooledReplies ? new ReplyBuffers() : undefined,
     onMalformedToolCalls: options.onMalformedToolCalls,
+    onEngineAbort: options.onEngineAbort,
+    engineModel: options.engineModel,
   };
   switch (options.api) {
     case "sglang-chat":

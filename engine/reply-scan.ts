@@ -7,7 +7,7 @@
 // It never copies or re-serializes the body: it reads the chunks as received, and the
 // client copy is a list of views into them.
 import type { ChatMessage } from "../sessions/chat-template.ts";
-import { EngineReplyError } from "../sessions/errors.ts";
+import { EngineAbortedError, EngineReplyError } from "../sessions/errors.ts";
 import { JsonScanner, type MemberSpan } from "../buffers/json-scan.ts";
 
 /** Keys of `meta_info` that carry routing-replay (R3) payloads: kept in records, cut for clients. */
@@ -65,6 +65,7 @@ interface FirstChoice {
   completionTokens?: [number, number];
   promptTokens?: [number, number];
   weightVersion?: [number, number];
+  metaFinish?: [number, number];
 }
 
 function scanChoice(scan: JsonScanner, start: number, first: FirstChoice | undefined, edits: Edit[]): number | void {
@@ -94,6 +95,10 @@ function scanChoice(scan: JsonScanner, start: number, first: FirstChoice | undef
       }
       if (first && scan.keyIs(inner, "completion_tokens")) {
         first.completionTokens = [inner.valueStart, (inner.valueEnd = scan.skipValue(inner.valueStart))];
+        return inner.valueEnd;
+      }
+      if (first && scan.keyIs(inner, "finish_reason")) {
+        first.metaFinish = [inner.valueStart, (inner.valueEnd = scan.skipValue(inner.valueStart))];
         return inner.valueEnd;
       }
       if (first && scan.keyIs(inner, "weight_version")) {
@@ -133,6 +138,14 @@ export function scanReply(body: Buffer | readonly Buffer[], quotes?: readonly nu
   });
   if (scan.ws(end) !== bytes.length) scan.fail("unexpected data after the JSON value", scan.ws(end));
 
+  // An aborted generation (SGLang's chat route: finish_reason "abort", meta_info.finish_reason
+  // {"type": "abort", …}) is no completion, whatever else the reply holds.
+  const finishReason = first.finishReason ? scan.parse(...first.finishReason) : undefined;
+  const metaFinish = first.metaFinish
+    ? (scan.parse(...first.metaFinish) as { type?: unknown; message?: unknown })
+    : undefined;
+  if (finishReason === "abort" || metaFinish?.type === "abort")
+    throw new EngineAbortedError(`finish_reason abort: ${String(metaFinish?.message ?? "no reason given")}`);
   if (!first.message) throw new EngineReplyError("engine reply has no choices[0].message");
   const message = scan.parse(...first.message) as ChatMessage | null;
   if (!message || typeof message !== "object" || Array.isArray(message))
@@ -178,7 +191,7 @@ export function scanReply(body: Buffer | readonly Buffer[], quotes?: readonly nu
     message,
     completionIds,
     completionLogprobs,
-    finishReason: first.finishReason ? scan.parse(...first.finishReason) : undefined,
+    finishReason,
     promptTokens: first.promptTokens ? scan.parse(...first.promptTokens) : undefined,
     clientBody,
     strippedR3: edits.length > 0,

@@ -6,7 +6,7 @@
 // routing replay, so it is scanned as bytes: only `text` and the few meta_info members a
 // turn needs are parsed, and the routing payload stays in the record, never in the reply.
 import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
-import { EngineReplyError } from "../sessions/errors.ts";
+import { EngineAbortedError, EngineReplyError } from "../sessions/errors.ts";
 import { JsonScanner } from "../buffers/json-scan.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
 import { GenerateStreamReader } from "./generate-stream.ts";
@@ -64,11 +64,24 @@ export function generateSpans(scan: JsonScanner): { spans: GenerateSpans; end: n
   return { spans, end };
 }
 
+/**
+ * Throws the engine's abort: SGLang ends an aborted request with meta_info.finish_reason
+ * `{"type": "abort", "message", "status_code", "err_type"}` (FINISH_ABORT.to_json,
+ * python/sglang/srt/managers/schedule_batch.py @ 000eaffacf048e51b64d4d72985ef8f0b7054b39),
+ * in a 200 reply: the text so far is not a completion.
+ */
+export function abortOf(finish: { type?: unknown; message?: unknown } | null | undefined): void {
+  if (finish?.type === "abort")
+    throw new EngineAbortedError(`finish_reason abort: ${String(finish.message ?? "no reason given")}`);
+}
+
 /** The members of a /generate reply a turn needs, each checked; any failure is a 502. */
 export function scanGenerateReply(body: readonly Buffer[], quotes?: readonly number[]): GenerateFacts {
   const scan = new JsonScanner(body, { invalid: EngineReplyError.notJson, quotes });
   const { spans, end } = generateSpans(scan);
   if (scan.ws(end) !== scan.buf.length) scan.fail("unexpected data after the JSON value", scan.ws(end));
+  const finish = spans.finish ? (scan.parse(...spans.finish) as { type?: unknown; matched?: unknown } | null) : null;
+  abortOf(finish);
   const text = spans.text ? scan.parse(...spans.text) : undefined;
   if (typeof text !== "string") throw new EngineReplyError("the engine's /generate reply has no string `text`");
   if (!spans.logprobs)
@@ -88,7 +101,6 @@ export function scanGenerateReply(body: readonly Buffer[], quotes?: readonly num
     throw new EngineReplyError(
       `engine reply length mismatch: len(output_token_logprobs)=${completionIds.length} != meta_info.completion_tokens=${JSON.stringify(completionTokens ?? null)}`,
     );
-  const finish = spans.finish ? (scan.parse(...spans.finish) as { type?: unknown; matched?: unknown } | null) : null;
   const promptTokens = spans.prompt ? scan.parse(...spans.prompt) : undefined;
   return {
     text,
@@ -104,7 +116,7 @@ export function sglangGenerateEngine(options: AdapterOptions): Engine {
   return {
     api: "sglang-generate",
     async generate(turn: EngineTurnRequest): Promise<EngineTurn> {
-      const s = readSampling(turn.body, "sglang-generate");
+      const s = readSampling(turn.body, "sglang-generate", turn.samplingDefaults);
       const sampling = definedJson({
         temperature: s.temperature,
         top_p: s.top_p,
@@ -117,7 +129,8 @@ export function sglangGenerateEngine(options: AdapterOptions): Engine {
         frequency_penalty: s.frequency_penalty,
         presence_penalty: s.presence_penalty,
         repetition_penalty: s.repetition_penalty,
-        json_schema: s.jsonSchema === undefined ? undefined : JSON.stringify(s.jsonSchema),
+        // json_object as SGLang's own chat route maps it: a schema of any object, not `{}` (any value).
+        json_schema: s.jsonObject ? '{"type":"object"}' : s.jsonSchema && JSON.stringify(s.jsonSchema),
         // The completion text is parsed for tool calls and reasoning: keep the markers.
         skip_special_tokens: false,
         no_stop_trim: false,

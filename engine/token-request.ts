@@ -3,6 +3,7 @@
 // have done their work (the chat template rendered them); what is left are the sampling
 // fields, mapped field by field, and the fields no token-level API can honour here, each
 // refused with a 400 that names it. docs/engines.md has the table this code implements.
+import type { SamplingDefaults } from "../sessions/engine-port.ts";
 import { InvalidChatRequestError } from "../sessions/errors.ts";
 
 /** The sampling fields both APIs understand, read and type-checked once. */
@@ -17,8 +18,10 @@ export interface Sampling {
   frequency_penalty?: number;
   presence_penalty?: number;
   repetition_penalty?: number;
-  /** response_format json_schema's schema, or {} meaning "any JSON object" (json_object). */
+  /** response_format json_schema's schema. */
   jsonSchema?: Record<string, unknown>;
+  /** response_format json_object: any JSON object (not any JSON value). */
+  jsonObject?: boolean;
 }
 
 const refuse = (message: string) => new InvalidChatRequestError(message);
@@ -44,11 +47,11 @@ function stopList(value: unknown): string[] | undefined {
   throw refuse("`stop` must be a string or a list of strings");
 }
 
-function schemaOf(format: unknown): Record<string, unknown> | undefined {
+function schemaOf(format: unknown): Record<string, unknown> | "object" | undefined {
   if (format === undefined || format === null) return undefined;
   const f = format as { type?: unknown; json_schema?: { schema?: unknown } };
   if (f.type === "text") return undefined;
-  if (f.type === "json_object") return {};
+  if (f.type === "json_object") return "object";
   if (f.type === "json_schema") {
     const schema = f.json_schema?.schema;
     if (!schema || typeof schema !== "object" || Array.isArray(schema))
@@ -64,7 +67,11 @@ function schemaOf(format: unknown): Record<string, unknown> | undefined {
  * server builds carries the sampled tokens' logprobs only), and a `tool_choice`
  * other than "auto" (the model is prompted with the tools; nothing can force or forbid a call).
  */
-export function readSampling(body: Record<string, unknown>, api: string): Sampling {
+export function readSampling(
+  body: Record<string, unknown>,
+  api: string,
+  defaults: Readonly<SamplingDefaults> = {},
+): Sampling {
   const n = integer(body, "n", 1);
   if (n !== undefined && n > 1)
     throw refuse(`\`n\` > 1 is not supported with --engine-api ${api}: one choice per turn`);
@@ -77,10 +84,18 @@ export function readSampling(body: Record<string, unknown>, api: string): Sampli
   if (choice !== undefined && choice !== null && choice !== "auto")
     throw refuse(`\`tool_choice\` ${JSON.stringify(choice)} is not supported with --engine-api ${api}: only "auto"`);
   const maxTokens = integer(body, "max_completion_tokens", 1) ?? integer(body, "max_tokens", 1);
+  const topK = integer(body, "top_k", -1);
+  // SGLang refuses 0 ("top_k must be -1 (disable) or at least 1": SamplingParams.verify,
+  // python/sglang/srt/sampling/sampling_params.py @ 00c17cafcb9e289d5ca97c50e44ada54e4fd5b03);
+  // vLLM takes 0 as "disabled" (CompletionRequest's default, vllm/entrypoints/openai/completion/
+  // protocol.py @ d5dba2d7b0ab9b98096560c69db7126b54b14d79).
+  if (topK === 0 && api.startsWith("sglang"))
+    throw refuse(`\`top_k\` must be -1 (disable) or at least 1 with --engine-api ${api} (SGLang refuses 0)`);
+  const format = schemaOf(body.response_format);
   return {
-    temperature: number(body, "temperature"),
-    top_p: number(body, "top_p"),
-    top_k: integer(body, "top_k", -1),
+    temperature: number(body, "temperature") ?? defaults.temperature,
+    top_p: number(body, "top_p") ?? defaults.top_p,
+    top_k: topK ?? defaults.top_k,
     min_p: number(body, "min_p"),
     maxTokens,
     stop: stopList(body.stop),
@@ -88,7 +103,8 @@ export function readSampling(body: Record<string, unknown>, api: string): Sampli
     frequency_penalty: number(body, "frequency_penalty"),
     presence_penalty: number(body, "presence_penalty"),
     repetition_penalty: number(body, "repetition_penalty"),
-    jsonSchema: schemaOf(body.response_format),
+    jsonSchema: format === "object" ? undefined : format,
+    jsonObject: format === "object" ? true : undefined,
   };
 }
 

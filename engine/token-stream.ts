@@ -14,7 +14,7 @@ import type { EngineCompletion, EngineTurn, EngineTurnRequest } from "../session
 import { CompletionStream } from "../sessions/completion-stream.ts";
 import { EngineReplyError } from "../sessions/errors.ts";
 import { SSE_HEADERS } from "../sessions/sse.ts";
-import { turnHeaders, type AdapterOptions } from "./adapter.ts";
+import { countAbort, turnHeaders, type AdapterOptions } from "./adapter.ts";
 import { ChatChunks, chunkId, includeUsage } from "./chat-chunks.ts";
 import { isDone, sseEvents } from "./sse-reader.ts";
 import { finishReasonOf, messageOf } from "./token-reply.ts";
@@ -76,7 +76,7 @@ export async function streamTurn(
   } catch (err) {
     await events.return();
     body.cancel(); // the events were perhaps never read: the connection must go all the same
-    throw err;
+    throw countAbort(options, err);
   }
   const model = typeof turn.body.model === "string" ? turn.body.model : "";
   const tools = Array.isArray(turn.body.tools) ? turn.body.tools : undefined;
@@ -85,40 +85,45 @@ export async function streamTurn(
 
   async function* run(): AsyncGenerator<Buffer, EngineCompletion, undefined> {
     try {
-      yield chunks.role();
-      for (let step = first; ; step = await nextStep(events, reader)) {
-        for (const event of chunks.delta(parser.append(step.text))) yield event;
-        if (step.last) break;
-      }
-      // The engine ends with [DONE] after its last chunk: read to the end, so the connection is kept.
-      for (let next = await events.next(); next.done !== true; next = await events.next());
-      const result = reader.result(turn.promptIds.length);
-      const { delta, parsed } = parser.finish(result.text);
-      options.onMalformedToolCalls?.(parsed.malformedToolCalls);
-      for (const event of chunks.delta(delta)) yield event;
-      const message = messageOf(parsed);
-      yield chunks.finish(finishReasonOf(result.finish, message), result.matchedStop);
-      const n = result.completionIds.length;
-      const prompt = turn.promptIds.length;
-      if (includeUsage(turn.body))
-        yield chunks.usage({ prompt_tokens: prompt, completion_tokens: n, total_tokens: prompt + n });
-      return {
-        ok: true,
-        path,
-        requestHasConversation: false, // the request sent upstream holds only ids
-        request,
-        response: result.response,
-        completionIds: result.completionIds,
-        engineWeightVersion: result.engineWeightVersion,
-        message,
-        clientBody: [],
-        headers: { ...SSE_HEADERS },
-      };
+      return yield* steps();
+    } catch (err) {
+      throw countAbort(options, err);
     } finally {
       // A stream left early drops its connection (the engine aborts the request).
       await events.return();
       body.cancel();
     }
+  }
+  async function* steps(): AsyncGenerator<Buffer, EngineCompletion, undefined> {
+    yield chunks.role();
+    for (let step = first; ; step = await nextStep(events, reader)) {
+      for (const event of chunks.delta(parser.append(step.text))) yield event;
+      if (step.last) break;
+    }
+    // The engine ends with [DONE] after its last chunk: read to the end, so the connection is kept.
+    for (let next = await events.next(); next.done !== true; next = await events.next());
+    const result = reader.result(turn.promptIds.length);
+    const { delta, parsed } = parser.finish(result.text);
+    options.onMalformedToolCalls?.(parsed.malformedToolCalls);
+    for (const event of chunks.delta(delta)) yield event;
+    const message = messageOf(parsed);
+    yield chunks.finish(finishReasonOf(result.finish, message), result.matchedStop);
+    const n = result.completionIds.length;
+    const prompt = turn.promptIds.length;
+    if (includeUsage(turn.body))
+      yield chunks.usage({ prompt_tokens: prompt, completion_tokens: n, total_tokens: prompt + n });
+    return {
+      ok: true,
+      path,
+      requestHasConversation: false, // the request sent upstream holds only ids
+      request,
+      response: result.response,
+      completionIds: result.completionIds,
+      engineWeightVersion: result.engineWeightVersion,
+      message,
+      clientBody: [],
+      headers: { ...SSE_HEADERS },
+    };
   }
   return { ok: true, headers: { ...SSE_HEADERS }, events: run(), cancel: () => body.cancel() };
 }

@@ -5,9 +5,15 @@
 // ids the model sampled, its stop token included. vLLM replies carry no routing payload,
 // so the reply is parsed whole. The server builds the OpenAI chat reply (token-reply.ts).
 import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
-import { EngineReplyError } from "../sessions/errors.ts";
+import { EngineReplyError, InvalidChatRequestError } from "../sessions/errors.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
-import { completionIdsOf, CompletionsStreamReader, type CompletionChoice } from "./completions-stream.ts";
+import { servedModel } from "./served-model.ts";
+import {
+  abortOfChoice,
+  completionIdsOf,
+  CompletionsStreamReader,
+  type CompletionChoice,
+} from "./completions-stream.ts";
 import { tokenOutcome } from "./token-reply.ts";
 import { streamTurn } from "./token-stream.ts";
 import { definedJson, readSampling, withIds } from "./token-request.ts";
@@ -29,6 +35,7 @@ export function parseCompletionsReply(body: readonly Buffer[]): {
   const choice = Array.isArray(reply?.choices) ? (reply.choices[0] as CompletionChoice | undefined) : undefined;
   if (!choice || typeof choice !== "object") throw new EngineReplyError("the engine's reply has no choices[0]");
   if (typeof choice.text !== "string") throw new EngineReplyError("the engine's choices[0].text is not a string");
+  abortOfChoice(choice);
   const completionIds = completionIdsOf(choice);
   const logprobs = choice.logprobs?.token_logprobs;
   if (Array.isArray(logprobs) && logprobs.length !== completionIds.length)
@@ -41,16 +48,37 @@ export function parseCompletionsReply(body: readonly Buffer[]): {
   return { text: choice.text, completionIds, finish, matchedStop };
 }
 
+/**
+ * The completion's token limit: the client's, else what the context leaves after the prompt
+ * (vLLM's own default is 16 tokens, and a null `max_tokens` is its 500 or, in newer
+ * releases, 16 again: vLLM issue #19862).
+ */
+function maxTokensOf(clientMax: number | undefined, promptLength: number, maxModelLen: number | undefined): number {
+  if (clientMax !== undefined) return clientMax;
+  if (maxModelLen === undefined)
+    throw new EngineReplyError(
+      "the engine's GET /v1/models states no max_model_len for the served model, so a turn without max_tokens has no limit to send; set max_tokens",
+    );
+  const room = maxModelLen - promptLength;
+  if (room < 1)
+    throw new InvalidChatRequestError(
+      `the prompt is ${promptLength} tokens and the engine's max_model_len is ${maxModelLen}: no room left for a completion (nothing was sent)`,
+    );
+  return room;
+}
+
 export function vllmCompletionsEngine(options: AdapterOptions): Engine {
+  const served = servedModel(options);
   return {
     api: "vllm-completions",
+    modelInfo: (signal) => served.info({}, signal),
     async generate(turn: EngineTurnRequest): Promise<EngineTurn> {
-      const s = readSampling(turn.body, "vllm-completions");
-      const model = typeof turn.body.model === "string" ? turn.body.model : "";
+      const s = readSampling(turn.body, "vllm-completions", turn.samplingDefaults);
+      // vLLM answers 404 for a model it does not serve: the served name goes upstream, never the client's.
+      const info = await served.info(turn.headers, turn.signal);
       const rest = definedJson({
-        model: model === "" ? undefined : model,
-        // vLLM's completions default is 16 tokens; null means up to the context length, as a chat client expects.
-        max_tokens: s.maxTokens ?? null,
+        model: info.model,
+        max_tokens: maxTokensOf(s.maxTokens, turn.promptIds.length, info.maxModelLen),
         temperature: s.temperature,
         top_p: s.top_p,
         top_k: s.top_k,
@@ -60,7 +88,8 @@ export function vllmCompletionsEngine(options: AdapterOptions): Engine {
         frequency_penalty: s.frequency_penalty,
         presence_penalty: s.presence_penalty,
         repetition_penalty: s.repetition_penalty,
-        structured_outputs: s.jsonSchema === undefined ? undefined : { json: s.jsonSchema },
+        // vLLM's own json_object (StructuredOutputsParams; completion/protocol.py maps response_format so).
+        structured_outputs: s.jsonObject ? { json_object: true } : s.jsonSchema && { json: s.jsonSchema },
         // The sampled token's logprob per position (no alternatives), and the sampled ids.
         logprobs: 0,
         return_token_ids: true,
@@ -72,9 +101,12 @@ export function vllmCompletionsEngine(options: AdapterOptions): Engine {
       const request = withIds("prompt", turn.promptText, rest);
       if (turn.stream === true)
         return streamTurn(options, turn, COMPLETIONS_PATH, request, new CompletionsStreamReader(), s.stop);
-      return sendTurn(options, turn, COMPLETIONS_PATH, request, (res) => {
+      const done = await sendTurn(options, turn, COMPLETIONS_PATH, request, (res) => {
         return tokenOutcome(options, turn, parseCompletionsReply(res.body));
       });
+      // A 404 may be a model the engine no longer serves (restarted with another): read /v1/models again.
+      if (!done.ok && done.status === 404) served.forget();
+      return done;
     },
     proxy: (req) => proxyToEngine(options, req),
     close: () => options.upstream.close(),

@@ -6,6 +6,13 @@ import type { ChatMessage } from "./chat-template.ts";
 import type { TitoFamily } from "./families/index.ts";
 import type { CancelSignal } from "../buffers/cancel.ts";
 
+/** The model's sampling defaults (its generation_config.json), filled in where the client left a field unset. */
+export interface SamplingDefaults {
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+}
+
 /** One chat turn to generate: the prompt as token ids, and the client's request. */
 export interface EngineTurnRequest {
   /** The client's request body as received (its bytes may be spliced into the engine's). */
@@ -22,6 +29,8 @@ export interface EngineTurnRequest {
   templateKwargs?: Readonly<Record<string, unknown>>;
   /** The client's request headers, lower-case names; the adapter decides what goes upstream. */
   headers: Record<string, string | string[] | undefined>;
+  /** Sampling defaults for fields the client left unset (generation-config.ts); none: the engine's own. */
+  samplingDefaults?: Readonly<SamplingDefaults>;
   /** The client asked for `stream: true`: a 200 is an EngineStream of `chat.completion.chunk` events. */
   stream?: boolean;
   signal?: CancelSignal;
@@ -103,10 +112,23 @@ export interface EngineProxyReply {
   body: Buffer[];
 }
 
+/** What the engine says of the model it serves (vLLM: GET /v1/models). */
+export interface EngineModelInfo {
+  /** The served model name every upstream request carries. */
+  model: string;
+  /** The context length (prompt + completion tokens), when the engine states it. */
+  maxModelLen?: number;
+}
+
 /** Sends a chat turn's prompt ids to the engine; failures throw coded errors (502/504, 400). */
 export interface Engine {
   /** Which engine API this adapter speaks (`--engine-api`). */
   readonly api: string;
+  /**
+   * The served model and its context length, read from the engine once (and again after a
+   * failed read); adapters whose engine API states none leave it out.
+   */
+  modelInfo?(signal?: CancelSignal): Promise<EngineModelInfo>;
   generate(turn: EngineTurnRequest): Promise<EngineTurn>;
   proxy(req: EngineProxyRequest): Promise<EngineProxyReply>;
   close(): Promise<void>;

@@ -157,6 +157,24 @@ export class StreamDivergedError extends TitoError {
   }
 }
 
+/**
+ * The engine ended the generation with an abort finish reason (SGLang `{"type": "abort"}`:
+ * `/abort_request`, `/pause_generation` mode abort, a weight update with
+ * `abort_all_requests`; vLLM `"abort"`). The half-generated answer is not a completion: it
+ * is never committed, and the same request can be sent again.
+ */
+export class EngineAbortedError extends TitoError {
+  /** Seconds the client should wait before sending the turn again (the reply's Retry-After). */
+  static readonly RETRY_AFTER_S = 1;
+  constructor(detail: string) {
+    super(
+      "TITO_ERR_ENGINE_ABORTED",
+      503,
+      `the engine aborted the generation (${detail}); nothing was recorded, send the turn again`,
+    );
+  }
+}
+
 /** The engine could not be reached (connection refused, reset, DNS, ...). */
 export class EngineUnreachableError extends TitoError {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -10,7 +10,7 @@
 import type { Logger } from "pino";
 import type { ChatMessage } from "./chat-template.ts";
 import { compareTrajectories } from "./drift.ts";
-import { SessionNotFoundError, TitoError, UpstreamAbortedError } from "./errors.ts";
+import { EngineAbortedError, SessionNotFoundError, TitoError, UpstreamAbortedError } from "./errors.ts";
 import { checkClientApi, parseChatBody, type ClientApi } from "./chat-request.ts";
 import type { MessageMatcher } from "./message-compare.ts";
 import { IdleExpiry } from "./idle-expiry.ts";
@@ -20,7 +20,8 @@ import { SessionRegistry } from "./registry.ts";
 import { sessionRebuilder, type ReplayCounts } from "./journal/session-replay.ts";
 import { sampleJson, sampleSafetensors } from "./journal/sample-encode.ts";
 import { buildSample, parseSampleRequest } from "./journal/samples.ts";
-import { isEngineStream, type Engine, type EngineCompletion } from "./engine-port.ts";
+import { isEngineStream, type Engine, type EngineCompletion, type SamplingDefaults } from "./engine-port.ts";
+import { readGenerationDefaults } from "./generation-config.ts";
 import { streamedTurn } from "./streamed-turn.ts";
 import { idsText } from "./ids-text.ts";
 import { selectFamily, type TitoFamilyName } from "./families/index.ts";
@@ -69,6 +70,8 @@ export interface SessionCoreOptions {
   onSessionExpired?: () => void;
   /** How a request's history is matched against the stored messages (docs/agents.md); default strict. */
   messageMatcher?: MessageMatcher;
+  /** Fill unset sampling fields from the tokenizer folder's generation_config.json (default true; `--generation-config`). */
+  generationConfig?: boolean;
 }
 
 /** What the router says about a chat turn besides the client's request. */
@@ -86,8 +89,13 @@ const json = (status: number, value: unknown): CoreResponse => ({
   body: Buffer.from(JSON.stringify(value)),
 });
 
-/** A coded error as `{"error": message}` with its status; anything else is a 500. */
+/** A coded error as `{"error": message, "code": code}` with its status (a retryable one with Retry-After); anything else is a 500. */
 export function errorResponse(err: unknown): CoreResponse {
+  if (err instanceof EngineAbortedError) {
+    const res = json(err.status, { error: err.message, code: err.code });
+    res.headers["retry-after"] = String(EngineAbortedError.RETRY_AFTER_S);
+    return res;
+  }
   if (err instanceof TitoError) return json(err.status, { error: err.message });
   return json(500, { error: `internal error: ${err instanceof Error ? err.message : String(err)}` });
 }
@@ -114,6 +122,7 @@ export class SessionCore {
   readonly #engine: Engine;
   readonly #log?: Logger;
   readonly #idle?: IdleExpiry;
+  readonly #samplingDefaults?: SamplingDefaults;
 
   constructor(options: SessionCoreOptions) {
     const folder = options.tokenizerFolder ?? loadTokenizerFolder(options.tokenizerDir ?? bundledQwen3Dir());
@@ -124,6 +133,7 @@ export class SessionCore {
     this.#registry = new SessionRegistry(options.notFoundHint ?? "");
     this.#records = options.recordStore ?? new MemoryRecordStore();
     this.#engine = options.engine;
+    if (options.generationConfig !== false) this.#samplingDefaults = readGenerationDefaults(folder.dir);
     this.#log = options.logger;
     if ((options.sessionIdleTtlS ?? 0) > 0)
       this.#idle = new IdleExpiry({
@@ -228,6 +238,7 @@ export class SessionCore {
         family: this.#ctx.family,
         templateKwargs: this.#ctx.family.engineKwargs?.(turn.kwargs) ?? turn.kwargs,
         headers: req.headers,
+        samplingDefaults: this.#samplingDefaults,
         stream: turn.body.stream === true,
         signal,
       });

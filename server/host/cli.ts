@@ -54,6 +54,11 @@ Options:
   --engine-api API             sglang-chat (default): the chat route of an SGLang that
                                honours input_ids; sglang-generate: stock SGLang's
                                /generate; vllm-completions: stock vLLM's /v1/completions
+  --engine-model NAME          the served model name sent to the engine (vllm-completions;
+                               default: the first model of the engine's GET /v1/models)
+  --generation-config on|off   on (default): the tokenizer folder's generation_config.json
+                               fills in temperature/top_p/top_k a request leaves unset, on
+                               every engine API; off: the engine's own defaults
   --engine-timeout-ms N        per upstream request (default 600000)
   --engine-connect-timeout-ms N  a connection to the engine not up within N ms is a
                                502 "engine unreachable" (default 10000)
@@ -101,6 +106,8 @@ export const FLAGS = {
   "records-nice": { type: "string" },
   "no-records-streamer": { type: "boolean" },
   "engine-api": { type: "string" },
+  "engine-model": { type: "string" },
+  "generation-config": { type: "string" },
   "engine-timeout-ms": { type: "string" },
   "engine-connect-timeout-ms": { type: "string" },
   "auth-token": { type: "string" },
@@ -137,6 +144,8 @@ export const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
   recordsNice: "--records-nice",
   recordsStreamer: "--no-records-streamer",
   engineApi: "--engine-api",
+  engineModel: "--engine-model",
+  generationConfig: "--generation-config",
   engineTimeoutMs: "--engine-timeout-ms",
   engineConnectTimeoutMs: "--engine-connect-timeout-ms",
   authToken: "--auth-token",
@@ -224,6 +233,8 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     recordsNice: num("records-nice", values["records-nice"]),
     recordsStreamer: values["no-records-streamer"] ? false : undefined,
     engineApi: values["engine-api"] as SessionServerOptions["engineApi"],
+    engineModel: values["engine-model"],
+    generationConfig: values["generation-config"] as SessionServerOptions["generationConfig"],
     engineTimeoutMs: num("engine-timeout-ms", values["engine-timeout-ms"]),
     engineConnectTimeoutMs: num("engine-connect-timeout-ms", values["engine-connect-timeout-ms"]),
     authToken: values["auth-token"] ?? (env.TITO_AUTH_TOKEN || undefined),

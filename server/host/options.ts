@@ -41,6 +41,10 @@ export interface SessionServerOptions {
   engineUrl?: string;
   /** The engine API: "sglang-chat" (default), "sglang-generate" or "vllm-completions". */
   engineApi?: "sglang-chat" | "sglang-generate" | "vllm-completions";
+  /** The served model name every engine request carries (vllm-completions); default: the first of the engine's GET /v1/models. */
+  engineModel?: string;
+  /** "on" (default): the tokenizer folder's generation_config.json fills in temperature/top_p/top_k the client left unset, on every engine API; "off": the engine's own defaults. */
+  generationConfig?: "on" | "off";
   /** Hugging Face tokenizer folder. Default: the bundled Qwen3 folder. */
   tokenizerDir?: string;
   /** TITO model family (docs/models.md); default detected from the tokenizer. */
@@ -109,6 +113,7 @@ export type ResolvedOptions = Required<
   Omit<
     SessionServerOptions,
     | "engineUrl"
+    | "engineModel"
     | "tokenizerDir"
     | "titoFamily"
     | "allowedAppendRoles"
@@ -121,6 +126,7 @@ export type ResolvedOptions = Required<
   Pick<
     SessionServerOptions,
     | "engineUrl"
+    | "engineModel"
     | "tokenizerDir"
     | "titoFamily"
     | "allowedAppendRoles"
@@ -140,6 +146,8 @@ const OPTION_NAMES: readonly string[] = Object.keys({
   workers: 1,
   engineUrl: 1,
   engineApi: 1,
+  engineModel: 1,
+  generationConfig: 1,
   tokenizerDir: 1,
   titoFamily: 1,
   chatTemplateKwargs: 1,
@@ -212,6 +220,8 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     workers: int("workers", options.workers ?? defaultWorkers(), 1, 256),
     engineUrl: options.engineUrl,
     engineApi: options.engineApi ?? "sglang-chat",
+    engineModel: options.engineModel,
+    generationConfig: options.generationConfig ?? "on",
     tokenizerDir: options.tokenizerDir,
     titoFamily: options.titoFamily,
     chatTemplateKwargs: options.chatTemplateKwargs ?? {},
@@ -244,6 +254,9 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     recordsStreamer: options.recordsStreamer ?? true,
   };
   oneOf("engineApi", resolved.engineApi, ENGINE_APIS);
+  oneOf("generationConfig", resolved.generationConfig, ["on", "off"]);
+  if (resolved.engineModel !== undefined && resolved.engineModel.trim() === "")
+    throw new InvalidOptionError(`${label("engineModel")} must not be empty`);
   oneOf("durability", resolved.durability, ["journal", "memory"]);
   oneOf("fsync", resolved.fsync, ["every", "interval", "never"]);
   if (resolved.dataDir !== undefined && resolved.dataDir.trim() === "")

@@ -243,6 +243,8 @@ function childSpecs(
       routingReplay: opts.routingReplay,
       indexerReplay: opts.indexerReplay,
       engineApi: opts.engineApi,
+      engineModel: opts.engineModel,
+      generationConfig: opts.generationConfig === "on",
       engineTimeoutMs: opts.engineTimeoutMs,
       engineConnectTimeoutMs: opts.engineConnectTimeoutMs,
       authToken: opts.authToken,

@@ -96,6 +96,27 @@ function stopReason(completion: Completion): number | string | null {
   return null;
 }
 
+/**
+ * What vLLM refuses before generating: a `model` it does not serve (404 "The model `m` does
+ * not exist.": OpenAIServing._check_model, vllm/entrypoints/openai/engine/serving.py @
+ * 619e4b31da7791a6ea4f6724fe45b54556b5a8fa; an absent model is the served one), and a
+ * prompt plus max_tokens beyond the context length (400).
+ */
+export function checkCompletions(
+  body: CompletionsBody,
+  served: { model: string; maxModelLen: number; nullMaxTokens: "500" | "16" },
+): void {
+  if (typeof body.model === "string" && body.model !== served.model)
+    throw Object.assign(new Error(`The model \`${body.model}\` does not exist.`), { statusCode: 404 });
+  if (body.max_tokens === null && served.nullMaxTokens === "16") body.max_tokens = VLLM_DEFAULT_MAX_TOKENS;
+  const promptLength = Array.isArray(body.prompt) && body.prompt.every(Number.isInteger) ? body.prompt.length : 0;
+  const want = body.max_tokens ?? VLLM_DEFAULT_MAX_TOKENS;
+  if (promptLength + (body.max_tokens === null ? 0 : want) > served.maxModelLen)
+    throw new BadRequest(
+      `This model's maximum context length is ${served.maxModelLen} tokens. However, you requested ${promptLength + want} tokens (${promptLength} in the prompt, ${want} in the completion).`,
+    );
+}
+
 /** The prompt ids and generated completion of a /v1/completions request. */
 export function runCompletions(
   folder: TokenizerFolder,
@@ -173,8 +194,8 @@ export function completionsResponse(
     id: `cmpl-${randomUUID().replace(/-/g, "")}`,
     object: "text_completion",
     created: Math.floor(Date.now() / 1000),
-    // vLLM answers with its served name, which a valid request's `model` equals.
-    model: body.model ?? options.model,
+    // vLLM answers with its served name (a request naming another is refused: checkCompletions).
+    model: options.model,
     choices: [
       {
         index: 0,
@@ -204,4 +225,8 @@ export const completionsError = (message: string, status: number) => ({
   error: { message, type: ERROR_TYPES[status] ?? "InternalServerError", param: null, code: status },
 });
 
-const ERROR_TYPES: Record<number, string> = { 400: "BadRequestError", 404: "NotFoundError" };
+const ERROR_TYPES: Record<number, string> = {
+  400: "BadRequestError",
+  404: "NotFoundError",
+  500: "InternalServerError",
+};

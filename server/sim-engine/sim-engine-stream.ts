@@ -71,6 +71,8 @@ export interface GenerateStreamInput {
   /** Whether special tokens are decoded (`skip_special_tokens: false`). */
   keepSpecial: boolean;
   incremental: boolean;
+  /** Incremental text and ids, but every logprob entry so far (SGLang before PR #21583). */
+  cumulativeLogprobs?: boolean;
   payload: RoutedExpertsPayload;
   routedBytes: number;
 }
@@ -99,7 +101,10 @@ export async function* generateStream(
               ...response,
               text: delta(sentText, response.text as string),
               output_ids: ids.slice(k - 1),
-              meta_info: { ...meta, ...(entries && { output_token_logprobs: entries.slice(k - 1) }) },
+              meta_info: {
+                ...meta,
+                ...(entries && { output_token_logprobs: input.cumulativeLogprobs ? entries : entries.slice(k - 1) }),
+              },
             }
           : response;
         yield Buffer.concat([
@@ -112,7 +117,7 @@ export async function* generateStream(
       const from = incremental ? k - 1 : 0;
       const chunkMeta: Record<string, unknown> = { ...meta, finish_reason: null, completion_tokens: k };
       delete chunkMeta.routed_experts;
-      if (entries) chunkMeta.output_token_logprobs = entries.slice(from, k);
+      if (entries) chunkMeta.output_token_logprobs = entries.slice(input.cumulativeLogprobs ? 0 : from, k);
       yield sse({
         text: incremental ? text.text.slice(sentText.length) : text.text,
         output_ids: ids.slice(from, k),

@@ -27,12 +27,10 @@
 // `return_routed_experts: true` or `alwaysRoutedExperts`. Each route answers errors in its engine's error shape.
 // It never echoes request headers and never keeps per-conversation state.
 import { setTimeout as sleep } from "node:timers/promises";
-import { Readable } from "node:stream";
 import Fastify, {
   type FastifyInstance,
   type FastifyPluginAsync,
   type FastifyReply,
-  type FastifyRequest,
 } from "fastify";
 import type { ChatMessage } from "../../sessions/chat-template.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
@@ -47,9 +45,12 @@ import {
 } from "./sim-engine-payload.ts";
 import { PrebuiltReplies, type PrebuiltApi, type PrebuiltOptions } from "./sim-engine-prebuilt.ts";
 import { promptIdsOf, stopList } from "./sim-engine-completion.ts";
+import { AbortBoard, markAborted } from "./sim-engine-abort.ts";
+import { errorShape, send, sendStream, tokensTime } from "./sim-engine-http.ts";
 import { chatStream, completionsStream, generateStream, type StreamPacing } from "./sim-engine-stream.ts";
 import { generateError, generateResponse, generateSchema, type GenerateBody } from "./sim-engine-generate.ts";
 import {
+  checkCompletions,
   completionsError,
   completionsResponse,
   completionsSchema,
@@ -98,6 +99,18 @@ export interface SimEngineOptions {
   tokenMs?: number;
   /** `/generate` streams only what is new in each chunk (SGLang's `--incremental-streaming-output`). */
   incrementalStreaming?: boolean;
+  /**
+   * With incrementalStreaming: SGLang before PR #21583 (2026-03-28), whose incremental chunks
+   * held new text and ids but every logprob entry so far.
+   */
+  cumulativeLogprobs?: boolean;
+  /** The context length GET /v1/models states and /v1/completions enforces (default 40960, Qwen3's). */
+  maxModelLen?: number;
+  /**
+   * /v1/completions with `max_tokens: null`: "500" as released vLLM (it generates, then fails
+   * an assert: vLLM issue #19862; the default, the strictest), or "16" as newer vLLM.
+   */
+  vllmNullMaxTokens?: "500" | "16";
   /** Awaited before each chunk of a streamed reply (sim-engine-stream.ts); a throw fails the stream there. */
   onStreamChunk?: StreamPacing["onChunk"];
   /** A generation reply's connection closed: `whole` when all of it was written (false: the client left early). */
@@ -151,40 +164,12 @@ const chatSchema = {
   },
 };
 
-/** An event stream, written as the generator yields (a client that goes away stops it). */
-function sendStream(reply: FastifyReply, events: AsyncGenerator<Buffer>): FastifyReply {
-  reply.type("text/event-stream; charset=utf-8").header("cache-control", "no-cache");
-  return reply.send(Readable.from(events, { objectMode: false }));
-}
-
-/** A reply that is not streamed comes after all its tokens. */
-const tokensTime = (options: SimEngineOptions, tokens: number) =>
-  options.tokenMs ? sleep(options.tokenMs * tokens) : undefined;
-
-function send(reply: FastifyReply, chunks: Buffer[], length?: number): FastifyReply {
-  reply.type("application/json");
-  if (chunks.length === 1) return reply.send(chunks[0]);
-  // Several chunks: stream them as they are, never concatenated (payloads can be 100+ MiB).
-  reply.header("content-length", length ?? chunks.reduce((n, c) => n + c.length, 0));
-  return reply.send(Readable.from(chunks, { objectMode: false }));
-}
-
 interface EngineContext {
   folder: TokenizerFolder;
   model: SimModel;
   options: SimEngineOptions;
   modelName: string;
   counter: { requests: number };
-}
-
-type ErrorBody = (message: string, status: number) => unknown;
-
-/** A route's error handler that answers in its engine's error shape. */
-function errorShape(body: ErrorBody) {
-  return (err: Error & { statusCode?: number }, _request: FastifyRequest, reply: FastifyReply) => {
-    const status = err.statusCode && err.statusCode >= 400 ? err.statusCode : 500;
-    reply.code(status).send(body(err.message, status));
-  };
 }
 
 const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
@@ -211,10 +196,28 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
   });
 
   app.get("/health", async () => ({ status: "ok" }));
+  const maxModelLen = options.maxModelLen ?? 40960;
+  // vLLM's ModelList of ModelCards (vllm/entrypoints/openai/engine/protocol.py @ d7e52523a55cfd60207c99d9f3b7ed527d2115b7).
   app.get("/v1/models", async () => ({
     object: "list",
-    data: [{ id: model, object: "model", created: 0, owned_by: "tito-server" }],
+    data: [
+      {
+        id: model,
+        object: "model",
+        created: 0,
+        owned_by: "vllm",
+        root: model,
+        parent: null,
+        max_model_len: maxModelLen,
+        permission: [],
+      },
+    ],
   }));
+  const aborts = new AbortBoard();
+  app.post("/abort_request", async (request, reply) => {
+    aborts.abort(request.body as { rid?: unknown; abort_all?: unknown } | null);
+    return reply.code(200).send();
+  });
 
   if (options.prebuilt) {
     const prebuilt = new PrebuiltReplies(folder, model, options.prebuilt);
@@ -244,12 +247,18 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     watch(reply, "/v1/chat/completions");
     const body = (request.body ?? {}) as ChatBody;
     const facts = chatFacts(ctx.model, body);
-    if (options.latencyMs) await sleep(options.latencyMs);
-    await options.beforeReply?.(body, "/v1/chat/completions");
+    const ticket = aborts.enter((body as { rid?: unknown }).rid);
+    try {
+      if (options.latencyMs) await sleep(options.latencyMs);
+      await options.beforeReply?.(body, "/v1/chat/completions");
+    } finally {
+      aborts.leave(ticket);
+    }
     const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
     const simReply = buildReply(ctx.model, facts, requestKwargs(ctx.model, body), maxTokens);
     const withR3 = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
     const response = responseObject(model, facts.ids.length, simReply, stopId, withR3);
+    if (ticket.aborted) markAborted("/v1/chat/completions", response);
     if (body.stream) {
       const includeUsage = body.stream_options?.include_usage === true;
       const events = chatStream(folder, { response, completionIds: simReply.completionIds, includeUsage }, pacing);
@@ -270,8 +279,14 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       const body = (request.body ?? {}) as GenerateBody;
       const withRoutedExperts = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
       const response = generateResponse(folder, body, { reasoning, withRoutedExperts, stopId });
-      if (options.latencyMs) await sleep(options.latencyMs);
-      await options.beforeReply?.(body, "/generate");
+      const ticket = aborts.enter(body.rid);
+      try {
+        if (options.latencyMs) await sleep(options.latencyMs);
+        await options.beforeReply?.(body, "/generate");
+      } finally {
+        aborts.leave(ticket);
+      }
+      if (ticket.aborted) markAborted("/generate", response);
       const meta = response.meta_info as { prompt_tokens: number; completion_tokens: number };
       const size = routedBytes(meta.prompt_tokens, meta.completion_tokens);
       if (body.stream) {
@@ -280,6 +295,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
           response,
           keepSpecial,
           incremental: options.incrementalStreaming === true,
+          cumulativeLogprobs: options.cumulativeLogprobs === true,
           payload,
           routedBytes: size,
         };
@@ -297,9 +313,19 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       counter.requests++;
       watch(reply, "/v1/completions");
       const body = (request.body ?? {}) as CompletionsBody;
+      checkCompletions(body, { model, maxModelLen, nullMaxTokens: options.vllmNullMaxTokens ?? "500" });
       const response = completionsResponse(folder, body, { model, reasoning, stopId });
-      if (options.latencyMs) await sleep(options.latencyMs);
-      await options.beforeReply?.(body, "/v1/completions");
+      const ticket = aborts.enter(undefined);
+      try {
+        if (options.latencyMs) await sleep(options.latencyMs);
+        await options.beforeReply?.(body, "/v1/completions");
+      } finally {
+        aborts.leave(ticket);
+      }
+      if (ticket.aborted) markAborted("/v1/completions", response);
+      // Released vLLM generates for a null max_tokens, then fails building the reply (issue #19862).
+      if (body.max_tokens === null && (options.vllmNullMaxTokens ?? "500") === "500")
+        return reply.code(500).send(completionsError("AssertionError: max_tokens is None", 500));
       if (body.stream) {
         const input = {
           response,

@@ -28,6 +28,8 @@ export type WorkerConfig = Omit<
 > & {
   engineUrl: string;
   engineApi: EngineApi;
+  /** `--engine-model`: the served model name sent upstream (vllm-completions). */
+  engineModel?: string;
   engineTimeoutMs: number;
   engineConnectTimeoutMs: number;
   routingReplay: boolean;
@@ -81,6 +83,7 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     epoch,
     durability,
     sessionIdleTtlS,
+    generationConfig,
   } = config;
   const engine = createEngine({
     api: config.engineApi,
@@ -94,6 +97,8 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     pooledReplies: !recordStore.retainsReplyBuffers,
     observe: metrics.observeUpstream,
     onMalformedToolCalls: metrics.observeMalformedToolCalls,
+    onEngineAbort: metrics.engineAborted,
+    engineModel: config.engineModel,
   });
   return {
     engine,
@@ -102,6 +107,7 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     chatTemplateKwargs,
     allowedAppendRoles,
     messageMatcher,
+    generationConfig,
     // Only in-memory sessions die with their process; a journal brings them back.
     notFoundHint:
       durability === "memory" && epoch > 1

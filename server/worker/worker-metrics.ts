@@ -14,6 +14,7 @@ export class WorkerMetrics {
   readonly #replyBytes: Counter<"op">;
   readonly #inflight: Gauge;
   readonly #malformedToolCalls: Counter;
+  readonly #engineAborts: Counter;
   readonly #expired: Counter;
   readonly #handoffs: Counter<"outcome">;
   readonly #handoffBytes: Counter;
@@ -46,6 +47,11 @@ export class WorkerMetrics {
     this.#malformedToolCalls = new Counter({
       name: "tito_malformed_tool_calls_total",
       help: "Tool-call blocks in token-level completions that did not parse (left in the content).",
+      registers,
+    });
+    this.#engineAborts = new Counter({
+      name: "tito_engine_aborts_total",
+      help: "Generations the engine aborted (finish reason abort): answered 503 TITO_ERR_ENGINE_ABORTED, never committed.",
       registers,
     });
     this.#expired = new Counter({
@@ -100,6 +106,10 @@ export class WorkerMetrics {
 
   observeMalformedToolCalls = (count: number): void => {
     if (count > 0) this.#malformedToolCalls.inc(count);
+  };
+
+  engineAborted = (): void => {
+    this.#engineAborts.inc();
   };
 
   handoff = (outcome: "written" | "cut" | "expired" | "unclaimed"): void => {
