@@ -33,9 +33,14 @@ const idsOf = (entries: unknown[], from: number) =>
     return id as number;
   });
 
+type Mode = "unknown" | "cumulative" | "incremental";
+
 export class GenerateStreamReader implements TokenStreamReader {
   readonly #promptLength: number;
-  #mode: "unknown" | "cumulative" | "incremental" = "unknown";
+  // How text and ids come (told from the ids), and how the logprob entries come: SGLang
+  // before PR #21583 (2026-03-28) sent new text and ids but every entry so far.
+  #idsMode: Mode = "unknown";
+  #entriesMode: Mode = "unknown";
   #text = "";
   #ids: number[] = [];
   #entries: string[] = []; // each chunk's entries as their JSON text, without the brackets (incremental)
@@ -57,6 +62,10 @@ export class GenerateStreamReader implements TokenStreamReader {
         `the engine failed the generation: ${String(error?.message ?? JSON.stringify(error))}`,
       );
     }
+    const finish = spans.finish
+      ? (scan.parse(...spans.finish) as { type?: unknown; message?: unknown; matched?: unknown } | null)
+      : null;
+    abortOf(finish);
     const text = spans.text ? scan.parse(...spans.text) : undefined;
     if (typeof text !== "string") throw new EngineReplyError("a /generate stream chunk has no string `text`");
     const completion = spans.completion ? scan.parse(...spans.completion) : undefined;
@@ -67,10 +76,6 @@ export class GenerateStreamReader implements TokenStreamReader {
       throw new EngineReplyError(
         `the engine generated from ${prompt} prompt tokens, not the ${this.#promptLength} input_ids sent`,
       );
-    const finish = spans.finish
-      ? (scan.parse(...spans.finish) as { type?: unknown; message?: unknown; matched?: unknown } | null)
-      : null;
-    abortOf(finish);
     const last = finish !== null && finish !== undefined;
     const piece = this.#advance(scan, spans, text, completion as number, last);
     if (last) {
@@ -83,32 +88,40 @@ export class GenerateStreamReader implements TokenStreamReader {
     return { text: piece, last };
   }
 
-  /** Takes a chunk's new ids and text; returns the new text. */
+  /** Takes a chunk's new ids, entries and text; returns the new text. */
   #advance(scan: JsonScanner, spans: GenerateSpans, text: string, total: number, last: boolean): string {
-    if (this.#mode === "cumulative" && !last) return this.#setText(text);
+    // Everything cumulative: only the text is read until the last chunk, which is the record.
+    if (this.#idsMode === "cumulative" && this.#entriesMode === "cumulative" && !last) return this.#setText(text);
     const entries = this.#entriesOf(scan, spans);
+    const outputIds = spans.outputIds ? scan.parse(...spans.outputIds) : undefined;
+    const ids = Array.isArray(outputIds) ? outputIds : idsOf(entries, this.#ids.length);
+    if (!ids.every((id) => Number.isInteger(id)))
+      throw new EngineReplyError("a /generate stream chunk's output_ids is not a list of integer token ids");
     const seen = this.#ids.length;
-    // The first chunk with tokens reads the same in both modes; the next one tells them apart.
-    if (this.#mode === "unknown" && seen > 0) this.#mode = entries.length === total ? "cumulative" : "incremental";
-    if (this.#mode === "incremental") {
-      if (seen + entries.length !== total)
+    // The first chunk with tokens reads the same in every mode; the next one tells them apart,
+    // the ids (and with them the text) and the entries each on their own.
+    if (this.#idsMode === "unknown" && seen > 0) {
+      this.#idsMode = ids.length === total ? "cumulative" : "incremental";
+      this.#entriesMode = entries.length === total ? "cumulative" : "incremental";
+    }
+    const check = (what: string, n: number, mode: Mode) => {
+      const have = mode === "incremental" ? seen + n : n;
+      if (have !== total)
         throw new EngineReplyError(
-          `engine stream length mismatch: ${seen} + ${entries.length} new output_token_logprobs != meta_info.completion_tokens=${total}`,
+          `engine stream length mismatch: ${mode === "incremental" ? `${seen} + ${n} new` : n} ${what} != meta_info.completion_tokens=${total}`,
         );
-      this.#ids.push(...idsOf(entries, seen));
-      this.#keepEntries(scan, spans.logprobs!);
+    };
+    check("output ids", ids.length, this.#idsMode);
+    check("output_token_logprobs", entries.length, this.#entriesMode);
+    if (this.#entriesMode !== "cumulative") this.#keepEntries(scan, spans.logprobs!);
+    if (this.#idsMode === "incremental") {
+      this.#ids.push(...(ids as number[]));
       this.#text += text;
       return text;
     }
-    if (entries.length !== total)
-      throw new EngineReplyError(
-        `engine reply length mismatch: len(output_token_logprobs)=${entries.length} != meta_info.completion_tokens=${total}`,
-      );
-    this.#ids = idsOf(entries, 0);
-    if (this.#mode === "unknown") this.#keepEntries(scan, spans.logprobs!);
+    this.#ids = ids as number[];
     return this.#setText(text);
   }
-
   #entriesOf(scan: JsonScanner, spans: GenerateSpans): unknown[] {
     if (!spans.logprobs)
       throw new EngineReplyError(
@@ -136,7 +149,7 @@ export class GenerateStreamReader implements TokenStreamReader {
   result(): TokenStreamResult {
     const last = this.#last!;
     const spans = this.#lastSpans!;
-    if (this.#mode !== "incremental")
+    if (this.#idsMode !== "incremental" && this.#entriesMode !== "incremental")
       return {
         text: this.#text,
         completionIds: this.#ids,
@@ -145,12 +158,11 @@ export class GenerateStreamReader implements TokenStreamReader {
         response: [last],
         engineWeightVersion: this.#version,
       };
-    // Incremental: the last chunk with everything put together, the rest of its bytes as they came.
-    const swaps: Array<[Span | undefined, string]> = [
-      [spans.text, JSON.stringify(this.#text)],
-      [spans.outputIds, `[${this.#ids.join(",")}]`],
-      [spans.logprobs, `[${this.#entries.join(",")}]`],
-    ];
+    // Incremental: the last chunk with what came in pieces put together, the rest of its bytes as they came.
+    const swaps: Array<[Span | undefined, string]> = [];
+    if (this.#idsMode === "incremental")
+      swaps.push([spans.text, JSON.stringify(this.#text)], [spans.outputIds, `[${this.#ids.join(",")}]`]);
+    if (this.#entriesMode === "incremental") swaps.push([spans.logprobs, `[${this.#entries.join(",")}]`]);
     const parts: Buffer[] = [];
     let at = 0;
     for (const [span, value] of swaps

@@ -13,7 +13,7 @@ import type { CompletionDelta } from "../sessions/completion-stream.ts";
 import type { ToolCall } from "../sessions/families/index.ts";
 import { SSE_HEADERS } from "../sessions/sse.ts";
 import { ChatChunks, includeUsage, type Usage } from "./chat-chunks.ts";
-import { EngineReplyError } from "../sessions/errors.ts";
+import { EngineReplyError, InvalidChatRequestError } from "../sessions/errors.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
 import { scanReply } from "./reply-scan.ts";
 import { buildUpstreamBody } from "./request-body.ts";
@@ -31,6 +31,15 @@ export function sglangChatEngine(options: AdapterOptions): Engine {
       const kwargs = turn.templateKwargs;
       let fields = kwargs && Object.keys(kwargs).length > 0 ? { ...forced, chat_template_kwargs: kwargs } : forced;
       let body = turn.body;
+      // SGLang refuses 0 (SamplingParams.verify, python/sglang/srt/sampling/sampling_params.py @
+      // 00c17cafcb9e289d5ca97c50e44ada54e4fd5b03): a 400 naming the field, nothing sent.
+      if (body.top_k === 0)
+        throw new InvalidChatRequestError("`top_k` must be -1 (disable) or at least 1 with --engine-api sglang-chat");
+      // The model's sampling defaults where the client left a field unset, as on every engine API.
+      const defaults = Object.entries(turn.samplingDefaults ?? {}).filter(
+        ([k]) => body[k] === undefined || body[k] === null,
+      );
+      if (defaults.length > 0) fields = { ...Object.fromEntries(defaults), ...fields };
       if (turn.stream === true) {
         body = { ...body };
         delete body.stream_options; // asked of the engine without a stream

@@ -221,7 +221,12 @@ const anthropicEvent = (value: Json): Buffer =>
 
 /** Anthropic's error body for a status and message. */
 export function anthropicErrorBody(status: number, message: string): Json {
-  return { type: "error", error: { type: errorType(status), message } };
+  // Anthropic's error bodies carry the request's id (`request_id`) beside the error.
+  return {
+    type: "error",
+    error: { type: errorType(status), message },
+    request_id: `req_${randomBytes(12).toString("hex")}`,
+  };
 }
 
 function errorType(status: number): string {
@@ -233,6 +238,7 @@ function errorType(status: number): string {
     413: "request_too_large",
     429: "rate_limit_error",
     503: "overloaded_error",
+    529: "overloaded_error",
     504: "timeout_error",
   };
   return types[status] ?? (status >= 400 && status < 500 ? "invalid_request_error" : "api_error");

@@ -164,8 +164,11 @@ export class StreamDivergedError extends TitoError {
  * is never committed, and the same request can be sent again.
  */
 export class EngineAbortedError extends TitoError {
-  /** Seconds the client should wait before sending the turn again (the reply's Retry-After). */
-  static readonly RETRY_AFTER_S = 1;
+  /** The reply's headers: Retry-After, the seconds the client should wait before sending the turn again. */
+  static readonly HEADERS: Readonly<Record<string, string>> = {
+    "content-type": "application/json",
+    "retry-after": "1",
+  };
   constructor(detail: string) {
     super(
       "TITO_ERR_ENGINE_ABORTED",

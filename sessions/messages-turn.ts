@@ -82,7 +82,9 @@ export function asAnthropicError(res: CoreResponse): CoreResponse {
   } catch {
     // Not JSON: the text is the message.
   }
-  const out = json(res.status, anthropicErrorBody(res.status, message));
+  // Anthropic's overloaded_error is HTTP 529 (the official SDKs retry it, as they do 503).
+  const status = res.status === 503 ? 529 : res.status;
+  const out = json(status, anthropicErrorBody(status, message));
   if (res.headers["retry-after"] !== undefined) out.headers["retry-after"] = res.headers["retry-after"];
   return out;
 }
@@ -117,7 +119,8 @@ async function* events(chat: AsyncIterable<Buffer>, request: ConvertedRequest): 
 
 /** Chat's mid-stream error event (`{"error":{message,type,code}}`, code the status) as Anthropic's. */
 function errorEvent(error: { message?: unknown; code?: unknown }): Buffer {
-  const status = typeof error.code === "number" ? error.code : 500;
+  const code = typeof error.code === "number" ? error.code : 500;
+  const status = code === 503 ? 529 : code;
   const body = anthropicErrorBody(status, typeof error.message === "string" ? error.message : "stream failed");
   return Buffer.from(`event: error\ndata: ${JSON.stringify(body)}\n\n`, "utf8");
 }

@@ -89,13 +89,10 @@ const json = (status: number, value: unknown): CoreResponse => ({
   body: Buffer.from(JSON.stringify(value)),
 });
 
-/** A coded error as `{"error": message, "code": code}` with its status (a retryable one with Retry-After); anything else is a 500. */
+/** A coded error as `{"error": message}` with its status (an engine abort: its code, Retry-After); else a 500. */
 export function errorResponse(err: unknown): CoreResponse {
-  if (err instanceof EngineAbortedError) {
-    const res = json(err.status, { error: err.message, code: err.code });
-    res.headers["retry-after"] = String(EngineAbortedError.RETRY_AFTER_S);
-    return res;
-  }
+  if (err instanceof EngineAbortedError)
+    return { ...json(err.status, { error: err.message, code: err.code }), headers: { ...EngineAbortedError.HEADERS } };
   if (err instanceof TitoError) return json(err.status, { error: err.message });
   return json(500, { error: `internal error: ${err instanceof Error ? err.message : String(err)}` });
 }
@@ -133,7 +130,7 @@ export class SessionCore {
     this.#registry = new SessionRegistry(options.notFoundHint ?? "");
     this.#records = options.recordStore ?? new MemoryRecordStore();
     this.#engine = options.engine;
-    if (options.generationConfig !== false) this.#samplingDefaults = readGenerationDefaults(folder.dir);
+    this.#samplingDefaults = options.generationConfig === false ? undefined : readGenerationDefaults(folder.dir);
     this.#log = options.logger;
     if ((options.sessionIdleTtlS ?? 0) > 0)
       this.#idle = new IdleExpiry({
@@ -199,6 +196,7 @@ export class SessionCore {
           accumulated_token_ids: t.currentIds,
           max_trim_tokens: this.#ctx.family.maxTrimTokens,
           tito_family: this.#ctx.family.name,
+          engine_api: this.#engine.api, // whose logprobs the records hold (docs/engines.md)
         };
         if (t.assistantCount > 0) metadata.tito_session_mismatch = this.#drift(t);
         const { head, tail } = sessionBodyEnds(t.id, metadata);

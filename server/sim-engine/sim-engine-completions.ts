@@ -180,11 +180,12 @@ export function completionLogprobs(
 export function completionsResponse(
   folder: TokenizerFolder,
   body: CompletionsBody,
-  options: { model: string; reasoning: boolean; stopId?: number },
+  options: { model: string; reasoning: boolean; stopId?: number; noTokenIds?: boolean },
 ): Record<string, unknown> {
   const { promptIds, completion } = runCompletions(folder, body, options.reasoning, options.stopId);
   const ids = completion.ids;
-  const withIds = body.return_token_ids === true;
+  // vLLM before 0.10.2 has no return_token_ids (ignored as an unknown field).
+  const withIds = body.return_token_ids === true && options.noTokenIds !== true;
   const logprobs =
     typeof body.logprobs === "number"
       ? completionLogprobs(folder, ids, body.logprobs, body.return_tokens_as_token_ids === true)

@@ -151,8 +151,10 @@ export async function* completionsStream(
 ): AsyncGenerator<Buffer, void, undefined> {
   const { response } = input;
   const choice = (response.choices as Record<string, unknown>[])[0]!;
-  const ids = (choice.token_ids as number[] | null) ?? [];
   const withIds = choice.token_ids !== null;
+  // Without token_ids (vLLM before 0.10.2) the ids are the logprob tokens' "token_id:N".
+  const spelled = (choice.logprobs as { tokens?: string[] } | null)?.tokens?.map((t) => Number(t.split(":")[1]));
+  const ids = (choice.token_ids as number[] | null) ?? spelled ?? [];
   const finalText = choice.text as string;
   const lp = choice.logprobs as Record<string, unknown[]> | null;
   const count = lp ? lp.token_logprobs!.length : ids.length;

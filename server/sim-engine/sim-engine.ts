@@ -27,11 +27,7 @@
 // `return_routed_experts: true` or `alwaysRoutedExperts`. Each route answers errors in its engine's error shape.
 // It never echoes request headers and never keeps per-conversation state.
 import { setTimeout as sleep } from "node:timers/promises";
-import Fastify, {
-  type FastifyInstance,
-  type FastifyPluginAsync,
-  type FastifyReply,
-} from "fastify";
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply } from "fastify";
 import type { ChatMessage } from "../../sessions/chat-template.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { responseObject } from "./sim-engine-reply.ts";
@@ -111,6 +107,8 @@ export interface SimEngineOptions {
    * an assert: vLLM issue #19862; the default, the strictest), or "16" as newer vLLM.
    */
   vllmNullMaxTokens?: "500" | "16";
+  /** /v1/completions as vLLM before 0.10.2: no `token_ids` (ids only as "token_id:N" logprob tokens). */
+  vllmNoTokenIds?: boolean;
   /** Awaited before each chunk of a streamed reply (sim-engine-stream.ts); a throw fails the stream there. */
   onStreamChunk?: StreamPacing["onChunk"];
   /** A generation reply's connection closed: `whole` when all of it was written (false: the client left early). */
@@ -314,7 +312,8 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       watch(reply, "/v1/completions");
       const body = (request.body ?? {}) as CompletionsBody;
       checkCompletions(body, { model, maxModelLen, nullMaxTokens: options.vllmNullMaxTokens ?? "500" });
-      const response = completionsResponse(folder, body, { model, reasoning, stopId });
+      const noTokenIds = options.vllmNoTokenIds;
+      const response = completionsResponse(folder, body, { model, reasoning, stopId, noTokenIds });
       const ticket = aborts.enter(undefined);
       try {
         if (options.latencyMs) await sleep(options.latencyMs);

@@ -65,6 +65,8 @@ interface ReplySpans {
   tokenIds?: Span;
   /** choices[0].logprobs.token_logprobs (vLLM) */
   tokenLogprobs?: Span;
+  /** choices[0].logprobs.tokens (vLLM: "token_id:N" under return_tokens_as_token_ids) */
+  tokens?: Span;
 }
 
 export function scanReplyFacts(response: readonly Buffer[], turn: number): ReplyFacts {
@@ -94,13 +96,14 @@ export function scanReplyFacts(response: readonly Buffer[], turn: number): Reply
         if (!scan.keyIs(c, "logprobs") || !isObject(c)) return;
         return scan.members(c.valueStart, (lp) => {
           if (scan.keyIs(lp, "token_logprobs")) return take("tokenLogprobs", lp.valueStart);
+          if (scan.keyIs(lp, "tokens")) return take("tokens", lp.valueStart);
         });
       });
     });
   });
   const { completionIds, logprobs } = spans.logprobs
     ? sglangOutput(scan, spans.logprobs)
-    : vllmOutput(scan, spans.tokenIds, spans.tokenLogprobs, turn);
+    : vllmOutput(scan, spans, turn);
   let finishReason: string | null = null;
   const finish = spans.finish ? scan.parse(...spans.finish) : null;
   if (typeof finish === "string") finishReason = finish;
@@ -130,22 +133,28 @@ function sglangOutput(scan: JsonScanner, span: Span): { completionIds: number[];
   return { completionIds, logprobs };
 }
 
-/** vLLM: the ids and their logprobs in two parallel lists; a null logprob counts as 0. */
+/**
+ * vLLM: the ids (`token_ids`, or from a vLLM before 0.10.2 or a streamed record whose
+ * `token_ids` is null, the "token_id:N" spellings of `logprobs.tokens`) and their logprobs
+ * in parallel lists; a null logprob counts as 0.
+ */
 function vllmOutput(
   scan: JsonScanner,
-  ids: Span | undefined,
-  lps: Span | undefined,
+  spans: ReplySpans,
   turn: number,
 ): { completionIds: number[]; logprobs: number[] } {
-  if (!ids)
+  const listed = spans.tokenIds ? scan.parse(...spans.tokenIds) : null;
+  const spelled = listed === null && spans.tokens ? tokenIdsOf(scan.parse(...spans.tokens), turn) : undefined;
+  if (listed === null && spelled === undefined)
     throw new SampleDataError(
-      `record of turn ${turn} has no completion ids in its reply: no meta_info.output_token_logprobs (SGLang chat or /generate) and no choices[0].token_ids (vLLM completions)`,
+      `record of turn ${turn} has no completion ids in its reply: no meta_info.output_token_logprobs (SGLang chat or /generate), no choices[0].token_ids and no "token_id:N" choices[0].logprobs.tokens (vLLM completions)`,
     );
+  const lps = spans.tokenLogprobs;
   if (!lps)
     throw new SampleDataError(
-      `record of turn ${turn} has choices[0].token_ids but no choices[0].logprobs.token_logprobs in its reply`,
+      `record of turn ${turn} has completion ids but no choices[0].logprobs.token_logprobs in its reply`,
     );
-  const completionIds = scan.parse(...ids);
+  const completionIds = spelled ?? listed;
   const values = scan.parse(...lps);
   if (!Array.isArray(completionIds) || !completionIds.every(Number.isInteger))
     throw new SampleDataError(`record of turn ${turn}: choices[0].token_ids is not a list of token ids`);
@@ -154,6 +163,20 @@ function vllmOutput(
       `record of turn ${turn}: choices[0].logprobs.token_logprobs is not a list of ${completionIds.length} logprobs, one per token id`,
     );
   return { completionIds, logprobs: values.map((v) => (typeof v === "number" ? v : 0)) };
+}
+
+/** vLLM's `return_tokens_as_token_ids` spellings ("token_id:N") as ids. */
+function tokenIdsOf(tokens: unknown, turn: number): number[] {
+  if (!Array.isArray(tokens))
+    throw new SampleDataError(`record of turn ${turn}: choices[0].logprobs.tokens is not a list`);
+  return tokens.map((t, i) => {
+    const m = typeof t === "string" ? /^token_id:(\d+)$/.exec(t) : null;
+    if (m === null)
+      throw new SampleDataError(
+        `record of turn ${turn}: choices[0].logprobs.tokens[${i}] is ${JSON.stringify(t)}, not "token_id:N"`,
+      );
+    return Number(m[1]);
+  });
 }
 
 /** Base64 text at [start, end) of the chunks, decoded piece by piece into one aligned buffer. */

@@ -17,6 +17,7 @@ interface Canned {
   hang?: boolean;
 }
 let canned: Canned;
+const MODEL_LIST = JSON.stringify({ object: "list", data: [{ id: "m", object: "model", max_model_len: 40960 }] });
 let server: Server;
 let url: string;
 const seenPaths: string[] = [];
@@ -90,6 +91,8 @@ test.before(async () => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
+      // vllm-completions reads the served model and its context length first.
+      if (req.url === "/v1/models") return void res.end(MODEL_LIST);
       seenPaths.push(req.url!);
       if (canned.hang) return;
       const request = JSON.parse(Buffer.concat(chunks).toString() || "{}") as { input_ids?: number[] };

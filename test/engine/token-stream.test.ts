@@ -33,6 +33,9 @@ test.before(async () => {
     let body = "";
     req.on("data", (c) => (body += c));
     req.on("end", () => {
+      // vllm-completions reads the served model and its context length first.
+      if (req.url === "/v1/models")
+        return void res.end(JSON.stringify({ object: "list", data: [{ id: "m", max_model_len: 40960 }] }));
       const request = JSON.parse(body) as { input_ids?: number[]; prompt?: number[] };
       const r = reply((request.input_ids ?? request.prompt)!.length);
       res.writeHead(200, { "content-type": r.type ?? "text/event-stream" });

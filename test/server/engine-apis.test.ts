@@ -132,6 +132,9 @@ async function cannedEngine(text: string): Promise<{ url: string; server: Server
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
+      // vllm-completions reads the served model and its context length first.
+      if (req.url === "/v1/models")
+        return void res.end(JSON.stringify({ object: "list", data: [{ id: "m", max_model_len: 40960 }] }));
       const body = JSON.parse(Buffer.concat(chunks).toString()) as { input_ids?: number[]; prompt?: number[] };
       const reply =
         req.url === "/generate"

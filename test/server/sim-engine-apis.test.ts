@@ -107,7 +107,7 @@ test("/generate: SGLang's reply shape; ids are the text's ids plus <|im_end|>, w
 test("/v1/completions: vLLM's reply shape; token_ids hold <|im_end|>, the text does not, stop_reason null", async () => {
   const ids = prompt(user("hello there"), false);
   const res = await post<CompletionsReply>("/v1/completions", {
-    model: "Qwen/Qwen3-8B",
+    model: "tito-sim",
     prompt: ids,
     max_tokens: 100,
     logprobs: 0,
@@ -118,7 +118,7 @@ test("/v1/completions: vLLM's reply shape; token_ids hold <|im_end|>, the text d
   const json = res.json;
   assert.match(json.id, /^cmpl-/);
   assert.is(json.object, "text_completion");
-  assert.is(json.model, "Qwen/Qwen3-8B");
+  assert.is(json.model, "tito-sim");
   const choice = json.choices[0];
   assert.match(choice.text, /^Turn 1: /);
   assert.equal(choice.token_ids, [...qwen.encode(choice.text), IM_END]);
@@ -254,10 +254,9 @@ test("length: SGLang checks max_new_tokens first, vLLM the stop token first; vLL
   const byDefault = await complete({ prompt: ids, max_tokens: undefined });
   assert.is(byDefault.token_ids!.length, 16);
   assert.is(byDefault.finish_reason, "length");
-  // null: up to the context length, so the whole completion
-  const unbounded = await complete({ prompt: ids, max_tokens: null });
-  assert.equal(unbounded.token_ids, full);
-  assert.is(unbounded.finish_reason, "stop");
+  // null: released vLLM generates, then fails building the reply (vLLM issue #19862)
+  const unbounded = await post("/v1/completions", { prompt: ids, max_tokens: null });
+  assert.is(unbounded.status, 500, unbounded.text);
 });
 
 test("stop strings and stop token ids: ids keep the stopping token, the text stops before it", async () => {
@@ -348,7 +347,6 @@ test("errors in each engine's shape; the fault hook sees the route and can fail 
     { prompt: [1], echo: true },
     { prompt: [[1], [2]] },
     { prompt: [1], stop: [3] },
-    { model: "m" },
   ]) {
     assert.is((await post("/v1/completions", body)).status, 400, JSON.stringify(body));
   }

@@ -136,7 +136,7 @@ test("/generate, incremental: each chunk holds only what is new; together they a
 test("/v1/completions: delta chunks with token ids, prompt ids first, the finish last, then the usage chunk", async () => {
   const body = {
     prompt: ids,
-    max_tokens: null,
+    max_tokens: 200,
     logprobs: 0,
     return_token_ids: true,
     return_tokens_as_token_ids: true,
