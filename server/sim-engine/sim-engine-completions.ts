@@ -176,11 +176,46 @@ export function completionLogprobs(
   return { text_offset: textOffset, token_logprobs: tokenLogprobs, tokens, top_logprobs: top };
 }
 
+/** The simulated expert id of a token's layer and slot (below 128, so every dtype holds it). */
+export const simExpert = (token: number, layer: number, k: number) => (token * 31 + layer * 7 + k) % 128;
+
+const NPY_DESCR = { uint8: "|u1", uint16: "<u2", int32: "<i4" } as const;
+
+/**
+ * vLLM's `choices[0].routed_experts` (`--enable-return-routed-experts`, vLLM PR #38939):
+ * base64 of an `.npy` file of shape rows × layers × top-k in the dtype vLLM chose.
+ */
+export function vllmRoutedExperts(rows: number, layers: number, topK: number, dtype: keyof typeof NPY_DESCR): string {
+  const size = { uint8: 1, uint16: 2, int32: 4 }[dtype];
+  let header = `{'descr': '${NPY_DESCR[dtype]}', 'fortran_order': False, 'shape': (${rows}, ${layers}, ${topK}), }`;
+  header += " ".repeat(63 - ((10 + header.length) % 64)) + "\n"; // data starts on a 64-byte boundary
+  const head = Buffer.alloc(10);
+  Buffer.from([0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0]).copy(head);
+  head.writeUInt16LE(header.length, 8);
+  const data = Buffer.alloc(rows * layers * topK * size);
+  let i = 0;
+  for (let t = 0; t < rows; t++)
+    for (let l = 0; l < layers; l++)
+      for (let k = 0; k < topK; k++, i++) {
+        const v = simExpert(t, l, k);
+        if (size === 1) data.writeUInt8(v, i);
+        else if (size === 2) data.writeUInt16LE(v, i * 2);
+        else data.writeInt32LE(v, i * 4);
+      }
+  return Buffer.concat([head, Buffer.from(header, "latin1"), data]).toString("base64");
+}
+
 /** The /v1/completions reply object. */
 export function completionsResponse(
   folder: TokenizerFolder,
   body: CompletionsBody,
-  options: { model: string; reasoning: boolean; stopId?: number; noTokenIds?: boolean },
+  options: {
+    model: string;
+    reasoning: boolean;
+    stopId?: number;
+    noTokenIds?: boolean;
+    routedExperts?: { dtype: "uint8" | "uint16" | "int32"; layers: number; topK: number };
+  },
 ): Record<string, unknown> {
   const { promptIds, completion } = runCompletions(folder, body, options.reasoning, options.stopId);
   const ids = completion.ids;
@@ -207,6 +242,14 @@ export function completionsResponse(
         token_ids: withIds ? ids : null,
         prompt_logprobs: null,
         prompt_token_ids: withIds ? promptIds : null,
+        ...(options.routedExperts && {
+          routed_experts: vllmRoutedExperts(
+            promptIds.length + ids.length - 1,
+            options.routedExperts.layers,
+            options.routedExperts.topK,
+            options.routedExperts.dtype,
+          ),
+        }),
       },
     ],
     service_tier: null,

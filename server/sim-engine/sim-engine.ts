@@ -109,6 +109,8 @@ export interface SimEngineOptions {
   vllmNullMaxTokens?: "500" | "16";
   /** /v1/completions as vLLM before 0.10.2: no `token_ids` (ids only as "token_id:N" logprob tokens). */
   vllmNoTokenIds?: boolean;
+  /** /v1/completions adds `routed_experts` as vLLM (`--enable-return-routed-experts`): base64 .npy of this dtype. */
+  vllmRoutedExperts?: "uint8" | "uint16" | "int32";
   /** Awaited before each chunk of a streamed reply (sim-engine-stream.ts); a throw fails the stream there. */
   onStreamChunk?: StreamPacing["onChunk"];
   /** A generation reply's connection closed: `whole` when all of it was written (false: the client left early). */
@@ -313,7 +315,8 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       const body = (request.body ?? {}) as CompletionsBody;
       checkCompletions(body, { model, maxModelLen, nullMaxTokens: options.vllmNullMaxTokens ?? "500" });
       const noTokenIds = options.vllmNoTokenIds;
-      const response = completionsResponse(folder, body, { model, reasoning, stopId, noTokenIds });
+      const routedExperts = options.vllmRoutedExperts && { dtype: options.vllmRoutedExperts, ...shape };
+      const response = completionsResponse(folder, body, { model, reasoning, stopId, noTokenIds, routedExperts });
       const ticket = aborts.enter(undefined);
       try {
         if (options.latencyMs) await sleep(options.latencyMs);

@@ -10,6 +10,7 @@
 // recording it.
 import type { ByteChunks } from "../../buffers/byte-chunks.ts";
 import { EngineReplyError, SampleDataError } from "../errors.ts";
+import { isNpy, npyToInt32 } from "./npy.ts";
 import { JsonScanner, type MemberSpan } from "../../buffers/json-scan.ts";
 
 export interface ReplyFacts {
@@ -93,6 +94,8 @@ export function scanReplyFacts(response: readonly Buffer[], turn: number): Reply
         if (scan.keyIs(c, "finish_reason")) return take("finish", c.valueStart);
         if (scan.keyIs(c, "meta_info") && isObject(c)) return metaInfo(c);
         if (scan.keyIs(c, "token_ids")) return take("tokenIds", c.valueStart);
+        // vLLM's routed experts (an .npy file in base64: npy.ts), beside the choice's text.
+        if (scan.keyIs(c, "routed_experts") && scan.buf.at(c.valueStart) === 0x22) return take("routed", c.valueStart);
         if (!scan.keyIs(c, "logprobs") || !isObject(c)) return;
         return scan.members(c.valueStart, (lp) => {
           if (scan.keyIs(lp, "token_logprobs")) return take("tokenLogprobs", lp.valueStart);
@@ -116,7 +119,12 @@ export function scanReplyFacts(response: readonly Buffer[], turn: number): Reply
     completionIds,
     logprobs,
     finishReason,
-    routedExperts: routed ? () => decodeBase64Span(scan.buf, routed[0] + 1, routed[1] - 1, turn) : undefined,
+    routedExperts: routed
+      ? () => {
+          const bytes = decodeBase64Span(scan.buf, routed[0] + 1, routed[1] - 1, turn);
+          return isNpy(bytes) ? npyToInt32(bytes, turn) : bytes;
+        }
+      : undefined,
   };
 }
 

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { createEngine, type EngineApi } from "../../engine/index.ts";
 import { createSessionCore, messagesTurn, type CoreResponse, type SessionCore } from "../../sessions/index.ts";
 import { startSimEngine, type SimEngine, type SimEngineOptions } from "../../server/sim-engine/sim-engine.ts";
+import { simExpert } from "../../server/sim-engine/sim-engine-completions.ts";
 import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { responseText } from "../helpers/core.ts";
 import { WEATHER_TOOL } from "../sessions/fixtures.ts";
@@ -33,7 +34,7 @@ interface Rig {
 async function rig(
   api: EngineApi,
   sim: SimEngineOptions = {},
-  core: { tokenizerDir?: string; generationConfig?: boolean; engineModel?: string } = {},
+  core: { tokenizerDir?: string; generationConfig?: boolean; engineModel?: string; routingReplay?: boolean } = {},
 ): Promise<Rig> {
   const sent: Rig["sent"] = [];
   const abortNext = { on: false };
@@ -60,7 +61,7 @@ async function rig(
     engineUrl: engine.url,
     timeoutMs: 60_000,
     connectTimeoutMs: 10_000,
-    routingReplay: false,
+    routingReplay: core.routingReplay ?? false,
     indexerReplay: false,
     dropAuthorization: false,
     pooledReplies: false,
@@ -301,6 +302,39 @@ test("top_k 0: a 400 naming the field on the SGLang APIs, nothing sent; vLLM tak
   }
   const v = await rig("vllm-completions");
   assert.is((await chat(v.core, await session(v.core), { top_k: 0 })).status, 200);
+});
+
+// Point 10: vLLM's routed experts (.npy of any dtype) give samples the same shape as SGLang's int32.
+const sampleOf = async (r: Rig, id: string) => {
+  const res = await r.core.samples(id, {
+    method: "POST",
+    path: "/samples",
+    query: "",
+    headers: {},
+    body: Buffer.from("{}"),
+  });
+  const text = await responseText(res);
+  assert.is(res.status, 200, text);
+  return JSON.parse(text) as { tokens: number[]; rollout_routed_experts: number[][] };
+};
+
+test("samples: vLLM's .npy routed experts (uint8, uint16, int32) read as SGLang's int32 rows", async () => {
+  const shape = { routedExpertsLayers: 4, routedExpertsTopK: 2 };
+  const g = await rig("sglang-generate", shape, { routingReplay: true });
+  const gid = await session(g.core);
+  await responseText(await chat(g.core, gid, {}));
+  const sglang = await sampleOf(g, gid);
+  for (const dtype of ["uint8", "uint16", "int32"] as const) {
+    const v = await rig("vllm-completions", { ...shape, vllmRoutedExperts: dtype }, { routingReplay: true });
+    const id = await session(v.core);
+    await responseText(await chat(v.core, id, {}));
+    const sample = await sampleOf(v, id);
+    assert.is(sample.rollout_routed_experts.length, sample.tokens.length - 1, dtype);
+    assert.is(sample.rollout_routed_experts[0]!.length, sglang.rollout_routed_experts[0]!.length, dtype);
+    sample.rollout_routed_experts.forEach((row, t) =>
+      row.forEach((e, i) => assert.is(e, simExpert(t, Math.floor(i / 2), i % 2), `${dtype} [${t}][${i}]`)),
+    );
+  }
 });
 
 test.run();
