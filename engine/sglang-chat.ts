@@ -1,5 +1,8 @@
 // The `sglang-chat` engine API: the chat route of an SGLang that honours `input_ids`
-// (the patched engine). The client's request goes to `/v1/chat/completions` with the
+// (stock SGLang's ChatCompletionRequest takes them, "bypasses chat template tokenization
+// entirely": python/sglang/srt/entrypoints/openai/protocol.py @
+// 004c82e07d876f6e4a0ad6e15325706b0f478f1a; an older SGLang, or the reference server's
+// patched one). The client's request goes to `/v1/chat/completions` with the
 // prompt's ids and the fields a trajectory needs forced on (logprobs, meta info, the
 // replay flags); the engine parses tool calls and reasoning itself, and the reply's
 // `choices[0].meta_info.output_token_logprobs` carries the generated ids. The reply is
@@ -51,8 +54,8 @@ export function sglangChatEngine(options: AdapterOptions): Engine {
         if (scanned.promptTokens !== undefined && scanned.promptTokens !== turn.promptIds.length)
           throw new EngineReplyError(
             `the engine ignored input_ids: it generated from ${JSON.stringify(scanned.promptTokens)} prompt tokens, ` +
-              `not the ${turn.promptIds.length} sent (stock SGLang re-renders messages on its chat route); ` +
-              "nothing was recorded. Run tito-server with --engine-api sglang-generate for a stock SGLang",
+              `not the ${turn.promptIds.length} sent (an SGLang whose chat route does not take input_ids re-renders messages); ` +
+              "nothing was recorded. Use an SGLang whose ChatCompletionRequest has input_ids, or --engine-api sglang-generate",
           );
         return {
           requestHasConversation: true,

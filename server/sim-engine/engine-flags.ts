@@ -18,6 +18,16 @@ POST /v1/chat/completions (patched SGLang), /generate (SGLang), /v1/completions 
                                 (stream: true) send a chunk per token at this pace (default 0)
   --incremental-streaming       /generate streams only what is new in each chunk
                                 (SGLang's --incremental-streaming-output)
+  --cumulative-logprobs         with --incremental-streaming: every logprob entry so far
+                                in each chunk (SGLang before PR #21583)
+  --max-model-len N             the context length /v1/models states and /v1/completions
+                                enforces (default 40960)
+  --vllm-null-max-tokens MODE   /v1/completions with max_tokens null: 500 (released
+                                vLLM, the default) or 16 (newer vLLM)
+  --vllm-no-token-ids           /v1/completions as vLLM before 0.10.2: ids only as
+                                "token_id:N" logprob tokens
+  --vllm-routed-experts DTYPE   /v1/completions adds routed_experts as vLLM does: base64
+                                .npy of uint8, uint16 or int32
   --routed-experts-layers N     routed_experts rows are per token (prompt + completion
                                 - 1) of N layers × K experts, int32, as SGLang's
                                 (default ${DEFAULT_ROUTING_SHAPE.layers})
@@ -43,6 +53,11 @@ export const ENGINE_FLAGS = {
   "latency-ms": { type: "string" },
   "token-ms": { type: "string" },
   "incremental-streaming": { type: "boolean" },
+  "cumulative-logprobs": { type: "boolean" },
+  "max-model-len": { type: "string" },
+  "vllm-null-max-tokens": { type: "string" },
+  "vllm-no-token-ids": { type: "boolean" },
+  "vllm-routed-experts": { type: "string" },
   "routed-experts-layers": { type: "string" },
   "routed-experts-top-k": { type: "string" },
   "routed-experts-bytes": { type: "string" },

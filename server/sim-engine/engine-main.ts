@@ -19,6 +19,12 @@ function integer<T extends number | undefined>(name: string, value: string | und
   return n;
 }
 
+function oneOf<T extends string>(flag: string, value: string | undefined, allowed: readonly T[]): T | undefined {
+  if (value === undefined) return undefined;
+  if (!(allowed as readonly string[]).includes(value)) fail(`--${flag} must be one of ${allowed.join(", ")}`);
+  return value as T;
+}
+
 function parse(argv: string[]): SimEngineOptions {
   let values;
   try {
@@ -42,6 +48,11 @@ function parse(argv: string[]): SimEngineOptions {
     latencyMs: integer("latency-ms", values["latency-ms"], 0),
     tokenMs: integer("token-ms", values["token-ms"], 0),
     incrementalStreaming: values["incremental-streaming"] ?? false,
+    cumulativeLogprobs: values["cumulative-logprobs"] ?? false,
+    maxModelLen: integer("max-model-len", values["max-model-len"], 40960),
+    vllmNullMaxTokens: oneOf("vllm-null-max-tokens", values["vllm-null-max-tokens"], ["500", "16"]),
+    vllmNoTokenIds: values["vllm-no-token-ids"] ?? false,
+    vllmRoutedExperts: oneOf("vllm-routed-experts", values["vllm-routed-experts"], ["uint8", "uint16", "int32"]),
     routedExpertsLayers: integer(
       "routed-experts-layers",
       values["routed-experts-layers"],
