@@ -343,11 +343,7 @@ test("errors in each engine's shape; the fault hook sees the route and can fail 
   assert.is(v.status, 400);
   assert.equal(Object.keys(v.json.error), ["message", "type", "param", "code"]);
   assert.is(v.json.error.code, 400);
-  for (const body of [
-    { prompt: [1], echo: true },
-    { prompt: [[1], [2]] },
-    { prompt: [1], stop: [3] },
-  ]) {
+  for (const body of [{ prompt: [1], echo: true }, { prompt: [[1], [2]] }, { prompt: [1], stop: [3] }]) {
     assert.is((await post("/v1/completions", body)).status, 400, JSON.stringify(body));
   }
   for (const path of ["/generate", "/v1/completions"]) {
