@@ -221,12 +221,7 @@ const anthropicEvent = (value: Json): Buffer =>
 
 /** Anthropic's error body for a status and message. */
 export function anthropicErrorBody(status: number, message: string): Json {
-  // Anthropic's error bodies carry the request's id (`request_id`) beside the error.
-  return {
-    type: "error",
-    error: { type: errorType(status), message },
-    request_id: `req_${randomBytes(12).toString("hex")}`,
-  };
+  return { type: "error", error: { type: errorType(status), message } };
 }
 
 function errorType(status: number): string {

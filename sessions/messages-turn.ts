@@ -5,6 +5,7 @@
 // Anthropic's events, where `message_stop` takes the place of `data: [DONE]` (sent only
 // once the turn is committed) and an error event the place of chat's. Every error is in
 // Anthropic's shape (`{"type":"error","error":{"type","message"}}`).
+import { randomBytes } from "node:crypto";
 import { anthropicErrorBody, AnthropicEvents, chatToMessage, messagesToChat } from "./anthropic-convert.ts";
 import type { ConvertedRequest } from "./anthropic-convert.ts";
 import { InvalidJsonError, TitoError } from "./errors.ts";
@@ -84,7 +85,7 @@ export function asAnthropicError(res: CoreResponse): CoreResponse {
   }
   // Anthropic's overloaded_error is HTTP 529 (the official SDKs retry it, as they do 503).
   const status = res.status === 503 ? 529 : res.status;
-  const out = json(status, anthropicErrorBody(status, message));
+  const out = json(status, withRequestId(anthropicErrorBody(status, message)));
   if (res.headers["retry-after"] !== undefined) out.headers["retry-after"] = res.headers["retry-after"];
   return out;
 }
@@ -117,10 +118,15 @@ async function* events(chat: AsyncIterable<Buffer>, request: ConvertedRequest): 
   }
 }
 
+/** Anthropic's error bodies carry the request's id (`request_id`) beside the error. */
+const withRequestId = (body: object) => ({ ...body, request_id: `req_${randomBytes(12).toString("hex")}` });
+
 /** Chat's mid-stream error event (`{"error":{message,type,code}}`, code the status) as Anthropic's. */
 function errorEvent(error: { message?: unknown; code?: unknown }): Buffer {
   const code = typeof error.code === "number" ? error.code : 500;
   const status = code === 503 ? 529 : code;
-  const body = anthropicErrorBody(status, typeof error.message === "string" ? error.message : "stream failed");
+  const body = withRequestId(
+    anthropicErrorBody(status, typeof error.message === "string" ? error.message : "stream failed"),
+  );
   return Buffer.from(`event: error\ndata: ${JSON.stringify(body)}\n\n`, "utf8");
 }
