@@ -52,7 +52,7 @@ test("health, create, get, delete and not-found", async () => {
   assert.equal(bodyJson(got), {
     session_id: id,
     records: [],
-    metadata: { accumulated_token_ids: [], max_trim_tokens: 0, tito_family: "qwen3" },
+    metadata: { accumulated_token_ids: [], max_trim_tokens: 0, tito_family: "qwen3", engine_api: "sglang-chat" },
   });
   const mine = await core.create("caller-id-1");
   assert.equal(bodyJson(mine), { session_id: "caller-id-1" });

@@ -58,7 +58,9 @@ test("an old journal replays to the same sessions and records, each with weight_
     );
     // The ids are the journal's; the drift report is a fresh re-render with today's family
     // renderer (qwen3's own template since the fixture was written), so it is not compared.
-    const { tito_session_mismatch: _now, ...ids } = body.metadata;
+    // engine_api is newer than the fixture: the API the core runs now.
+    const { tito_session_mismatch: _now, engine_api: api, ...ids } = body.metadata;
+    assert.is(api, "sglang-chat");
     const { tito_session_mismatch: _then, ...oldIds } = old.metadata as Record<string, unknown>;
     assert.equal(ids, oldIds);
   }

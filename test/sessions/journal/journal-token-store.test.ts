@@ -53,7 +53,9 @@ const noBody = { ...chatRequest([]), body: Buffer.alloc(0) };
 /** Records, token ids and the sample of a session (the drift report is a re-render with today's family renderer: left out). */
 async function state(c: SessionCore, id: string) {
   const body = await responseJson(await c.get(id));
-  const { tito_session_mismatch: _drift, ...ids } = body.metadata;
+  // engine_api is newer than the fixture: the API the core runs now.
+  const { tito_session_mismatch: _drift, engine_api: api, ...ids } = body.metadata;
+  assert.is(api, "sglang-chat");
   return { ...body, metadata: ids, sample: await responseJson(await c.samples(id, noBody)) };
 }
 

@@ -137,21 +137,29 @@ function refusal(text: string, message: string | RegExp) {
 
 test("a reply without completion ids or logprobs: a SampleDataError naming what is missing", () => {
   const noIds =
-    "record of turn 2 has no completion ids in its reply: no meta_info.output_token_logprobs (SGLang chat or /generate) and no choices[0].token_ids (vLLM completions)";
+    'record of turn 2 has no completion ids in its reply: no meta_info.output_token_logprobs (SGLang chat or /generate), no choices[0].token_ids and no "token_id:N" choices[0].logprobs.tokens (vLLM completions)';
   refusal(JSON.stringify({ text: "hi", meta_info: { finish_reason: { type: "stop" } } }), noIds);
   refusal(JSON.stringify({ choices: [{ message: { content: "hi" }, finish_reason: "stop" }] }), noIds);
   refusal(JSON.stringify({ choices: [] }), noIds);
   refusal(
     JSON.stringify({ choices: [{ text: "hi", token_ids: [1, 2], logprobs: null }] }),
-    "record of turn 2 has choices[0].token_ids but no choices[0].logprobs.token_logprobs in its reply",
+    "record of turn 2 has completion ids but no choices[0].logprobs.token_logprobs in its reply",
   );
   refusal(
     JSON.stringify({ choices: [{ token_ids: [1, 2], logprobs: { token_logprobs: [-1] } }] }),
     "record of turn 2: choices[0].logprobs.token_logprobs is not a list of 2 logprobs, one per token id",
   );
+  // A null token_ids (a streamed record, or vLLM before 0.10.2) reads the "token_id:N" tokens instead.
+  refusal(JSON.stringify({ choices: [{ token_ids: null, logprobs: { token_logprobs: [] } }] }), noIds);
   refusal(
-    JSON.stringify({ choices: [{ token_ids: null, logprobs: { token_logprobs: [] } }] }),
+    JSON.stringify({ choices: [{ token_ids: "1,2", logprobs: { token_logprobs: [] } }] }),
     "record of turn 2: choices[0].token_ids is not a list of token ids",
+  );
+  refusal(
+    JSON.stringify({
+      choices: [{ token_ids: null, logprobs: { tokens: ["token_id:1", "hi"], token_logprobs: [-1, -1] } }],
+    }),
+    'record of turn 2: choices[0].logprobs.tokens[1] is "hi", not "token_id:N"',
   );
 });
 
