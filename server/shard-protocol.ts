@@ -81,12 +81,20 @@ export type GetOp = SessionOp<"get"> & { handoff?: string };
  */
 export type ChatOp = ForwardOp<"chat"> & { weightVersion?: string | null };
 
-/** One page of a shard's session ids: up to `limit` ids greater than `after` ("" = from the start), in id order. */
-export type ListOp = { op: "list"; after: string; limit: number };
+/**
+ * One page of a shard's session ids: up to `limit` ids greater than `after` ("" = from the
+ * start), in id order. `detail`: each session as a summary object instead of its id
+ * (GET /sessions?detail=1, the viewer's list; sessions/session-summary.ts). `prefix`: only
+ * ids that start with it (the viewer's filter).
+ */
+export type ListOp = { op: "list"; after: string; limit: number; detail?: boolean; prefix?: string };
+
+/** A session in a detailed page: its id and the facts of sessions/session-summary.ts. */
+export type ListedSession = { session_id: string };
 
 /** The body of a list reply (JSON): the page, and whether the shard has more ids after it. */
 export interface ListPage {
-  sessions: string[];
+  sessions: string[] | ListedSession[];
   more: boolean;
 }
 
@@ -167,6 +175,10 @@ export function readShardRequest(meta: Meta): { ok: true; request: ShardRequest 
           : (notString(meta, "sessionId", "method", "path", "query") ??
             (isObject(meta.headers) ? undefined : "headers"));
   if (wrong !== undefined) return { ok: false, problem: `op "${op}" without a valid ${wrong}` };
+  if (op === "list" && meta.detail !== undefined && typeof meta.detail !== "boolean")
+    return { ok: false, problem: `op "list" with a detail that is not a boolean` };
+  if (op === "list" && meta.prefix !== undefined && typeof meta.prefix !== "string")
+    return { ok: false, problem: `op "list" with a prefix that is not a string` };
   if (op === "get" && meta.handoff !== undefined && typeof meta.handoff !== "string")
     return { ok: false, problem: `op "get" with a handoff that is not a string` };
   const version = meta.weightVersion;

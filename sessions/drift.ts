@@ -12,11 +12,16 @@ export interface Mismatch {
   expected_text: string;
   actual_text: string;
   detail: string;
+  /** Where the segment lies in the session's token ids (absent for special_token_count): [token_start, token_end). */
+  token_start?: number;
+  token_end?: number;
 }
 
 interface Segment {
   special: boolean;
   ids: number[];
+  /** Index of the segment's first id in the ids it was cut from. */
+  start: number;
 }
 
 function stripTrailing(ids: readonly number[], trailing: ReadonlySet<number>): readonly number[] {
@@ -29,19 +34,22 @@ function stripTrailing(ids: readonly number[], trailing: ReadonlySet<number>): r
 function segmentsOf(ids: readonly number[], special: ReadonlySet<number>): Segment[] {
   const out: Segment[] = [];
   let run: number[] | undefined;
-  for (const id of ids) {
+  ids.forEach((id, start) => {
     if (special.has(id)) {
       run = undefined;
-      out.push({ special: true, ids: [id] });
+      out.push({ special: true, ids: [id], start });
     } else if (run) {
       run.push(id);
     } else {
       run = [id];
-      out.push({ special: false, ids: run });
+      out.push({ special: false, ids: run, start });
     }
-  }
+  });
   return out;
 }
+
+/** The segment's place in the actual ids, which the viewer marks (docs/viewer.md). */
+const span = (s: Segment) => ({ token_start: s.start, token_end: s.start + s.ids.length });
 
 const pattern = (segments: Segment[]) => segments.map((s) => (s.special ? "S" : "c")).join("");
 
@@ -82,6 +90,7 @@ export function compareTrajectories(
           expected_text: folder.decode(e.ids),
           actual_text: folder.decode(a.ids),
           detail: `special token ${e.ids[0]} expected, ${a.ids[0]} found`,
+          ...span(a),
         });
       }
       continue;
@@ -99,6 +108,7 @@ export function compareTrajectories(
       detail: assistant
         ? "assistant text differs from its canonical re-render (expected where the template re-renders history)"
         : "non-assistant text differs from its canonical re-render",
+      ...span(a),
     });
   }
   return out;

@@ -24,6 +24,7 @@ import { isEngineStream, type Engine, type EngineCompletion, type SamplingDefaul
 import { readGenerationDefaults } from "./generation-config.ts";
 import { streamedTurn } from "./streamed-turn.ts";
 import { idsText } from "./ids-text.ts";
+import { summarize, tokenTexts, type ListPage } from "./session-summary.ts";
 import { selectFamily, type TitoFamilyName } from "./families/index.ts";
 import { serverKwargs, TurnKwargs } from "./template-kwargs.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
@@ -154,12 +155,15 @@ export class SessionCore {
     return this.#registry.size;
   }
 
-  /** Up to `limit` live session ids greater than `after`, in id order, and whether more follow. */
-  list(after: string, limit: number): { sessions: string[]; more: boolean } {
+  /** Up to `limit` live session ids greater than `after` (and starting with `prefix`), in id order (with `detail`, summaries), and whether more follow. */
+  list(after: string, limit: number, { detail = false, prefix = "" } = {}): ListPage {
     const ids: string[] = [];
-    for (const id of this.#registry.ids()) if (id > after) ids.push(id);
+    for (const id of this.#registry.ids()) if (id > after && id.startsWith(prefix)) ids.push(id);
     ids.sort();
-    return { sessions: ids.slice(0, limit), more: ids.length > limit };
+    const page = ids.slice(0, limit);
+    const family = this.#ctx.family.name;
+    const summary = (t: Trajectory) => summarize(t, family, () => this.#drift(t));
+    return { sessions: detail ? page.map((id) => summary(this.#registry.get(id))) : page, more: ids.length > limit };
   }
 
   /** Rebuilds the sessions the record store holds from before this process (journal replay). */
@@ -312,7 +316,7 @@ export class SessionCore {
         clientApi: context.api === "messages" ? "messages" : undefined,
       });
       t.clientApi = context.api ?? "chat";
-      t.restore(input);
+      t.restore({ ...input, weightVersion: record.weightVersion, timestamp: record.timestamp });
     });
   }
 
@@ -332,7 +336,8 @@ export class SessionCore {
           request.maxSeqLen,
           this.#ctx.family.maxTrimTokens,
         );
-        return request.format === "safetensors" ? sampleSafetensors(sample) : sampleJson(sample);
+        if (request.format === "safetensors") return sampleSafetensors(sample);
+        return sampleJson(sample, request.tokenText ? tokenTexts(this.#ctx.folder, sample.tokens) : undefined);
       });
       return { status: 200, headers: { "content-type": encoded.contentType }, body: encoded.body };
     });

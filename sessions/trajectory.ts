@@ -14,6 +14,9 @@ interface CommittedTurn {
   readonly messageCount: number;
   /** The tools the turn was rendered with (the previous turn's object when equal); the drift report re-renders with the last turn's. */
   readonly tools?: unknown[];
+  /** The record's weight version and commit time (Unix seconds), for the listing (session-summary.ts). */
+  readonly weightVersion: string | null;
+  readonly timestamp: number | null;
 }
 
 export class Trajectory implements TrajectoryView {
@@ -52,6 +55,14 @@ export class Trajectory implements TrajectoryView {
   get currentIds(): number[] {
     const c = this.#checkpoints;
     return c.count === 0 ? [] : c.ids(c.count - 1);
+  }
+  /** The distinct weight versions of the committed turns, in turn order (null: sent before any was set). */
+  get weightVersions(): (string | null)[] {
+    return [...new Set(this.#turns.map((t) => t.weightVersion))];
+  }
+  /** The last committed turn's commit time (Unix seconds), null without turns. */
+  get lastCommitAt(): number | null {
+    return this.#turns.at(-1)?.timestamp ?? null;
   }
   get lastTools(): unknown[] | undefined {
     return this.#turns.length === 0 ? undefined : this.#turns[this.#turns.length - 1]!.tools;
@@ -103,7 +114,12 @@ export class Trajectory implements TrajectoryView {
     const tools = last?.tools !== undefined && sameJson(last.tools, turn.tools) ? last.tools : turn.tools;
     this.#checkpoints.push(turn.promptIds, turn.completionIds);
     this.#version++;
-    this.#turns.push({ messageCount: turn.messages.length, tools });
+    this.#turns.push({
+      messageCount: turn.messages.length,
+      tools,
+      weightVersion: turn.weightVersion ?? null,
+      timestamp: turn.timestamp ?? null,
+    });
     this.#messages = turn.messages;
   }
 }
@@ -113,6 +129,10 @@ export interface TurnInput {
   completionIds: readonly number[];
   messages: ChatMessage[];
   tools?: unknown[];
+  /** The weight version the turn was sent under (its record's). */
+  weightVersion?: string | null;
+  /** The turn's commit time, Unix seconds (its record's timestamp). */
+  timestamp?: number;
 }
 
 function sameJson(a: unknown, b: unknown): boolean {

@@ -19,6 +19,7 @@ import { authHook, DEFAULT_AGENT_PROXY_ALLOW, SessionTokens } from "./router-aut
 import { adminRoutes } from "./router-admin.ts";
 import { RolloutDoor } from "./rollout-door.ts";
 import type { SocketHandoff } from "./records-handoff.ts";
+import { loadUiAssets, uiRoutes } from "./router-ui.ts";
 
 export interface RouterAppOptions {
   links: ShardLinks;
@@ -72,8 +73,14 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   const metrics = new RouterMetrics(status, door);
   door.observer = metrics.rollout;
   const tokens = authToken ? new SessionTokens(authToken) : undefined;
+  // The viewer's static files (router-ui.ts) hold no data: they load without a token, and the page asks for it.
+  const ui = loadUiAssets();
   if (authToken) {
-    const policy = { adminToken: authToken, agentProxyAllow: options.agentProxyAllow ?? DEFAULT_AGENT_PROXY_ALLOW };
+    const policy = {
+      adminToken: authToken,
+      agentProxyAllow: options.agentProxyAllow ?? DEFAULT_AGENT_PROXY_ALLOW,
+      openPaths: new Set(ui.keys()),
+    };
     const countRefusal = (route: string, code: 401 | 403) => metrics.authRefusals.inc({ route, status: String(code) });
     app.addHook("onRequest", authHook(policy, countRefusal));
   }
@@ -95,5 +102,6 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   app.register(statusRoutes, { links, status });
   app.register(sessionRoutes, { links, metrics, tokens, door, handoff: options.handoff });
   app.register(adminRoutes, { door });
+  app.register(uiRoutes, { assets: ui });
   return app;
 }

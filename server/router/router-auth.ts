@@ -21,6 +21,8 @@ export interface AuthPolicy {
   adminToken: string;
   /** Engine paths a session token may GET through its session's proxy (exact match, no query). */
   agentProxyAllow: readonly string[];
+  /** URLs a GET or HEAD may fetch without a token, matched exactly (the viewer's static files: router-ui.ts). */
+  openPaths?: ReadonlySet<string>;
 }
 
 /** Counts refusals by route and status (the metrics hook). */
@@ -102,14 +104,16 @@ function sessionTokenRefusal(
 }
 
 /**
- * The onRequest hook that enforces the policy. Only a GET or HEAD of exactly `/health` (no
- * query, no trailing slash) stays open: the test is on the URL the client sent, not on the
- * matched route, which `/health?x=1` would match too.
+ * The onRequest hook that enforces the policy. Only a GET or HEAD of exactly `/health` or
+ * one of `openPaths` (no query, no trailing slash) stays open: the test is on the URL the
+ * client sent, not on the matched route, which `/health?x=1` would match too.
  */
 export function authHook(policy: AuthPolicy, countRefusal?: RefusalCounter) {
   const tokens = new SessionTokens(policy.adminToken);
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    if ((request.method === "GET" || request.method === "HEAD") && request.raw.url === "/health") return;
+    const url = request.raw.url;
+    if ((request.method === "GET" || request.method === "HEAD") && (url === "/health" || policy.openPaths?.has(url!)))
+      return;
     const token = bearer(request);
     if (token !== undefined && sameSecret(token, policy.adminToken)) return;
     const route = request.routeOptions.url ?? "unmatched";

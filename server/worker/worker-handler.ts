@@ -128,7 +128,10 @@ export function workerHandler(core: SessionCore, metrics: WorkerMetrics, parked?
       case "health":
         return toReply(core.health());
       case "list": {
-        const page: ListPage = core.list(request.after, request.limit);
+        const page: ListPage = core.list(request.after, request.limit, {
+          detail: request.detail === true,
+          prefix: request.prefix ?? "",
+        });
         return toReply(jsonResponse(200, page));
       }
       case "create":

@@ -306,6 +306,8 @@ export class JournalRecordStore implements RecordStore {
       conversation: meta.conversation,
       clientApi: meta.clientApi,
       request: scanned.request,
+      timestamp: meta.timestamp,
+      weightVersion: meta.weightVersion,
     });
   }
 

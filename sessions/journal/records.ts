@@ -46,6 +46,9 @@ export interface TurnState {
 /** A committed turn read back from a journal, with the request it was sent with. */
 export interface ReplayedTurn extends TurnState {
   request: Buffer;
+  /** The record's commit time and weight version (the session listing shows them). */
+  timestamp?: number;
+  weightVersion?: string;
 }
 
 /** Receives a journal's history in order; only sessions alive at some point are named. */

@@ -19,6 +19,8 @@ export interface TrainingSample {
   oldest_weight_version: string | null;
   /** tokens.length - 1 rows of int32 (layers x top-k per token), when routing replay was on. */
   rollout_routed_experts?: number[][];
+  /** With `?token_text=1`: each of `tokens` decoded alone (session-summary.ts tokenTexts). */
+  token_texts?: string[];
 }
 
 export interface EncodedSample {
@@ -40,14 +42,15 @@ function routedJsonChunks(data: Int32Array, rows: number, width: number): Buffer
   return chunks;
 }
 
-/** `{"session_id", "status", "response_length", "tokens", "loss_mask", "rollout_log_probs", "turns", "oldest_weight_version"[, "rollout_routed_experts"]}`. */
-export function sampleJson(sample: Sample): EncodedSample {
+/** `{"session_id", "status", "response_length", "tokens", "loss_mask", "rollout_log_probs", "turns", "oldest_weight_version"[, "token_texts"][, "rollout_routed_experts"]}`. */
+export function sampleJson(sample: Sample, tokenTexts?: readonly string[]): EncodedSample {
   const head =
     `{"session_id":${JSON.stringify(sample.sessionId)},"status":${JSON.stringify(sample.status)},` +
     `"response_length":${sample.responseLength},"tokens":${JSON.stringify(sample.tokens)},` +
     `"loss_mask":[${sample.lossMask.join(",")}],"rollout_log_probs":${JSON.stringify(sample.logProbs)},` +
     `"turns":${JSON.stringify(sample.turns)},"oldest_weight_version":${JSON.stringify(sample.oldestWeightVersion)}`;
   const body: Buffer[] = [Buffer.from(head)];
+  if (tokenTexts) body.push(Buffer.from(`,"token_texts":${JSON.stringify(tokenTexts)}`));
   const routed = sample.routedExperts;
   if (routed) {
     body.push(Buffer.from(`,"rollout_routed_experts":[`));

@@ -14,6 +14,8 @@ import type { CheckpointView } from "../checkpoints.ts";
 export interface SampleRequest {
   maxSeqLen?: number;
   format: "json" | "safetensors";
+  /** `?token_text=1`: the JSON sample also carries each token's decoded text (the viewer's strip). */
+  tokenText?: boolean;
 }
 
 export interface SampleTurn {
@@ -84,6 +86,14 @@ export function parseSampleRequest(
   } else {
     const accept = String(headers.accept ?? "");
     if (accept.includes("application/octet-stream")) request.format = "safetensors";
+  }
+  const tokenText = new URLSearchParams(query).get("token_text");
+  if (tokenText !== null) {
+    if (tokenText !== "1" && tokenText !== "0")
+      throw new InvalidSampleRequestError(`token_text must be 1 or 0, got ${JSON.stringify(tokenText)}`);
+    if (tokenText === "1" && request.format !== "json")
+      throw new InvalidSampleRequestError("token_text=1 needs the JSON format (the safetensors file has no texts)");
+    request.tokenText = tokenText === "1";
   }
   return request;
 }

@@ -47,6 +47,8 @@ export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { c
         completionIds: turn.completionIds,
         messages: [...messages, turn.assistant],
         tools: Array.isArray(tools) ? [...tools] : undefined,
+        weightVersion: turn.weightVersion ?? null,
+        timestamp: turn.timestamp,
       });
       t.clientApi = turn.clientApi ?? "chat";
     },

@@ -39,7 +39,7 @@ function registeredRoutes(tree: string): RouteMap {
     const path = stack
       .join("")
       .replace(/([^/])\*$/, "$1/*")
-      .replace(/:id/g, "{id}")
+      .replace(/:(\w+)/g, "{$1}")
       .replace(/\*$/, "{path…}");
     routes.set(path, new Set(m[3].split(",").map((s) => s.trim())));
   }
@@ -78,7 +78,7 @@ test("every route the router registers is in docs/http.md's route index, and not
 });
 
 test("every error message the router itself writes is in docs/http.md", () => {
-  const sources = ["router-app.ts", "router-relay.ts", "router-sessions.ts", "router-status.ts", "errors.ts"].map((f) =>
+  const sources = ["router-app.ts", "router-relay.ts", "router-sessions.ts", "router-status.ts", "router-ui.ts", "router-list.ts", "errors.ts"].map((f) =>
     read(`server/router/${f}`),
   );
   const messages = new Set<string>();
