@@ -24,6 +24,7 @@ export const LAYERS: readonly Layer[] = [
   { name: "host", path: "server/host/" },
   { name: "sim-engine", path: "server/sim-engine/" },
   { name: "package-entry", path: "index.ts" },
+  { name: "ui", path: "ui/" },
 ];
 
 /** What a layer may import of ours, besides its own files. */
@@ -81,6 +82,11 @@ export const RULES: Readonly<Record<string, LayerRule>> = {
   "sim-engine": {
     uses: ["sessions", "buffers"],
     says: "server/sim-engine/ may import sessions/ (tokenizer, template) and buffers/ only",
+  },
+  // The viewer's browser modules (docs/viewer.md): the router serves them as files, never imports them.
+  ui: {
+    uses: [],
+    says: "ui/ (the viewer, run in a browser) imports nothing of ours: it talks to the server over HTTP only",
   },
   "package-entry": {
     uses: ["host", "actors", "buffers"],

@@ -19,7 +19,7 @@ type Known = readonly { file: string; target: string }[];
 const KNOWN_VIOLATIONS: Known = [];
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const SOURCE_ROOTS = ["buffers", "transport", "actors", "sessions", "engine", "server"];
+const SOURCE_ROOTS = ["buffers", "transport", "actors", "sessions", "engine", "server", "ui"];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(join(root, dir), { withFileTypes: true, recursive: true })

@@ -15,7 +15,9 @@ const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 const LIST_TIMEOUT_MS = 10_000;
 
-type ListRequest = FastifyRequest<{ Querystring: { limit?: string; after?: string; detail?: string; prefix?: string } }>;
+type ListRequest = FastifyRequest<{
+  Querystring: { limit?: string; after?: string; detail?: string; prefix?: string };
+}>;
 
 const idOf = (s: string | ListedSession) => (typeof s === "string" ? s : s.session_id);
 

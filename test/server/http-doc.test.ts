@@ -78,9 +78,15 @@ test("every route the router registers is in docs/http.md's route index, and not
 });
 
 test("every error message the router itself writes is in docs/http.md", () => {
-  const sources = ["router-app.ts", "router-relay.ts", "router-sessions.ts", "router-status.ts", "router-ui.ts", "router-list.ts", "errors.ts"].map((f) =>
-    read(`server/router/${f}`),
-  );
+  const sources = [
+    "router-app.ts",
+    "router-relay.ts",
+    "router-sessions.ts",
+    "router-status.ts",
+    "router-ui.ts",
+    "router-list.ts",
+    "errors.ts",
+  ].map((f) => read(`server/router/${f}`));
   const messages = new Set<string>();
   for (const src of sources) {
     // sendError(reply, 503, "literal") and sendError(reply, 404, `prefix ${…}`)
