@@ -74,13 +74,15 @@ function draw(canvas: HTMLCanvasElement, points: Point[]): void {
     let started = false;
     values.forEach((v, i) => {
       if (v === null) return void (started = false);
-      const x = pad + (i / Math.max(1, POINTS - 1)) * (width - 2 * pad);
+      // The newest point at the right edge; the chart fills leftwards as points come.
+      const x = width - pad - ((values.length - 1 - i) / (POINTS - 1)) * (width - 2 * pad);
       const y = height - pad - (v / max) * (height - top - pad);
       if (started) ctx.lineTo(x, y);
       else {
         ctx.moveTo(x, y);
         started = true;
       }
+      ctx.fillRect(x - 2, y - 2, 4, 4);
     });
     ctx.stroke();
     ctx.fillText(label, pad + 4, 14 + 14 * row);
@@ -165,6 +167,7 @@ export async function rolloutView(root: HTMLElement): Promise<() => void> {
       fact("p99", ms(last?.p99), "p99"),
     );
     draw(canvas, points);
+    canvas.dataset.points = String(points.length);
   };
   await refresh();
   const timer = setInterval(() => void refresh(), POLL_MS);

@@ -25,7 +25,7 @@ function contentText(content: unknown): string {
 
 function messageBox(m: WireMessage): HTMLElement {
   const box = h("div", { class: `msg ${m.role}` }, h("div", { class: "role" }, m.role));
-  if (m.tool_call_id) box.append(h("div", { class: "role" }, `for tool call ${m.tool_call_id}`));
+  if (m.tool_call_id) box.append(h("div", { class: "call-id" }, `for tool call ${m.tool_call_id}`));
   if (m.reasoning_content) box.append(h("pre", { class: "reasoning" }, `(reasoning) ${m.reasoning_content}`));
   const text = contentText(m.content);
   if (text) box.append(h("pre", {}, text));

@@ -45,14 +45,18 @@ function treeBox(tree: Tree): HTMLElement {
       h("div", { class: "mono" }, `pid ${tree.host_pid}`),
       tree.failure ? h("div", { class: "ev-exited" }, tree.failure) : null,
     ),
-    proc("router", tree.router),
-    ...tree.shards.map((s, i) => proc(`shard-${s.index ?? i}`, s)),
+    h(
+      "div",
+      { class: "children" },
+      proc("router", tree.router),
+      ...tree.shards.map((s, i) => proc(`shard-${s.index ?? i}`, s)),
+    ),
   );
 }
 
 function timeline(events: SupervisionEvent[], width: number): SVGSVGElement {
   const actors = [...new Set(events.map((e) => e.actor))].sort();
-  const lane = 26;
+  const lane = 30;
   const left = 90;
   const height = Math.max(1, actors.length) * lane + 24;
   const svg = document.createElementNS(SVG, "svg");
@@ -74,9 +78,16 @@ function timeline(events: SupervisionEvent[], width: number): SVGSVGElement {
     el("text", { x: 4, y: i * lane + 17, "font-size": 12 }, a);
     el("line", { x1: left, x2: width - 10, y1: i * lane + 13, y2: i * lane + 13, stroke: "#ddd" });
   });
+  // Events close in time (an exit and its restart) would hide each other: a close one steps down and back.
+  const lastX = new Map<string, number>();
+  const step = new Map<string, number>();
   for (const e of events) {
-    const y = actors.indexOf(e.actor) * lane + 13;
-    const dot = el("circle", { cx: x(e.time), cy: y, r: 6, fill: KIND_COLOURS[e.kind] ?? "#9e9e9e" });
+    const cx = x(e.time);
+    const close = cx - (lastX.get(e.actor) ?? -Infinity) < 12;
+    step.set(e.actor, close ? ((step.get(e.actor) ?? 0) + 1) % 3 : 0);
+    lastX.set(e.actor, cx);
+    const y = actors.indexOf(e.actor) * lane + 13 + [0, 6, -6][step.get(e.actor)!]!;
+    const dot = el("circle", { cx, cy: y, r: 5, fill: KIND_COLOURS[e.kind] ?? "#9e9e9e" });
     const title = document.createElementNS(SVG, "title");
     title.textContent = `#${e.seq} ${e.time} ${e.actor} ${e.kind} ${JSON.stringify(e.detail)}`;
     dot.appendChild(title);

@@ -174,13 +174,13 @@ test("the viewer: token, sessions list, a tool loop's token strip, hover, search
   assert.is(Number(await page.locator('#tip [data-field="id"]').textContent()), sample.tokens[index]);
   assert.is(await page.locator('#tip [data-field="text"]').textContent(), JSON.stringify(sample.token_texts[index]));
 
+  await page.screenshot({ path: join(shots, "viewer-session.png"), fullPage: true });
+
   // Search a text of the tool result: it is found and marked.
   await page.fill("#token-search", "temp_c");
   await page.press("#token-search", "Enter");
   assert.match((await page.locator("#search-status").textContent()) ?? "", /^1 of \d+/);
   assert.ok((await page.locator(".strip .tok.hit").count()) > 0, "the match is marked in the strip");
-  await page.mouse.move(5, 5);
-  await page.screenshot({ path: join(shots, "viewer-session.png") });
   await noPageError();
 
   // Kill a worker; the supervision view shows its restart.
@@ -209,6 +209,7 @@ test("the viewer: token, sessions list, a tool loop's token strip, hover, search
   const { session_id: other } = await api<SessionCreatedBody>("POST", "/sessions");
   await toolLoop(other);
   await page.waitForFunction(() => Number(document.querySelector('[data-fact="turns_seen"]')?.textContent) >= 2);
+  await page.waitForFunction(() => Number(document.querySelector<HTMLElement>("#rollout-chart")?.dataset.points) >= 4);
   await page.screenshot({ path: join(shots, "viewer-rollout.png") });
   await noPageError();
   console.log(`viewer screenshots: ${shots}`);
