@@ -81,7 +81,9 @@ export class TokenStrip {
     this.#scroller.addEventListener("scroll", () => this.#schedule());
     this.#rows.addEventListener("mouseover", (e) => this.#hover(e as MouseEvent));
     this.#rows.addEventListener("mouseleave", () => (this.#tip.hidden = true));
-    this.#resize = new ResizeObserver(() => this.#relayout());
+    // Laid out in the next frame, not inside the observer's callback: a layout that changed
+    // the page's size there would be a resize the browser reports as an error.
+    this.#resize = new ResizeObserver(() => requestAnimationFrame(() => this.#relayout()));
     this.#resize.observe(this.#scroller);
   }
 
