@@ -24,7 +24,7 @@ import { isEngineStream, type Engine, type EngineCompletion, type SamplingDefaul
 import { readGenerationDefaults } from "./generation-config.ts";
 import { streamedTurn } from "./streamed-turn.ts";
 import { idsText } from "./ids-text.ts";
-import { summarize, tokenTexts, type ListPage } from "./session-summary.ts";
+import { listPage, summarize, tokenTexts, type ListOptions, type ListPage } from "./session-summary.ts";
 import { selectFamily, type TitoFamilyName } from "./families/index.ts";
 import { serverKwargs, TurnKwargs } from "./template-kwargs.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
@@ -156,14 +156,9 @@ export class SessionCore {
   }
 
   /** Up to `limit` live session ids greater than `after` (and starting with `prefix`), in id order (with `detail`, summaries), and whether more follow. */
-  list(after: string, limit: number, { detail = false, prefix = "" } = {}): ListPage {
-    const ids: string[] = [];
-    for (const id of this.#registry.ids()) if (id > after && id.startsWith(prefix)) ids.push(id);
-    ids.sort();
-    const page = ids.slice(0, limit);
-    const family = this.#ctx.family.name;
-    const summary = (t: Trajectory) => summarize(t, family, () => this.#drift(t));
-    return { sessions: detail ? page.map((id) => summary(this.#registry.get(id))) : page, more: ids.length > limit };
+  list(after: string, limit: number, options: ListOptions = {}): ListPage {
+    const summary = (t: Trajectory) => summarize(t, this.#ctx.family.name, () => this.#drift(t));
+    return listPage(this.#registry, after, limit, options, summary);
   }
 
   /** Rebuilds the sessions the record store holds from before this process (journal replay). */

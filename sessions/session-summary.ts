@@ -4,6 +4,7 @@
 // re-render and a tokenization of the session (drift.ts), so only a detailed listing pays for them.
 import type { Mismatch, MismatchType } from "./drift.ts";
 import type { TokenizerFolder } from "./tokenizer-folder.ts";
+import type { SessionRegistry } from "./registry.ts";
 import type { Trajectory } from "./trajectory.ts";
 
 export interface SessionSummary {
@@ -26,6 +27,28 @@ export interface SessionSummary {
 export interface ListPage {
   sessions: string[] | SessionSummary[];
   more: boolean;
+}
+
+export interface ListOptions {
+  /** Summaries instead of ids. */
+  detail?: boolean;
+  /** Only the ids that start with it. */
+  prefix?: string;
+}
+
+/** Up to `limit` live ids greater than `after` (and starting with `prefix`), in id order, and whether more follow. */
+export function listPage(
+  registry: SessionRegistry,
+  after: string,
+  limit: number,
+  { detail = false, prefix = "" }: ListOptions,
+  summary: (t: Trajectory) => SessionSummary,
+): ListPage {
+  const ids: string[] = [];
+  for (const id of registry.ids()) if (id > after && id.startsWith(prefix)) ids.push(id);
+  ids.sort();
+  const page = ids.slice(0, limit);
+  return { sessions: detail ? page.map((id) => summary(registry.get(id))) : page, more: ids.length > limit };
 }
 
 export function summarize(t: Trajectory, family: string, drift: () => Mismatch[]): SessionSummary {
