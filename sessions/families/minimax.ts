@@ -3,12 +3,13 @@
 // `]~b]` opens a message (role word as plain text after it), `[e~[` ends it and is the stop
 // token; the template writes `[e~[\n`, so the boundary puts the newline back. A system
 // message after the first is dropped by the template: no system appends. Completions are
-// parsed in minimax-completion.ts (no reasoning split; XML tool calls).
+// parsed by MINIMAX_FORMAT (completion-formats.ts: no reasoning split; XML tool calls).
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
+import { MINIMAX_FORMAT } from "./completion-formats.ts";
 import type { AssistantTurn, FamilyFactory, TitoFamily, TitoFamilyName } from "./family.ts";
-import { MINIMAX_STREAM_SYNTAX, parseMinimaxCompletion } from "./minimax-completion.ts";
 import { minimaxTemplate } from "./minimax-template.ts";
+import { taggedParsing } from "./tagged-completion.ts";
 import { argumentsObject, argumentText } from "./tool-args.ts";
 
 /** The newline-only strip of the template's `strip('\n')`. */
@@ -74,8 +75,7 @@ function minimaxFamily(name: TitoFamilyName, model: "MiniMax-M2.5" | "MiniMax-M2
       isAssistantSegment: (prevSpecial, text) =>
         prevSpecial !== undefined &&
         ((prevSpecial === header && text.startsWith("ai")) || assistantSegments.has(prevSpecial)),
-      parseCompletion: parseMinimaxCompletion,
-      streamSyntax: MINIMAX_STREAM_SYNTAX,
+      ...taggedParsing(MINIMAX_FORMAT),
       formatCompletion: formatMinimax,
     };
   };
