@@ -23,6 +23,9 @@ const QWEN3_THINK: Omit<ReasoningTags, "promptOpened" | "loneClose"> = {
   strip: "newlines",
 };
 
+/** `<think>` tags as Kimi and MiniMax write them: one opener at the very start, kept as written, ended by a first call. */
+const EXACT_THINK = { open: "<think>", close: "</think>", opener: "exact", callEnds: "first", strip: "none" } as const;
+
 const QWEN3_CALLS: ToolCallBlocks = { open: "<tool_call>", close: "</tool_call>", syntax: "json", content: "trimmed" };
 const CODER_CALLS: ToolCallBlocks = { ...QWEN3_CALLS, syntax: "qwen3-coder", content: "between-calls" };
 
@@ -90,15 +93,7 @@ export const GLM47_FORMAT: TaggedFormat = {
  */
 export const MINIMAX_FORMAT: TaggedFormat = {
   stopTexts: ["[e~["],
-  reasoning: {
-    open: "<think>",
-    close: "</think>",
-    opener: "exact",
-    callEnds: "first",
-    strip: "none",
-    promptOpened: () => true,
-    keep: "content",
-  },
+  reasoning: { ...EXACT_THINK, promptOpened: () => true, keep: "content" },
   toolCalls: { open: "<minimax:tool_call>", close: "</minimax:tool_call>", syntax: "minimax", content: "verbatim" },
 };
 
@@ -111,14 +106,7 @@ export const MINIMAX_FORMAT: TaggedFormat = {
  */
 export const KIMI_FORMAT = {
   stopTexts: ["<|im_end|>"],
-  reasoning: {
-    open: "<think>",
-    close: "</think>",
-    opener: "exact",
-    callEnds: "first",
-    strip: "none",
-    promptOpened: (kwargs) => (kwargs?.thinking !== false ? true : undefined),
-  },
+  reasoning: { ...EXACT_THINK, promptOpened: (kwargs: Kwargs) => (kwargs?.thinking !== false ? true : undefined) },
   sections: { open: "<|tool_calls_section_begin|>", close: "<|tool_calls_section_end|>" },
 } as const satisfies { stopTexts: readonly string[]; reasoning: ReasoningTags; sections: object };
 

@@ -5,10 +5,10 @@
 // therefore drops that last id and lets the increment write the opener the request really
 // needs (the same one, or `<|user|>`/`<|system|>` after a failed call), so a checkpoint may
 // lose one trailing id (maxTrimTokens 1). Completions are parsed by GLM47_FORMAT (completion-formats.ts).
-import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import { GLM47_FORMAT } from "./completion-formats.ts";
 import type { AssistantTurn, TitoFamily } from "./family.ts";
+import { flaggedSpecialIds, requireTokens } from "./folder-tokens.ts";
 import { taggedParsing } from "./tagged-completion.ts";
 import { argumentsObject, argumentText } from "./tool-args.ts";
 
@@ -45,18 +45,11 @@ const ASSISTANT_INNER = [
 ];
 
 export function glm47Family(folder: TokenizerFolder): TitoFamily {
-  const need = ["[gMASK]", "<|user|>", "<|assistant|>", "<|observation|>"];
-  const missing = need.filter((t) => folder.tokenId(t) === undefined);
-  if (missing.length > 0)
-    throw new SessionConfigError(`tito family glm47 needs ${missing.join(", ")} in the tokenizer of ${folder.dir}`);
+  requireTokens(folder, "glm47", ["[gMASK]", "<|user|>", "<|assistant|>", "<|observation|>"]);
   const user = folder.tokenId("<|user|>")!;
   const assistant = folder.tokenId("<|assistant|>")!;
   const observation = folder.tokenId("<|observation|>")!;
-  const assistantSegments = new Set([assistant]);
-  for (const token of ASSISTANT_INNER) {
-    const id = folder.tokenId(token);
-    if (id !== undefined && folder.specialTokenIds.has(id)) assistantSegments.add(id);
-  }
+  const assistantSegments = flaggedSpecialIds(folder, ASSISTANT_INNER, new Set([assistant]));
   const openers = new Set([observation, user]);
   return {
     name: "glm47",

@@ -8,6 +8,7 @@ import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import { MINIMAX_FORMAT } from "./completion-formats.ts";
 import type { AssistantTurn, FamilyFactory, TitoFamily, TitoFamilyName } from "./family.ts";
+import { flaggedSpecialIds } from "./folder-tokens.ts";
 import { minimaxTemplate } from "./minimax-template.ts";
 import { taggedParsing } from "./tagged-completion.ts";
 import { argumentsObject, argumentText } from "./tool-args.ts";
@@ -56,11 +57,7 @@ function minimaxFamily(name: TitoFamilyName, model: "MiniMax-M2.5" | "MiniMax-M2
     if (header === undefined || end === undefined || newline.length !== 1)
       throw new SessionConfigError(`tito family ${name} needs ]~b], [e~[ and a one-token newline in ${folder.dir}`);
     const nl = newline[0]!;
-    const assistantSegments = new Set<number>();
-    for (const token of ASSISTANT_INNER) {
-      const id = folder.tokenId(token);
-      if (id !== undefined && folder.specialTokenIds.has(id)) assistantSegments.add(id);
-    }
+    const assistantSegments = flaggedSpecialIds(folder, ASSISTANT_INNER);
     return {
       name,
       maxTrimTokens: 0,
