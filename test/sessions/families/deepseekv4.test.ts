@@ -37,23 +37,10 @@ const m0: ChatMessage[] = [
 ];
 const tool = (id: string, content: string): ChatMessage => ({ role: "tool", tool_call_id: id, content });
 
-test("detection and constants on a synthetic V4 folder", () => {
-  const folder = syntheticDeepseekFolder("deepseek_v4");
-  assert.is(detectFamily(folder), "deepseekv4");
+test("detection on synthetic folders by model_type (the V4 constants are in the table)", () => {
+  assert.is(detectFamily(syntheticDeepseekFolder("deepseek_v4")), "deepseekv4");
   assert.is(detectFamily(syntheticDeepseekFolder("deepseek_v32")), "deepseekv32");
   assert.is(detectFamily(syntheticDeepseekFolder("deepseek_v3")), "default");
-  const family = selectFamily(folder);
-  assert.is(family.name, "deepseekv4");
-  assert.is(family.maxTrimTokens, 0);
-  assert.equal([...family.trailingTokenIds].sort(), [1003, 1004, 1005], "<｜Assistant｜>, <think>, </think>");
-  assert.equal([...family.driftSpecialIds!].sort(), [1002, 1003], "<｜User｜>, <｜Assistant｜>");
-  assert.equal(family.appendRoles, ["tool", "user", "assistant"]);
-  assert.equal(family.pinnedKwargs, { drop_thinking: false });
-  assert.equal(family.kwargAliases, [["thinking_mode", "enable_thinking", "thinking"]]);
-  assert.equal(family.sglangParsers, { reasoning: "deepseek-v4", toolCall: "deepseekv4" });
-  assert.equal(family.stopTokens, ["<｜end▁of▁sentence｜>"]);
-  assert.is(family.increment, "history");
-  assert.equal(family.boundaryIds([1001]), []);
 });
 
 test("tool results fold into one user block, sorted by call order, joined with a following user text", () => {

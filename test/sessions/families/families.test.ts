@@ -70,24 +70,40 @@ function checkLoop(row: FamilyRow, loop: LoopCase): void {
   });
   for (const [k, turn] of turns.entries()) {
     if (k < (loop.fresh ?? turns.length))
-      assert.equal(turn.promptIds, folder.encode(render(requests[k]!)), `${loop.label}: turn ${k + 1} is a fresh render`);
+      assert.equal(
+        turn.promptIds,
+        folder.encode(render(requests[k]!)),
+        `${loop.label}: turn ${k + 1} is a fresh render`,
+      );
     if (k > 0) {
       const previous = turns[k - 1]!;
       const checkpoint = [...previous.promptIds, ...previous.completionIds];
       const kept = checkpoint.length - (family.boundaryDrop?.(checkpoint) ?? 0);
       const boundary = family.boundaryIds(checkpoint.slice(0, kept));
-      assert.equal(turn.promptIds.slice(kept, kept + boundary.length), boundary, `${loop.label}: turn ${k + 1} boundary`);
+      assert.equal(
+        turn.promptIds.slice(kept, kept + boundary.length),
+        boundary,
+        `${loop.label}: turn ${k + 1} boundary`,
+      );
       const increment = loop.increments?.[k];
       if (increment !== undefined) assert.is(folder.decode(turn.promptIds.slice(kept + boundary.length)), increment);
     }
     const callIds = loop.callIds?.[k];
-    if (callIds) assert.equal((turn.message.tool_calls as Array<{ id: string }>).map((c) => c.id), callIds);
+    if (callIds)
+      assert.equal(
+        (turn.message.tool_calls as Array<{ id: string }>).map((c) => c.id),
+        callIds,
+      );
   }
   assert.ok(drift[turns.length], "the drift after the last turn is named");
   if (loop.canonical)
     assert.is(
       folder.decode([...t.currentIds]),
-      renderOrThrow(ctx.renderer, t.messages, { addGenerationPrompt: false, kwargs: { ...ctx.kwargs }, tools: loop.tools }),
+      renderOrThrow(ctx.renderer, t.messages, {
+        addGenerationPrompt: false,
+        kwargs: { ...ctx.kwargs },
+        tools: loop.tools,
+      }),
       "the trajectory decodes to the canonical render",
     );
 }

@@ -74,7 +74,12 @@ const oneCall = (reasoning: string, name: string, args: Record<string, unknown>)
 });
 
 /** The loop most families play: two calls, their results, a user question, one call, its result and appends. */
-function standardLoop(label: string, stop: string, first: AssistantTurn, o: Partial<LoopCase> & { tools: unknown[]; appends: ChatMessage[]; city?: Record<string, unknown> }): LoopCase {
+function standardLoop(
+  label: string,
+  stop: string,
+  first: AssistantTurn,
+  o: Partial<LoopCase> & { tools: unknown[]; appends: ChatMessage[]; city?: Record<string, unknown> },
+): LoopCase {
   const { appends, city = { city: "Rome", days: 1 }, ...rest } = o;
   return {
     label,
@@ -97,17 +102,18 @@ export const QWEN3_TWO_CALLS: AssistantTurn = {
   reasoning_content: "Two cities, two lookups.",
   tool_calls: [call("get_weather", { city: "Paris" }, "a"), call("get_weather", { city: "Zürich", days: 2 }, "b")],
 };
-const chatml = (opens: string) => ({
+const chatml = () => ({
   trailing: ["\n"],
   stopTokens: ["<|im_end|>"],
   boundary: [
     [["<|im_end|>"], ["\n"]],
     [[1, 2, "<|im_end|>"], ["\n"]],
     [["<|im_end|>", 1], []],
+    [[1, "<|im_end|>", 2], []],
     [[], []],
   ] as Array<[Token[], Token[]]>,
   segments: [
-    ["<|im_start|>", `assistant\n${opens}r`, true],
+    ["<|im_start|>", "assistant\n<think>\nr", true],
     ["<|im_start|>", "user\nhi", false],
     ["<|im_start|>", "system\n", false],
     ["<|im_end|>", "\n", false],
@@ -198,7 +204,12 @@ const llama3Loop = (label: string, folder?: () => TokenizerFolder): LoopCase => 
   tools: LLAMA3_TOOLS,
   history: twoQuestionHistory(),
   rounds: [
-    { turn: { content: "", tool_calls: [call("get_weather", { city: "Paris", days: 2 }), call("search", { query: 'Rome "é" 42' })] } },
+    {
+      turn: {
+        content: "",
+        tool_calls: [call("get_weather", { city: "Paris", days: 2 }), call("search", { query: 'Rome "é" 42' })],
+      },
+    },
     { append: [result(0, "sunny"), result(1, "42")], turn: answer("Paris is sunny; Rome is 42.") },
     {
       append: [{ role: "user", content: "And tomorrow?" }],
@@ -332,7 +343,7 @@ export const FAMILY_ROWS: FamilyRow[] = [
   {
     name: "qwen3",
     folder: qwen3,
-    ...chatml("<think>\n"),
+    ...chatml(),
     maxTrimTokens: 0,
     appendRoles: ALL_ROLES,
     pinnedKwargs: { clear_thinking: false },
@@ -375,7 +386,7 @@ export const FAMILY_ROWS: FamilyRow[] = [
   {
     name: "qwennext",
     folder: qwennextFolder,
-    ...chatml(""),
+    ...chatml(),
     maxTrimTokens: 0,
     appendRoles: ALL_ROLES,
     pinnedKwargs: { clear_thinking: false },
@@ -389,7 +400,14 @@ export const FAMILY_ROWS: FamilyRow[] = [
         tools: QWENNEXT_TOOLS,
         history: twoQuestionHistory("Weather in Paris and Rome?"),
         rounds: [
-          { turn: twoCalls("Checking both.", "Two cities.", call("get_weather", { city: "Paris" }), call("get_weather", { city: "Rome" })) },
+          {
+            turn: twoCalls(
+              "Checking both.",
+              "Two cities.",
+              call("get_weather", { city: "Paris" }),
+              call("get_weather", { city: "Rome" }),
+            ),
+          },
           { append: [result(0, "sunny"), result(1, "rain")], turn: answer("Sunny, rain.", "Done.") },
           {
             append: [
@@ -405,7 +423,7 @@ export const FAMILY_ROWS: FamilyRow[] = [
   {
     name: "qwen35",
     folder: () => qwen35Folder(),
-    ...chatml("<think>\n"),
+    ...chatml(),
     maxTrimTokens: 0,
     appendRoles: NO_SYSTEM,
     pinnedKwargs: { clear_thinking: false },
@@ -444,8 +462,8 @@ export const FAMILY_ROWS: FamilyRow[] = [
   {
     name: "nemotron3",
     folder: () => nemotron3Folder(),
-    ...chatml("<think>\n"),
-    segments: [...chatml("<think>\n").segments, ["<|im_start|>", "assistant", false]],
+    ...chatml(),
+    segments: [...chatml().segments, ["<|im_start|>", "assistant", false]],
     maxTrimTokens: 0,
     appendRoles: ALL_ROLES,
     pinnedKwargs: { truncate_history_thinking: false },
@@ -459,7 +477,14 @@ export const FAMILY_ROWS: FamilyRow[] = [
         tools: NEMOTRON_TOOLS,
         history: twoQuestionHistory("Weather in Paris and Rome?"),
         rounds: [
-          { turn: twoCalls("Let me check.", "Two lookups.\n", call("get_weather", { city: "Paris", days: 2 }), call("get_weather", { city: "Rome" })) },
+          {
+            turn: twoCalls(
+              "Let me check.",
+              "Two lookups.\n",
+              call("get_weather", { city: "Paris", days: 2 }),
+              call("get_weather", { city: "Rome" }),
+            ),
+          },
           { append: [result(0, "sunny"), result(1, "rain")], turn: answer("Sunny, rain.", "Sum up.\n") },
           {
             append: [
@@ -624,7 +649,10 @@ export function GLM47_LOOP(): LoopCase {
         stop: "<|observation|>",
       },
       // The call failed: the harness answers with a system message instead of a tool result.
-      { append: [{ role: "system", content: "The weather service is down." }], turn: answer("Sorry, I cannot check Rome now.") },
+      {
+        append: [{ role: "system", content: "The weather service is down." }],
+        turn: answer("Sorry, I cannot check Rome now."),
+      },
     ],
     // The last turn's empty reasoning the template writes as a bare </think>: soft drift.
     fresh: 3,

@@ -8,18 +8,17 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
 import { compareTrajectories } from "../../../sessions/drift.ts";
-import { SessionConfigError, TemplateRenderError, TokenizationError } from "../../../sessions/errors.ts";
+import { TemplateRenderError, TokenizationError } from "../../../sessions/errors.ts";
 import { detectFamily, selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
 import { planPrompt, promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { counter, playTurn } from "./glm-minimax-loop.ts";
-import { inklingFolder } from "./kimi-inkling-folders.ts";
+import { gptossInklingFolder, inklingFolder } from "./kimi-inkling-folders.ts";
 
 const folder = inklingFolder();
 const family = selectFamily(folder);
 const ctx = promptContext(folder, family, { ...serverKwargs(family) });
-const id = (token: string) => folder.tokenId(token)!;
 const STOP = "<|content_model_end_sampling|>";
 const render = (messages: ChatMessage[], addGenerationPrompt: boolean, kwargs = ctx.kwargs, withTools = tools) =>
   renderOrThrow(ctx.renderer, messages, { addGenerationPrompt, kwargs: { ...kwargs }, tools: withTools });
@@ -55,29 +54,12 @@ const history: ChatMessage[] = [
 const EFFORT = "<|message_system|><|content_text|>Thinking effort level: 0.9<|end_message|>";
 const blocks = (...parts: string[]) => parts.join("");
 
-test("settings: detected, no trim or trailing ids, all roles, no kwargs, history increments, parsers, stop", () => {
-  assert.is(detectFamily(folder), "inkling");
-  assert.is(family.name, "inkling");
-  assert.is(family.maxTrimTokens, 0);
-  assert.equal([...family.trailingTokenIds], []);
-  assert.equal(family.appendRoles, ["tool", "user", "system", "assistant"]);
-  assert.equal(family.pinnedKwargs, {});
-  assert.is(family.increment, "history");
-  assert.equal(family.sglangParsers, { reasoning: "inkling", toolCall: "inkling" });
-  assert.equal(family.stopTokens, [STOP]);
-  assert.type(family.template, "string");
-  assert.equal(family.boundaryIds([1, id(STOP)]), []);
-  assert.equal(
-    family.driftSpecialIds,
-    new Set([200000, 200001, 200002, 200003]),
-    "exactly the four role tokens, at their ids",
-  );
-  assert.ok(family.isAssistantSegment(id("<|message_model|>"), "<|content_text|>hi"));
-  assert.not.ok(family.isAssistantSegment(id("<|message_user|>"), "<|content_text|>hi"));
-  assert.throws(
-    () => selectFamily(inklingFolder("<|content_invoke_tool_json|>"), "inkling"),
-    (e: unknown) => e instanceof SessionConfigError && /<\|content_invoke_tool_json\|>/.test((e as Error).message),
-  );
+test("the gpt-oss BPE with Inkling's control tokens laid over it (its TITO loop is in the table)", () => {
+  const real = gptossInklingFolder();
+  assert.is(detectFamily(real), "inkling");
+  assert.equal(selectFamily(real).driftSpecialIds, new Set([200000, 200001, 200002, 200003]));
+  assert.equal(real.encode("<|message_model|>"), [200001]);
+  assert.ok(real.encode("Weather in Paris").length < "Weather in Paris".length, "real BPE merges");
 });
 
 test("template: tool declaration, effort block before the first non-system message, blocks per message", () => {

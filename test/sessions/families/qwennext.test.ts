@@ -5,21 +5,19 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { jinjaRenderer, type ChatMessage } from "../../../sessions/chat-template.ts";
-import { detectFamily, selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
+import { selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
 import { QWENNEXT_TEMPLATE } from "../../../sessions/families/qwen3-template.ts";
 import { generationPromptInputs } from "../../../sessions/generation-prompt.ts";
 import { planPrompt, promptContext } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { qwennextFolder } from "./chatml-folders.ts";
-import { counter, driftTypes, playTurn } from "./glm-minimax-loop.ts";
+import { counter, playTurn } from "./glm-minimax-loop.ts";
 
 const folder = qwennextFolder();
 const family = selectFamily(folder);
 const ctx = promptContext(folder, family, { ...serverKwargs(family) });
 const stock = jinjaRenderer(folder);
-const IM_START = folder.tokenId("<|im_start|>")!;
-const IM_END = folder.tokenId("<|im_end|>")!;
 const NL = folder.encode("\n")[0]!;
 
 const tools = [
@@ -44,20 +42,8 @@ const TWO_CALLS: AssistantTurn = {
   tool_calls: [call("Paris"), call("Rome")],
 };
 
-test("settings: the Qwen3 vocabulary with a template that always opens <think> is qwennext", () => {
-  assert.is(detectFamily(folder), "qwennext");
-  assert.is(family.name, "qwennext");
-  assert.is(family.maxTrimTokens, 0);
-  assert.equal([...family.trailingTokenIds], [NL]);
-  assert.equal(family.appendRoles, ["tool", "user", "system", "assistant"]);
-  assert.equal(family.pinnedKwargs, { clear_thinking: false });
-  assert.equal(family.sglangParsers, { reasoning: "qwen3", toolCall: "qwen25" });
-  assert.equal(family.stopTokens, ["<|im_end|>"]);
+test("settings the table does not hold: a fixed template with no thinking switch", () => {
   assert.is(family.template, QWENNEXT_TEMPLATE);
-  assert.equal(family.boundaryIds([5, IM_END]), [NL]);
-  assert.equal(family.boundaryIds([IM_END, 5]), []);
-  assert.ok(family.isAssistantSegment(IM_START, "assistant\n<think>\n"));
-  assert.not.ok(family.isAssistantSegment(IM_START, "system\n"));
   assert.equal(generationPromptInputs(ctx.renderer.template!), []);
   // The folder's own (stock) template must not be what detection keys on alone: our fixed one reads the same.
   assert.not.ok(QWENNEXT_TEMPLATE.includes("enable_thinking"));
@@ -148,50 +134,6 @@ test("parser: cut by the length limit inside the reasoning, it is all reasoning;
   assert.is(direct.tool_calls![0]!.function.arguments, '{"city":"Oslo"}');
   const bad = family.parseCompletion('r\n</think>\n\n<tool_call>\n{"name": 1}\n</tool_call>');
   assert.equal([bad.content, bad.malformedToolCalls], ['<tool_call>\n{"name": 1}\n</tool_call>', 1]);
-});
-
-test("TITO loop: tool run, user append, system append; prompts equal a fresh render, no drift", () => {
-  const t = new Trajectory("qwennext");
-  const newId = counter();
-  const first = playTurn(ctx, t, history, TWO_CALLS, "<|im_end|>", tools, newId);
-  const [c1, c2] = first.message.tool_calls as Array<{ id: string }>;
-  const r2: ChatMessage[] = [
-    ...history,
-    first.message,
-    { role: "tool", tool_call_id: c1!.id, content: "sunny" },
-    { role: "tool", tool_call_id: c2!.id, content: "rain" },
-  ];
-  const second = playTurn(
-    ctx,
-    t,
-    r2,
-    { content: "Sunny, rain.", reasoning_content: "Done." },
-    "<|im_end|>",
-    tools,
-    newId,
-  );
-  const r3: ChatMessage[] = [
-    ...r2,
-    second.message,
-    { role: "system", content: "Be brief." },
-    { role: "user", content: "Oslo?" },
-  ];
-  const third = playTurn(
-    ctx,
-    t,
-    r3,
-    { content: "", reasoning_content: "Call.", tool_calls: [call("Oslo")] },
-    "<|im_end|>",
-    tools,
-    newId,
-  );
-  for (const [played, request] of [
-    [first, history],
-    [second, r2],
-    [third, r3],
-  ] as const)
-    assert.equal(played.promptIds, folder.encode(mine(request, true)));
-  assert.equal(driftTypes(ctx, t), []);
 });
 
 test.run();
