@@ -14,6 +14,9 @@ import { serverKwargs, TurnKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { deepseekFolder, deepseekV3NpmDir, remappedDeepseekDir } from "../../helpers/deepseek-folder.ts";
 import { WEATHER_TOOL } from "../fixtures.ts";
+import { DEEPSEEK } from "./family-fixtures.ts";
+
+const { call, twoCalls, m0 } = DEEPSEEK;
 
 const folder = deepseekFolder("deepseek_v32");
 const family = selectFamily(folder);
@@ -26,21 +29,6 @@ const EOS = 1;
 const render = (messages: ChatMessage[], gen: boolean, kwargs: Record<string, unknown> = PIN, t: unknown[] = tools) =>
   encodeDeepseekV32(messages, { tools: t, addGenerationPrompt: gen, kwargs });
 
-const call = (id: string, city: string) => ({
-  id,
-  type: "function",
-  function: { name: "get_weather", arguments: JSON.stringify({ city }) },
-});
-const twoCalls: ChatMessage = {
-  role: "assistant",
-  content: "Checking both.",
-  reasoning_content: "two cities",
-  tool_calls: [call("c1", "Paris"), call("c2", "Rome")],
-};
-const m0: ChatMessage[] = [
-  { role: "system", content: "You check the weather." },
-  { role: "user", content: "Paris and Rome?" },
-];
 const DSML_TWO =
   '\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n' +
   '<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">Rome</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>';

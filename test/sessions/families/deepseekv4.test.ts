@@ -14,27 +14,15 @@ import type { TokenizerFolder } from "../../../sessions/tokenizer-folder.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { deepseekFolder, syntheticDeepseekFolder } from "../../helpers/deepseek-folder.ts";
 import { WEATHER_TOOL } from "../fixtures.ts";
+import { DEEPSEEK } from "./family-fixtures.ts";
+
+const { call, twoCalls, m0 } = DEEPSEEK;
 
 const PIN = { drop_thinking: false };
 const tools = [WEATHER_TOOL];
 const render = (messages: ChatMessage[], gen: boolean, kwargs: Record<string, unknown> = PIN, t: unknown = tools) =>
   encodeDeepseekV4(messages, { tools: t as unknown[], addGenerationPrompt: gen, kwargs });
 
-const call = (id: string, city: string) => ({
-  id,
-  type: "function",
-  function: { name: "get_weather", arguments: JSON.stringify({ city }) },
-});
-const twoCalls: ChatMessage = {
-  role: "assistant",
-  content: "Checking both.",
-  reasoning_content: "two cities",
-  tool_calls: [call("c1", "Paris"), call("c2", "Rome")],
-};
-const m0: ChatMessage[] = [
-  { role: "system", content: "You check the weather." },
-  { role: "user", content: "Paris and Rome?" },
-];
 const tool = (id: string, content: string): ChatMessage => ({ role: "tool", tool_call_id: id, content });
 
 test("detection on synthetic folders by model_type (the V4 constants are in the table)", () => {

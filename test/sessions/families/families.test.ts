@@ -88,6 +88,9 @@ function checkLoop(row: FamilyRow, loop: LoopCase): void {
       const increment = loop.increments?.[k];
       if (increment !== undefined) assert.is(folder.decode(turn.promptIds.slice(kept + boundary.length)), increment);
     }
+    const tail = loop.tails?.[k];
+    if (tail !== undefined)
+      assert.ok(folder.decode(turn.completionIds).endsWith(tail), `${loop.label}: turn ${k + 1} tail`);
     const callIds = loop.callIds?.[k];
     if (callIds)
       assert.equal(

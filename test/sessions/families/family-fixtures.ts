@@ -33,3 +33,25 @@ export const twoQuestionHistory = (question = "Weather in Paris, and search Rome
   { role: "system", content: WEATHER_BOT },
   { role: "user", content: question },
 ];
+
+/** A DeepSeek call as the encoders take it (arguments as a JSON string). */
+const deepseekCall = (id: string, city: string) => ({
+  id,
+  type: "function",
+  function: { name: "get_weather", arguments: JSON.stringify({ city }) },
+});
+
+/** What the DeepSeek encoder tests start from: a first request, and an answer with two calls. */
+export const DEEPSEEK = {
+  call: deepseekCall,
+  twoCalls: {
+    role: "assistant",
+    content: "Checking both.",
+    reasoning_content: "two cities",
+    tool_calls: [deepseekCall("c1", "Paris"), deepseekCall("c2", "Rome")],
+  } as ChatMessage,
+  m0: [
+    { role: "system", content: "You check the weather." },
+    { role: "user", content: "Paris and Rome?" },
+  ] as ChatMessage[],
+};

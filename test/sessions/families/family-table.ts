@@ -31,6 +31,8 @@ export interface LoopCase extends LoopScript {
   increments?: Record<number, string>;
   /** The ids of the calls the client got in a round (the model's own, where the family keeps them). */
   callIds?: Record<number, string[]>;
+  /** How a round's completion text ends (the stop token's text included). */
+  tails?: Record<number, string>;
   /** The trajectory decodes to the canonical render of its messages. */
   canonical?: boolean;
 }
@@ -103,6 +105,7 @@ export const QWEN3_TWO_CALLS: AssistantTurn = {
   tool_calls: [call("get_weather", { city: "Paris" }, "a"), call("get_weather", { city: "Zürich", days: 2 }, "b")],
 };
 const chatml = () => ({
+  maxTrimTokens: 0,
   trailing: ["\n"],
   stopTokens: ["<|im_end|>"],
   boundary: [
@@ -120,6 +123,14 @@ const chatml = () => ({
     [undefined, "assistant", false],
   ] as Array<[Token | undefined, string, boolean]>,
 });
+/** qwen3 and qwennext: ChatML, every role, clear_thinking pinned, SGLang's qwen3/qwen25, a fixed template. */
+const QWEN3_SETTINGS = {
+  ...chatml(),
+  appendRoles: ALL_ROLES,
+  pinnedKwargs: { clear_thinking: false },
+  sglangParsers: { reasoning: "qwen3", toolCall: "qwen25" },
+  renders: "fixed" as const,
+};
 const QWEN35_TOOLS = [
   tool("get_weather", types({ city: "string", days: "integer", hourly: "boolean" })),
   tool("search", types({ query: "string", filters: "object" })),
@@ -155,48 +166,171 @@ const twoCalls = (content: string, reasoning: string, ...calls: ReturnType<typeo
   reasoning_content: reasoning,
   tool_calls: calls,
 });
-const kimiLoop = (label: string): LoopCase =>
-  standardLoop(
-    label,
-    imEnd,
-    twoCalls(
+/** What each family's loop and its own test file start from: the declared tools, a first turn with two calls, the first request. */
+export const FIXTURES = {
+  qwen3: { tools: QWEN3_TOOLS, twoCalls: QWEN3_TWO_CALLS, history: twoQuestionHistory("Weather in Paris and Zürich?") },
+  qwennext: {
+    tools: QWENNEXT_TOOLS,
+    twoCalls: twoCalls(
+      "Checking both.",
+      "Two cities.",
+      call("get_weather", { city: "Paris" }),
+      call("get_weather", { city: "Rome" }),
+    ),
+    history: twoQuestionHistory("Weather in Paris and Rome?"),
+  },
+  qwen35: {
+    tools: QWEN35_TOOLS,
+    twoCalls: twoCalls(
+      "Let me check.",
+      "Two lookups.",
+      call("get_weather", { city: "Paris", days: 2, hourly: true }),
+      call("search", { query: "Rome 42", filters: { lang: "it", n: [1, 2] } }),
+    ),
+    history: [
+      { role: "system", content: `  ${WEATHER_BOT}\n` },
+      { role: "user", content: "Weather in Paris, and search Rome? " },
+    ] as ChatMessage[],
+  },
+  nemotron3: {
+    tools: NEMOTRON_TOOLS,
+    twoCalls: twoCalls(
+      "Let me check.",
+      "Two lookups.\n",
+      call("get_weather", { city: "Paris", days: 2 }),
+      call("get_weather", { city: "Rome" }),
+    ),
+    history: twoQuestionHistory("Weather in Paris and Rome?"),
+  },
+  glm47: {
+    tools: GLM_TOOLS,
+    twoCalls: twoCalls(
       "Let me check both.",
       "Two lookups needed.",
       call("get_weather", { city: "Paris", days: 2 }),
-      call("search", { query: "Rome ☀", filters: { n: [1, 2] } }),
+      call("search", { query: "Rome 42", filters: { lang: "it", n: 3 }, tags: ["a", "b"], exact: true }),
     ),
-    {
-      tools: KIMI_TOOLS,
-      appends: [
-        { role: "system", content: "Answer in one line." },
-        { role: "assistant", content: "(injected note)" },
-        { role: "user", content: "Summary?" },
-      ],
-      callIds: { 0: ["functions.get_weather:0", "functions.search:1"] },
-    },
-  );
-const inklingLoop = (label: string, folder?: () => TokenizerFolder): LoopCase =>
-  standardLoop(
-    label,
-    "<|content_model_end_sampling|>",
-    twoCalls(
+    history: twoQuestionHistory(),
+  },
+  minimax: {
+    tools: MINIMAX_TOOLS,
+    twoCalls: twoCalls(
       "Let me check both.",
       "Two lookups needed.",
-      call("get_weather", { days: 2, City: "Paris" }),
-      call("search", { query: "Rome ☀", filters: { z: [1, { b: 2, a: null }], _: true } }),
+      call("get_weather", { city: "Paris", days: 2 }),
+      call("search", { query: "Rome 42", filters: { lang: "it", n: 3 }, exact: true }),
     ),
-    {
-      tools: INKLING_TOOLS,
-      folder,
-      city: { City: "Rome", days: 1 },
-      appends: [
-        { role: "system", content: "Answer in one line." },
-        { role: "assistant", content: "(injected note)" },
-        { role: "user", content: "Summary?" },
-      ],
-      canonical: true,
-    },
-  );
+    history: twoQuestionHistory(),
+  },
+  // The model's own call ids, as the template prints them back.
+  kimi: {
+    tools: KIMI_TOOLS,
+    twoCalls: twoCalls(
+      "Let me check both.",
+      "Two lookups needed.",
+      call("get_weather", { city: "Paris", days: 2 }, "functions.get_weather:0"),
+      call("search", { query: "Rome ☀", filters: { n: [1, 2] } }, "functions.search:1"),
+    ),
+    history: twoQuestionHistory(),
+  },
+  // inkling.test.ts's template cases want the description (the loops' tools have none).
+  inkling: {
+    tools: [tool("get_weather", types({ days: "integer", City: "string" }), "Weather of a city"), tool("search")],
+    twoCalls: twoCalls(
+      "Let me check both.",
+      "Two lookups needed.",
+      call("get_weather", { days: 2, City: "Paris" }, "call_a"),
+      call("search", { query: "Rome ☀", filters: { z: [1, { b: 2, a: null }], _: true } }, "call_b"),
+    ),
+    history: twoQuestionHistory(),
+  },
+  llama3: {
+    tools: LLAMA3_TOOLS,
+    twoCalls: twoCalls(
+      "Let me check both.",
+      "Two lookups needed.",
+      call("get_weather", { city: "Paris", days: 2 }),
+      call("search", { query: 'Rome "é" 42' }),
+    ),
+    history: twoQuestionHistory(),
+  },
+};
+
+/** A turn's calls without ids: the model writes its own (loops check the ids the client gets). */
+const withoutIds = (turn: AssistantTurn): AssistantTurn => ({
+  ...turn,
+  tool_calls: turn.tool_calls!.map(({ id: _, ...c }) => c),
+});
+
+type Fixture = { tools: unknown[]; twoCalls: AssistantTurn; history: ChatMessage[] };
+
+/** The short ChatML loop: two calls and their results, then a system and a user append and one call (and more rounds). */
+function briefLoop(
+  label: string,
+  f: Fixture,
+  summary: string,
+  question: string,
+  one: AssistantTurn,
+  ...more: LoopCase["rounds"]
+): LoopCase {
+  return {
+    label,
+    stop: imEnd,
+    tools: f.tools,
+    history: f.history,
+    rounds: [
+      { turn: f.twoCalls },
+      { append: [result(0, "sunny"), result(1, "rain")], turn: answer("Sunny, rain.", summary) },
+      {
+        append: [
+          { role: "system", content: "Be brief." },
+          { role: "user", content: question },
+        ],
+        turn: one,
+      },
+      ...more,
+    ],
+  };
+}
+
+/** FAMILIES.md's worked example of a ChatML thinking family: one call, then the tool increment the next prompt gets. */
+function workedExample(label: string, f: Fixture, reasoning: string, increment: string, tail?: string): LoopCase {
+  return {
+    label,
+    stop: imEnd,
+    tools: f.tools,
+    history: f.history,
+    rounds: [
+      { turn: oneCall(reasoning, "get_weather", { city: "Paris" }) },
+      { append: [result(0, "sunny")], turn: answer("Sunny.", reasoning) },
+    ],
+    increments: { 1: increment },
+    ...(tail === undefined ? {} : { tails: { 0: tail } }),
+  };
+}
+
+const kimiLoop = (label: string): LoopCase =>
+  standardLoop(label, imEnd, withoutIds(FIXTURES.kimi.twoCalls), {
+    tools: KIMI_TOOLS,
+    appends: [
+      { role: "system", content: "Answer in one line." },
+      { role: "assistant", content: "(injected note)" },
+      { role: "user", content: "Summary?" },
+    ],
+    callIds: { 0: ["functions.get_weather:0", "functions.search:1"] },
+  });
+const inklingLoop = (label: string, folder?: () => TokenizerFolder): LoopCase =>
+  standardLoop(label, "<|content_model_end_sampling|>", withoutIds(FIXTURES.inkling.twoCalls), {
+    tools: INKLING_TOOLS,
+    folder,
+    city: { City: "Rome", days: 1 },
+    appends: [
+      { role: "system", content: "Answer in one line." },
+      { role: "assistant", content: "(injected note)" },
+      { role: "user", content: "Summary?" },
+    ],
+    canonical: true,
+  });
 const llama3Loop = (label: string, folder?: () => TokenizerFolder): LoopCase => ({
   label,
   folder,
@@ -207,7 +341,7 @@ const llama3Loop = (label: string, folder?: () => TokenizerFolder): LoopCase => 
     {
       turn: {
         content: "",
-        tool_calls: [call("get_weather", { city: "Paris", days: 2 }), call("search", { query: 'Rome "é" 42' })],
+        tool_calls: FIXTURES.llama3.twoCalls.tool_calls,
       },
     },
     { append: [result(0, "sunny"), result(1, "42")], turn: answer("Paris is sunny; Rome is 42.") },
@@ -271,23 +405,13 @@ const minimaxRow = (name: "minimax_m25" | "minimax_m27", model: "MiniMax-M2.5" |
   ],
   refuses: [[() => minimaxFolder(model, "[e~["), /\[e~\[/]],
   loops: [
-    standardLoop(
-      `${name} loop`,
-      "[e~[",
-      twoCalls(
-        "Let me check both.",
-        "Two lookups needed.",
-        call("get_weather", { city: "Paris", days: 2 }),
-        call("search", { query: "Rome 42", filters: { lang: "it", n: 3 }, exact: true }),
-      ),
-      {
-        tools: MINIMAX_TOOLS,
-        appends: [
-          { role: "assistant", content: "(injected note)" },
-          { role: "user", content: "Summary?" },
-        ],
-      },
-    ),
+    standardLoop(`${name} loop`, "[e~[", FIXTURES.minimax.twoCalls, {
+      tools: MINIMAX_TOOLS,
+      appends: [
+        { role: "assistant", content: "(injected note)" },
+        { role: "user", content: "Summary?" },
+      ],
+    }),
   ],
 });
 const deepseekRow = (name: "deepseekv32" | "deepseekv4"): FamilyRow => {
@@ -343,12 +467,7 @@ export const FAMILY_ROWS: FamilyRow[] = [
   {
     name: "qwen3",
     folder: qwen3,
-    ...chatml(),
-    maxTrimTokens: 0,
-    appendRoles: ALL_ROLES,
-    pinnedKwargs: { clear_thinking: false },
-    sglangParsers: { reasoning: "qwen3", toolCall: "qwen25" },
-    renders: "fixed",
+    ...QWEN3_SETTINGS,
     refuses: [
       [
         () => syntheticFolder({ added: [{ content: "<|im_start|>" }], template: "{{ messages }}" }),
@@ -386,45 +505,28 @@ export const FAMILY_ROWS: FamilyRow[] = [
   {
     name: "qwennext",
     folder: qwennextFolder,
-    ...chatml(),
-    maxTrimTokens: 0,
-    appendRoles: ALL_ROLES,
-    pinnedKwargs: { clear_thinking: false },
-    sglangParsers: { reasoning: "qwen3", toolCall: "qwen25" },
-    renders: "fixed",
+    ...QWEN3_SETTINGS,
     refuses: [],
     loops: [
-      {
-        label: "qwennext loop",
-        stop: imEnd,
-        tools: QWENNEXT_TOOLS,
-        history: twoQuestionHistory("Weather in Paris and Rome?"),
-        rounds: [
-          {
-            turn: twoCalls(
-              "Checking both.",
-              "Two cities.",
-              call("get_weather", { city: "Paris" }),
-              call("get_weather", { city: "Rome" }),
-            ),
-          },
-          { append: [result(0, "sunny"), result(1, "rain")], turn: answer("Sunny, rain.", "Done.") },
-          {
-            append: [
-              { role: "system", content: "Be brief." },
-              { role: "user", content: "Oslo?" },
-            ],
-            turn: oneCall("Call.", "get_weather", { city: "Oslo" }),
-          },
-        ],
-      },
+      briefLoop(
+        "qwennext loop",
+        FIXTURES.qwennext,
+        "Done.",
+        "Oslo?",
+        oneCall("Call.", "get_weather", { city: "Oslo" }),
+      ),
+      workedExample(
+        "qwennext worked example: the increment after a tool call ends in the opened think block",
+        FIXTURES.qwennext,
+        "Look it up.",
+        "<|im_start|>user\n<tool_response>\nsunny\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n",
+      ),
     ],
   },
   {
     name: "qwen35",
     folder: () => qwen35Folder(),
     ...chatml(),
-    maxTrimTokens: 0,
     appendRoles: NO_SYSTEM,
     pinnedKwargs: { clear_thinking: false },
     sglangParsers: { reasoning: "qwen3", toolCall: "qwen3_coder" },
@@ -432,30 +534,17 @@ export const FAMILY_ROWS: FamilyRow[] = [
     refuses: [[() => qwen35Folder(imEnd), /<\|im_end\|>/]],
     loops: [
       {
-        ...standardLoop(
-          "qwen35 loop",
-          imEnd,
-          twoCalls(
-            "Let me check.",
-            "Two lookups.",
-            call("get_weather", { city: "Paris", days: 2, hourly: true }),
-            call("search", { query: "Rome 42", filters: { lang: "it", n: [1, 2] } }),
-          ),
-          {
-            tools: QWEN35_TOOLS,
-            appends: [
-              { role: "assistant", content: "(injected note)" },
-              { role: "user", content: "Summary?" },
-            ],
-            increments: {
-              1: "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\n3 results\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n",
-            },
+        ...standardLoop("qwen35 loop", imEnd, FIXTURES.qwen35.twoCalls, {
+          tools: QWEN35_TOOLS,
+          appends: [
+            { role: "assistant", content: "(injected note)" },
+            { role: "user", content: "Summary?" },
+          ],
+          increments: {
+            1: "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\n3 results\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n",
           },
-        ),
-        history: [
-          { role: "system", content: `  ${WEATHER_BOT}\n` },
-          { role: "user", content: "Weather in Paris, and search Rome? " },
-        ],
+        }),
+        history: FIXTURES.qwen35.history,
       },
     ],
   },
@@ -464,7 +553,6 @@ export const FAMILY_ROWS: FamilyRow[] = [
     folder: () => nemotron3Folder(),
     ...chatml(),
     segments: [...chatml().segments, ["<|im_start|>", "assistant", false]],
-    maxTrimTokens: 0,
     appendRoles: ALL_ROLES,
     pinnedKwargs: { truncate_history_thinking: false },
     sglangParsers: { reasoning: "nemotron_3", toolCall: "qwen3_coder" },
@@ -472,33 +560,25 @@ export const FAMILY_ROWS: FamilyRow[] = [
     refuses: [[() => nemotron3Folder("<|im_start|>"), /<\|im_start\|>/]],
     loops: [
       {
-        label: "nemotron3 loop",
-        stop: imEnd,
-        tools: NEMOTRON_TOOLS,
-        history: twoQuestionHistory("Weather in Paris and Rome?"),
-        rounds: [
-          {
-            turn: twoCalls(
-              "Let me check.",
-              "Two lookups.\n",
-              call("get_weather", { city: "Paris", days: 2 }),
-              call("get_weather", { city: "Rome" }),
-            ),
-          },
-          { append: [result(0, "sunny"), result(1, "rain")], turn: answer("Sunny, rain.", "Sum up.\n") },
-          {
-            append: [
-              { role: "system", content: "Be brief." },
-              { role: "user", content: "Oslo in 3 days?" },
-            ],
-            turn: oneCall("Call.\n", "get_weather", { city: "Oslo", days: 3 }),
-          },
+        ...briefLoop(
+          "nemotron3 loop",
+          FIXTURES.nemotron3,
+          "Sum up.\n",
+          "Oslo in 3 days?",
+          oneCall("Call.\n", "get_weather", { city: "Oslo", days: 3 }),
           // No reasoning: the model writes `<think>\n</think>`, the template `<think></think>`: soft drift only.
           { append: [result(0, "snow")], turn: answer("Snow.") },
-        ],
+        ),
         fresh: 3,
         drift: { 3: [], 4: ["assistant_text"] },
       },
+      workedExample(
+        "nemotron3 worked example: completion tail </tool_call>\\n<|im_end|>, the newline put back, the tool increment",
+        FIXTURES.nemotron3,
+        "Look.\n",
+        "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<|im_end|>\n<|im_start|>assistant\n<think>\n",
+        "</tool_call>\n<|im_end|>",
+      ),
     ],
   },
   {
@@ -634,12 +714,7 @@ export function GLM47_LOOP(): LoopCase {
     history: twoQuestionHistory(),
     rounds: [
       {
-        turn: twoCalls(
-          "Let me check both.",
-          "Two lookups needed.",
-          call("get_weather", { city: "Paris", days: 2 }),
-          call("search", { query: "Rome 42", filters: { lang: "it", n: 3 }, tags: ["a", "b"], exact: true }),
-        ),
+        turn: FIXTURES.glm47.twoCalls,
         stop: "<|observation|>",
       },
       { append: [result(0, "sunny"), result(1, "3 results")], turn: answer("Paris is sunny.", "Summarize.") },

@@ -15,6 +15,10 @@ import { Trajectory } from "../../../sessions/trajectory.ts";
 import { glm47Folder } from "./glm-minimax-folders.ts";
 import { GLM47_LOOP } from "./family-table.ts";
 import { counter, playLoop } from "./glm-minimax-loop.ts";
+import { call } from "./family-fixtures.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.glm47;
 
 const folder = glm47Folder();
 const family = selectFamily(folder);
@@ -22,48 +26,6 @@ const id = (token: string) => folder.tokenId(token)!;
 const ctx = promptContext(folder, family, { ...serverKwargs(family) });
 const render = (messages: ChatMessage[], addGenerationPrompt: boolean, kwargs = ctx.kwargs) =>
   ctx.renderer.render(messages, { addGenerationPrompt, kwargs: { ...kwargs }, tools });
-
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } },
-    },
-  },
-  {
-    type: "function",
-    function: {
-      name: "search",
-      parameters: {
-        type: "object",
-        properties: {
-          query: { type: "string" },
-          filters: { type: "object" },
-          tags: { type: "array" },
-          exact: { type: "boolean" },
-        },
-      },
-    },
-  },
-];
-
-const call = (name: string, args: Record<string, unknown>) => ({
-  type: "function" as const,
-  function: { name, arguments: args },
-});
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check both.",
-  reasoning_content: "Two lookups needed.",
-  tool_calls: [
-    call("get_weather", { city: "Paris", days: 2 }),
-    call("search", { query: "Rome 42", filters: { lang: "it", n: 3 }, tags: ["a", "b"], exact: true }),
-  ],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "You are a weather bot." },
-  { role: "user", content: "Weather in Paris, and search Rome?" },
-];
 
 test("clear_thinking must be pinned false: by default a new user turn rewrites earlier reasoning", () => {
   const a1: ChatMessage = { role: "assistant", content: "Sunny.", reasoning_content: "easy" };

@@ -14,7 +14,11 @@ import { planPrompt, promptContext, renderOrThrow } from "../../../sessions/prom
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { counter, playTurn } from "./glm-minimax-loop.ts";
+import { call } from "./family-fixtures.ts";
 import { gptossInklingFolder, inklingFolder } from "./kimi-inkling-folders.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.inkling;
 
 const folder = inklingFolder();
 const family = selectFamily(folder);
@@ -23,34 +27,6 @@ const STOP = "<|content_model_end_sampling|>";
 const render = (messages: ChatMessage[], addGenerationPrompt: boolean, kwargs = ctx.kwargs, withTools = tools) =>
   renderOrThrow(ctx.renderer, messages, { addGenerationPrompt, kwargs: { ...kwargs }, tools: withTools });
 
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      description: "Weather of a city",
-      parameters: { type: "object", properties: { days: { type: "integer" }, City: { type: "string" } } },
-    },
-  },
-  { type: "function", function: { name: "search", parameters: { type: "object" } } },
-];
-const call = (name: string, args: Record<string, unknown>, callId?: string) => ({
-  ...(callId === undefined ? {} : { id: callId }),
-  type: "function" as const,
-  function: { name, arguments: args },
-});
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check both.",
-  reasoning_content: "Two lookups needed.",
-  tool_calls: [
-    call("get_weather", { days: 2, City: "Paris" }, "call_a"),
-    call("search", { query: "Rome ☀", filters: { z: [1, { b: 2, a: null }], _: true } }, "call_b"),
-  ],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "You are a weather bot." },
-  { role: "user", content: "Weather in Paris, and search Rome?" },
-];
 const EFFORT = "<|message_system|><|content_text|>Thinking effort level: 0.9<|end_message|>";
 const blocks = (...parts: string[]) => parts.join("");
 

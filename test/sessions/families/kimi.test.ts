@@ -15,7 +15,11 @@ import { serverKwargs, TurnKwargs } from "../../../sessions/template-kwargs.ts";
 import type { TokenizerFolder } from "../../../sessions/tokenizer-folder.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { counter, driftTypes, playTurn } from "./glm-minimax-loop.ts";
+import { call } from "./family-fixtures.ts";
 import { kimiFolder } from "./kimi-inkling-folders.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.kimi;
 
 const k25Folder = kimiFolder({ model: "K2.5" });
 const k26Folder = kimiFolder({ model: "K2.6" });
@@ -30,38 +34,6 @@ const IM_END = id("<|im_end|>");
 const IM_MIDDLE = id("<|im_middle|>");
 const render = (c: PromptContext, messages: ChatMessage[], addGenerationPrompt: boolean, kwargs = c.kwargs) =>
   renderOrThrow(c.renderer, messages, { addGenerationPrompt, kwargs: { ...kwargs }, tools });
-
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      description: "Weather of a city",
-      parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } },
-    },
-  },
-  {
-    type: "function",
-    function: { name: "search", parameters: { type: "object", properties: { query: { type: "string" } } } },
-  },
-];
-const call = (name: string, args: Record<string, unknown>, callId?: string) => ({
-  ...(callId === undefined ? {} : { id: callId }),
-  type: "function" as const,
-  function: { name, arguments: args },
-});
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check both.",
-  reasoning_content: "Two lookups needed.",
-  tool_calls: [
-    call("get_weather", { city: "Paris", days: 2 }, "functions.get_weather:0"),
-    call("search", { query: "Rome ☀", filters: { n: [1, 2] } }, "functions.search:1"),
-  ],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "You are a weather bot." },
-  { role: "user", content: "Weather in Paris, and search Rome?" },
-];
 
 test("settings the table does not hold: drift splits at every special but <|im_middle|>; K2.6 may use the fixed template", () => {
   for (const family of [k25, k26]) {

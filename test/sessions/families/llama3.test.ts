@@ -9,7 +9,7 @@ import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
 import { compareTrajectories } from "../../../sessions/drift.ts";
 import { PinnedKwargError, SessionConfigError } from "../../../sessions/errors.ts";
-import { detectFamily, selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
+import { detectFamily, selectFamily } from "../../../sessions/families/index.ts";
 import { planPrompt, promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs, TurnKwargs } from "../../../sessions/template-kwargs.ts";
 import type { TokenizerFolder } from "../../../sessions/tokenizer-folder.ts";
@@ -17,36 +17,13 @@ import { Trajectory } from "../../../sessions/trajectory.ts";
 import { npmFolder } from "../fixtures.ts";
 import { llama31Folder } from "./llama3-folder.ts";
 import { counter, playTurn } from "./glm-minimax-loop.ts";
+import { call } from "./family-fixtures.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.llama3;
 
 const npm = npmFolder("llama3_1");
 const synth = llama31Folder();
-
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } },
-    },
-  },
-  {
-    type: "function",
-    function: { name: "search", parameters: { type: "object", properties: { query: { type: "string" } } } },
-  },
-];
-const call = (name: string, args: Record<string, unknown>) => ({
-  type: "function" as const,
-  function: { name, arguments: args },
-});
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check both.",
-  reasoning_content: "Two lookups needed.",
-  tool_calls: [call("get_weather", { city: "Paris", days: 2 }), call("search", { query: 'Rome "é" 42' })],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "You are a weather bot." },
-  { role: "user", content: "Weather in Paris, and search Rome?" },
-];
 
 function setup(folder: TokenizerFolder) {
   const family = selectFamily(folder);

@@ -6,63 +6,23 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
 import { AppendRoleError, TemplateRenderError } from "../../../sessions/errors.ts";
-import { selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
+import { selectFamily } from "../../../sessions/families/index.ts";
 import { planPrompt, promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
 import { templateJson } from "../../../sessions/families/tool-args.ts";
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { minimaxFolder } from "./glm-minimax-folders.ts";
 import { counter, playTurn } from "./glm-minimax-loop.ts";
+import { call } from "./family-fixtures.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.minimax;
 
 const folder = minimaxFolder("MiniMax-M2.5");
 const family = selectFamily(folder);
 const ctx = promptContext(folder, family, { ...serverKwargs(family) });
 const render = (messages: ChatMessage[], addGenerationPrompt: boolean, kwargs = ctx.kwargs, withTools = tools) =>
   renderOrThrow(ctx.renderer, messages, { addGenerationPrompt, kwargs: { ...kwargs }, tools: withTools });
-
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      parameters: {
-        type: "object",
-        properties: {
-          city: { type: "string" },
-          days: { type: "integer" },
-          hours: { anyOf: [{ type: "number" }, { type: "null" }] },
-          unit: { enum: ["c", "f"] },
-        },
-      },
-    },
-  },
-  {
-    type: "function",
-    function: {
-      name: "search",
-      parameters: {
-        type: "object",
-        properties: { query: { type: "string" }, filters: { type: "object" }, exact: { type: "boolean" } },
-      },
-    },
-  },
-];
-const call = (name: string, args: Record<string, unknown>) => ({
-  type: "function" as const,
-  function: { name, arguments: args },
-});
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check both.",
-  reasoning_content: "Two lookups needed.",
-  tool_calls: [
-    call("get_weather", { city: "Paris", days: 2 }),
-    call("search", { query: "Rome 42", filters: { lang: "it", n: 3 }, exact: true }),
-  ],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "You are a weather bot." },
-  { role: "user", content: "Weather in Paris, and search Rome?" },
-];
 
 test("settings the table does not hold: the two templates differ only in the identity sentence", () => {
   const m27 = selectFamily(folder, "minimax_m27");

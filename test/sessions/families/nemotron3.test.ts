@@ -7,42 +7,20 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
 import { compareTrajectories } from "../../../sessions/drift.ts";
-import { selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
-import { planPrompt, promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
+import { selectFamily } from "../../../sessions/families/index.ts";
+import { promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
-import { Trajectory } from "../../../sessions/trajectory.ts";
 import { nemotron3Folder } from "./chatml-folders.ts";
-import { counter, playTurn } from "./glm-minimax-loop.ts";
+import { counter } from "./glm-minimax-loop.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.nemotron3;
 
 const folder = nemotron3Folder();
 const family = selectFamily(folder);
 const ctx = promptContext(folder, family, { ...serverKwargs(family) });
-const NL = folder.encode("\n")[0]!;
 const render = (messages: ChatMessage[], addGenerationPrompt: boolean, kwargs = ctx.kwargs) =>
   renderOrThrow(ctx.renderer, messages, { addGenerationPrompt, kwargs: { ...kwargs }, tools });
-
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } },
-    },
-  },
-];
-const call = (city: string, days?: number) => ({
-  type: "function" as const,
-  function: { name: "get_weather", arguments: days === undefined ? { city } : { city, days } },
-});
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check.",
-  reasoning_content: "Two lookups.\n",
-  tool_calls: [call("Paris", 2), call("Rome")],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "You are a weather bot." },
-  { role: "user", content: "Weather in Paris and Rome?" },
-];
 
 test("truncate_history_thinking must be pinned false: by default earlier think blocks are emptied", () => {
   const before: ChatMessage[] = [...history, { role: "assistant", content: "Sunny.", reasoning_content: "easy\n" }];
@@ -51,34 +29,6 @@ test("truncate_history_thinking must be pinned false: by default earlier think b
   assert.ok(render(after, false, {}).includes("<|im_start|>assistant\n<think></think>Sunny.<|im_end|>\n"));
   assert.ok(render(after, false).startsWith(render(before, false)), "pinned: append-only");
   assert.ok(render(after, false).includes("<|im_start|>assistant\n<think>\neasy\n</think>Sunny.<|im_end|>\n"));
-});
-
-test("worked example: completion tail </tool_call>\\n<|im_end|>, the newline put back, then the tool increment", () => {
-  const t = new Trajectory("nemo-example");
-  const first = playTurn(
-    ctx,
-    t,
-    history,
-    { content: "", reasoning_content: "Look.\n", tool_calls: [call("Paris")] },
-    "<|im_end|>",
-    tools,
-    counter(),
-  );
-  assert.ok(folder.decode(first.completionIds).endsWith("</tool_call>\n<|im_end|>"));
-  const id = (first.message.tool_calls as Array<{ id: string }>)[0]!.id;
-  const plan = planPrompt(
-    ctx,
-    t,
-    [...history, first.message, { role: "tool", tool_call_id: id, content: "sunny" }],
-    tools,
-  );
-  const base = t.currentIds.length;
-  assert.equal(plan.promptIds.slice(0, base), [...t.currentIds]);
-  assert.is(plan.promptIds[base], NL);
-  assert.is(
-    folder.decode(plan.promptIds.slice(base + 1)),
-    "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<|im_end|>\n<|im_start|>assistant\n<think>\n",
-  );
 });
 
 test("round trip: the reasoning keeps its trailing newline (nemotron_3), which renders the model's text back", () => {

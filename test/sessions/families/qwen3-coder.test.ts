@@ -8,31 +8,19 @@ import { QWEN3_FORMAT, QWEN35_FORMAT } from "../../../sessions/families/completi
 import { parseTagged } from "../../../sessions/families/tagged-completion.ts";
 import { formatCoderCall } from "../../../sessions/families/tool-call-syntax.ts";
 import { parameterTypes, qwen3CoderArgumentValue } from "../../../sessions/families/tool-args.ts";
+import { tool, types } from "./family-fixtures.ts";
 import { counter } from "./glm-minimax-loop.ts";
 
 const tools = [
-  {
-    type: "function",
-    function: {
-      name: "f",
-      parameters: {
-        type: "object",
-        properties: {
-          s: { type: "string" },
-          i: { type: "integer" },
-          n: { type: "number" },
-          b: { type: "boolean" },
-          o: { type: "object" },
-          a: { type: "array" },
-          maybe: { anyOf: [{ type: "integer" }, { type: "null" }] },
-          either: { type: ["integer", "string"] },
-          e: { enum: ["x", "y"] },
-          untyped: { description: "no type" },
-        },
-      },
-    },
-  },
+  tool("f", {
+    ...types({ s: "string", i: "integer", n: "number", b: "boolean", o: "object", a: "array" }),
+    maybe: { anyOf: [{ type: "integer" }, { type: "null" }] },
+    either: { type: ["integer", "string"] },
+    e: { enum: ["x", "y"] },
+    untyped: { description: "no type" },
+  }),
 ];
+
 // Qwen3's reasoning split (the prompt opened no block) with Qwen3-Coder calls; no stop texts to cut.
 const CODER = { stopTexts: [], reasoning: QWEN3_FORMAT.reasoning, toolCalls: QWEN35_FORMAT.toolCalls };
 const parse = (text: string) => parseTagged(text, CODER, { tools, newId: counter() });

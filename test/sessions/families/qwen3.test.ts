@@ -14,22 +14,15 @@ import { promptContext } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs, TurnKwargs } from "../../../sessions/template-kwargs.ts";
 import { qwen3 } from "../fixtures.ts";
 import { counter } from "./glm-minimax-loop.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.qwen3;
 
 const folder = qwen3();
 const family = selectFamily(folder);
 const ctx = promptContext(folder, family, { ...serverKwargs(family) });
 const stock = jinjaRenderer(folder);
 
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      description: "Weather in a city",
-      parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } },
-    },
-  },
-];
 type Kwargs = Record<string, unknown>;
 const mine = (messages: ChatMessage[], addGenerationPrompt: boolean, kwargs: Kwargs = { ...ctx.kwargs }) =>
   ctx.renderer.render(messages, { addGenerationPrompt, kwargs, tools });
@@ -41,15 +34,6 @@ const call = (id: string, city: string, days?: number) => ({
   type: "function" as const,
   function: { name: "get_weather", arguments: days === undefined ? { city } : { city, days } },
 });
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check both.",
-  reasoning_content: "Two cities, two lookups.",
-  tool_calls: [call("a", "Paris"), call("b", "Zürich", 2)],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "You are a weather bot." },
-  { role: "user", content: "Weather in Paris and Zürich?" },
-];
 
 test("settings the table does not hold: its own template, whose generation prompt reads one kwarg", () => {
   assert.is(family.template, QWEN3_TEMPLATE);

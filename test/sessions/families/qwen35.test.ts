@@ -14,6 +14,10 @@ import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { qwen35Folder } from "./chatml-folders.ts";
 import { counter, playTurn } from "./glm-minimax-loop.ts";
+import { call } from "./family-fixtures.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.qwen35;
 
 const folder = qwen35Folder();
 const family = selectFamily(folder);
@@ -22,42 +26,6 @@ const IM_START = folder.tokenId("<|im_start|>")!;
 const IM_END = folder.tokenId("<|im_end|>")!;
 const render = (messages: ChatMessage[], addGenerationPrompt: boolean, kwargs = ctx.kwargs, withTools = tools) =>
   renderOrThrow(ctx.renderer, messages, { addGenerationPrompt, kwargs: { ...kwargs }, tools: withTools });
-
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      parameters: {
-        type: "object",
-        properties: { city: { type: "string" }, days: { type: "integer" }, hourly: { type: "boolean" } },
-      },
-    },
-  },
-  {
-    type: "function",
-    function: {
-      name: "search",
-      parameters: { type: "object", properties: { query: { type: "string" }, filters: { type: "object" } } },
-    },
-  },
-];
-const call = (name: string, args: Record<string, unknown>) => ({
-  type: "function" as const,
-  function: { name, arguments: args },
-});
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check.",
-  reasoning_content: "Two lookups.",
-  tool_calls: [
-    call("get_weather", { city: "Paris", days: 2, hourly: true }),
-    call("search", { query: "Rome 42", filters: { lang: "it", n: [1, 2] } }),
-  ],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "  You are a weather bot.\n" },
-  { role: "user", content: "Weather in Paris, and search Rome? " },
-];
 
 test("settings the table does not hold: Qwen3.5's <|im_start|> id, a generation prompt reading one kwarg", () => {
   assert.is(IM_START, 248045);

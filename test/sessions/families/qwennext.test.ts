@@ -5,42 +5,24 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { jinjaRenderer, type ChatMessage } from "../../../sessions/chat-template.ts";
-import { selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
+import { selectFamily } from "../../../sessions/families/index.ts";
 import { QWENNEXT_TEMPLATE } from "../../../sessions/families/qwen3-template.ts";
 import { generationPromptInputs } from "../../../sessions/generation-prompt.ts";
-import { planPrompt, promptContext } from "../../../sessions/prompt-builder.ts";
+import { promptContext } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
-import { Trajectory } from "../../../sessions/trajectory.ts";
 import { qwennextFolder } from "./chatml-folders.ts";
-import { counter, playTurn } from "./glm-minimax-loop.ts";
+import { counter } from "./glm-minimax-loop.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.qwennext;
 
 const folder = qwennextFolder();
 const family = selectFamily(folder);
 const ctx = promptContext(folder, family, { ...serverKwargs(family) });
 const stock = jinjaRenderer(folder);
-const NL = folder.encode("\n")[0]!;
 
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      parameters: { type: "object", properties: { city: { type: "string" } } },
-    },
-  },
-];
 const mine = (messages: ChatMessage[], addGenerationPrompt: boolean, kwargs: Record<string, unknown> = ctx.kwargs) =>
   ctx.renderer.render(messages, { addGenerationPrompt, kwargs: { ...kwargs }, tools });
-const call = (city: string) => ({ type: "function" as const, function: { name: "get_weather", arguments: { city } } });
-const history: ChatMessage[] = [
-  { role: "system", content: "You are a weather bot." },
-  { role: "user", content: "Weather in Paris and Rome?" },
-];
-const TWO_CALLS: AssistantTurn = {
-  content: "Checking both.",
-  reasoning_content: "Two cities.",
-  tool_calls: [call("Paris"), call("Rome")],
-};
 
 test("settings the table does not hold: a fixed template with no thinking switch", () => {
   assert.is(family.template, QWENNEXT_TEMPLATE);
@@ -72,29 +54,6 @@ test("fixed template = stock layout where that is append-only; the generation pr
   const stockRender = (m: ChatMessage[]) => stock.render(m, { addGenerationPrompt: false, tools });
   assert.not.ok(stockRender(next).startsWith(stockRender(answered)));
   assert.ok(mine(next, false).startsWith(mine(answered, false)));
-});
-
-test("worked example: the increment after a tool call ends in the opened think block", () => {
-  const t = new Trajectory("next-example");
-  const first = playTurn(
-    ctx,
-    t,
-    history,
-    { content: "", reasoning_content: "Look it up.", tool_calls: [call("Paris")] },
-    "<|im_end|>",
-    tools,
-    counter(),
-  );
-  const id = (first.message.tool_calls as Array<{ id: string }>)[0]!.id;
-  const request = [...history, first.message, { role: "tool", tool_call_id: id, content: "sunny" }];
-  const plan = planPrompt(ctx, t, request, tools);
-  const base = t.currentIds.length;
-  assert.equal(plan.promptIds.slice(0, base), [...t.currentIds]);
-  assert.is(plan.promptIds[base], NL);
-  assert.is(
-    folder.decode(plan.promptIds.slice(base + 1)),
-    "<|im_start|>user\n<tool_response>\nsunny\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n",
-  );
 });
 
 test("round trip: the completion starts inside the reasoning and renders back as written", () => {
