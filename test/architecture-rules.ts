@@ -15,6 +15,7 @@ export const LAYERS: readonly Layer[] = [
   { name: "buffers", path: "buffers/" },
   { name: "transport", path: "transport/" },
   { name: "actors", path: "actors/" },
+  { name: "family-names", path: "sessions/families/names.ts" },
   { name: "sessions", path: "sessions/" },
   { name: "engine", path: "engine/" },
   { name: "shard-protocol", path: "server/shard-protocol.ts" },
@@ -42,8 +43,13 @@ export interface LayerRule {
 export const RULES: Readonly<Record<string, LayerRule>> = {
   buffers: { uses: [], says: "buffers/ imports nothing of ours" },
   transport: { uses: ["buffers"], says: "transport/ imports only buffers/ (never sessions/)" },
+  // The family name list: sessions/ and the host both take it from here (the host may not load sessions/).
+  "family-names": {
+    uses: [],
+    says: "sessions/families/names.ts imports nothing (the host loads it, so it must not pull in sessions/)",
+  },
   sessions: {
-    uses: ["buffers"],
+    uses: ["buffers", "family-names"],
     says: "sessions/ imports only buffers/: never transport/, and never engine/ (the core calls the engine through the port it defines)",
   },
   engine: { uses: ["sessions", "buffers"], says: "engine/ may import sessions/ and buffers/ only" },
@@ -73,7 +79,8 @@ export const RULES: Readonly<Record<string, LayerRule>> = {
   },
   host: {
     // raw-http: the host's 503 when a records handoff finds its worker gone.
-    uses: ["actors", "buffers", "raw-http"],
+    // family-names: the one list of --tito-family values.
+    uses: ["actors", "buffers", "raw-http", "family-names"],
     // The children's entry files are started by path, never imported; their config types are.
     types: ["router", "worker", "sessions"],
     onDemand: ["sim-engine"],

@@ -1,7 +1,8 @@
 // The options of startSessionServer() and of `tito-server serve`, with their defaults
 // and validation in one place, so the CLI and the embedding API cannot disagree.
 import { availableParallelism } from "node:os";
-import type { MessageMatcher, TitoFamilyName } from "../../sessions/index.ts";
+import { FAMILY_NAMES, type TitoFamilyName } from "../../sessions/families/names.ts";
+import type { MessageMatcher } from "../../sessions/index.ts";
 import { closestName } from "./closest-name.ts";
 import { InvalidOptionError } from "./errors.ts";
 
@@ -11,24 +12,8 @@ export const ENGINE_APIS: readonly string[] = ["sglang-chat", "sglang-generate",
 /** sessions/message-compare.ts MESSAGE_MATCHERS (host/ takes only types from sessions/). */
 export const MESSAGE_MATCHERS: readonly MessageMatcher[] = ["strict", "loose", "role-content"];
 
-/** sessions/families/family.ts FAMILY_NAMES (host/ takes only types from sessions/; a test keeps them equal). */
-export const TITO_FAMILIES: readonly TitoFamilyName[] = [
-  "default",
-  "qwen3",
-  "qwennext",
-  "qwen35",
-  "nemotron3",
-  "glm47",
-  "kimi25",
-  "kimi26",
-  "minimax_m25",
-  "minimax_m27",
-  "deepseekv32",
-  "deepseekv4",
-  "inkling",
-  "llama3",
-  "gemma3",
-];
+/** The family names `--tito-family` takes (sessions/families/names.ts, the one list; it imports nothing). */
+export const TITO_FAMILIES: readonly TitoFamilyName[] = FAMILY_NAMES;
 
 export interface SessionServerOptions {
   /** Listen address of the HTTP front door. Default "127.0.0.1". */

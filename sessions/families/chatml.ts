@@ -7,6 +7,7 @@
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import type { TitoFamily, TitoFamilyName } from "./family.ts";
+import { flaggedSpecialIds } from "./folder-tokens.ts";
 
 /** Tags written only inside an assistant turn. */
 const ASSISTANT_INNER = ["<think>", "</think>", "<tool_call>", "</tool_call>"];
@@ -31,11 +32,7 @@ export function chatmlBasics(folder: TokenizerFolder, name: TitoFamilyName, assi
       `tito family ${name} needs <|im_start|>, <|im_end|> and a one-token newline in ${folder.dir}`,
     );
   const nl = newline[0]!;
-  const inner = new Set<number>();
-  for (const token of ASSISTANT_INNER) {
-    const id = folder.tokenId(token);
-    if (id !== undefined && folder.specialTokenIds.has(id)) inner.add(id);
-  }
+  const inner = flaggedSpecialIds(folder, ASSISTANT_INNER);
   return {
     maxTrimTokens: 0,
     trailingTokenIds: new Set([nl]),

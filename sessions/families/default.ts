@@ -4,6 +4,7 @@
 // the assistant (DeepSeek V3's `<｜Assistant｜>` carries no role word after it).
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import type { TitoFamily } from "./family.ts";
+import { NO_BOUNDARY } from "./folder-tokens.ts";
 
 /** Role tokens known to be added without the special flag, and whether each opens assistant text. */
 const ROLE_TOKENS: ReadonlyArray<[string, boolean]> = [
@@ -27,15 +28,13 @@ export function defaultFamily(folder: TokenizerFolder): TitoFamily {
   const eosText = typeof eos === "string" ? eos : (eos as { content?: unknown } | undefined)?.content;
   return {
     name: "default",
-    maxTrimTokens: 0,
-    trailingTokenIds: new Set(),
+    ...NO_BOUNDARY,
     driftSpecialIds,
     appendRoles: ["tool", "user", "system", "assistant"],
     pinnedKwargs: {},
     sglangParsers: {},
     // The only stop the folder names: its eos token.
     stopTokens: typeof eosText === "string" && folder.tokenId(eosText) !== undefined ? [eosText] : [],
-    boundaryIds: () => [],
     isAssistantSegment: (prevSpecial, text) =>
       prevSpecial !== undefined && (assistantSpecials.has(prevSpecial) || /^\s*assistant\b/.test(text)),
     parseCompletion: (text) => ({ content: text, malformedToolCalls: 0 }),

@@ -16,7 +16,9 @@
 // block stays in the content.
 import type { ParseContext, ParsedCompletion, StreamSyntax, ToolCall, ToolCallIdSource } from "./family.ts";
 import { DSML, EOS, THINK_CLOSE, THINK_OPEN, parseThinkingMode, withoutSuffix } from "./deepseek-encoding.ts";
+import { withoutStopTexts } from "./tagged-completion.ts";
 import { newToolCallId } from "./tool-call-id.ts";
+import { isObject } from "./tool-args.ts";
 import { escapeRegExp } from "../escape-regexp.ts";
 
 export interface DsmlDialect {
@@ -84,8 +86,6 @@ const skipSpace = (text: string, at: number) => {
   while (at < text.length && /\s/.test(text[at]!)) at++;
   return at;
 };
-
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
   try {
@@ -161,11 +161,6 @@ function parseBlock(
   return calls.length > 0 ? calls : undefined;
 }
 
-function withoutStopText(text: string): string {
-  while (text.endsWith(EOS)) text = text.slice(0, text.length - EOS.length);
-  return text;
-}
-
 /** Reasoning up to `</think>` (or up to a tool-call block that comes first), and the rest. */
 function splitReasoning(text: string, dialect: DsmlDialect): { reasoning: string; rest: string } {
   const inner = text.startsWith(THINK_OPEN) ? text.slice(THINK_OPEN.length) : text;
@@ -190,9 +185,8 @@ export function parseDsmlCompletion(text: string, dialect: DsmlDialect, context?
   const newId = context?.newId ?? newToolCallId;
   const declared = declaredNames(context?.tools);
   const thinking = parseThinkingMode(context?.kwargs) === "thinking";
-  const { reasoning, rest } = thinking
-    ? splitReasoning(withoutStopText(text), dialect)
-    : { reasoning: "", rest: withoutStopText(text) };
+  const cut = withoutStopTexts(text, [EOS]);
+  const { reasoning, rest } = thinking ? splitReasoning(cut, dialect) : { reasoning: "", rest: cut };
   const tags = tagsOf(dialect);
   let content = "";
   const calls: ToolCall[] = [];

@@ -9,29 +9,9 @@
 import type { ChatRenderer } from "../chat-template.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 
-/** Every family, in the order `--tito-family` lists them. */
-export const FAMILY_NAMES = [
-  "default",
-  "qwen3",
-  "qwennext",
-  "qwen35",
-  "nemotron3",
-  "glm47",
-  "kimi25",
-  "kimi26",
-  "minimax_m25",
-  "minimax_m27",
-  "deepseekv32",
-  "deepseekv4",
-  "inkling",
-  "llama3",
-  "gemma3",
-] as const;
+import type { TitoFamilyName } from "./names.ts";
 
-export type TitoFamilyName = (typeof FAMILY_NAMES)[number];
-
-export const isFamilyName = (name: unknown): name is TitoFamilyName =>
-  typeof name === "string" && (FAMILY_NAMES as readonly string[]).includes(name);
+export { FAMILY_NAMES, isFamilyName, type TitoFamilyName } from "./names.ts";
 
 /** An OpenAI tool call as the server reports it to the client. */
 export interface ToolCall {

@@ -20,21 +20,9 @@
 // - Stop tokens `<end_of_turn>`, then `<eos>`; no pinned kwargs.
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
+import { GEMMA3_FORMAT } from "./completion-formats.ts";
 import type { AssistantTurn, TitoFamily } from "./family.ts";
-
-const STOP_TEXTS = ["<end_of_turn>", "<eos>"];
-
-function withoutStopText(text: string): string {
-  for (let cut = true; cut;) {
-    cut = false;
-    for (const stop of STOP_TEXTS)
-      if (text.endsWith(stop)) {
-        text = text.slice(0, -stop.length);
-        cut = true;
-      }
-  }
-  return text;
-}
+import { taggedParsing } from "./tagged-completion.ts";
 
 /** The template writes the content trimmed, so the model's own text is the trimmed content. */
 const formatGemma3 = (turn: AssistantTurn): string => turn.content.trim();
@@ -61,8 +49,7 @@ export function gemma3Family(folder: TokenizerFolder): TitoFamily {
     boundaryIds: (accumulated) =>
       accumulated.length > 0 && accumulated[accumulated.length - 1] === endOfTurn ? [nl] : [],
     isAssistantSegment: (prevSpecial, text) => prevSpecial === startOfTurn && text.startsWith("model"),
-    parseCompletion: (text) => ({ content: withoutStopText(text), malformedToolCalls: 0 }),
-    streamSyntax: { blocks: [], markers: STOP_TEXTS },
+    ...taggedParsing(GEMMA3_FORMAT),
     formatCompletion: formatGemma3,
   };
 }

@@ -4,11 +4,12 @@
 // `<|observation|>` after a tool call or `<|user|>` after an answer. The next prompt
 // therefore drops that last id and lets the increment write the opener the request really
 // needs (the same one, or `<|user|>`/`<|system|>` after a failed call), so a checkpoint may
-// lose one trailing id (maxTrimTokens 1). Completions are parsed in glm47-completion.ts.
-import { SessionConfigError } from "../errors.ts";
+// lose one trailing id (maxTrimTokens 1). Completions are parsed by GLM47_FORMAT (completion-formats.ts).
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
+import { GLM47_FORMAT } from "./completion-formats.ts";
 import type { AssistantTurn, TitoFamily } from "./family.ts";
-import { GLM47_STREAM_SYNTAX, parseGlm47Completion } from "./glm47-completion.ts";
+import { flaggedSpecialIds, requireTokens } from "./folder-tokens.ts";
+import { taggedParsing } from "./tagged-completion.ts";
 import { argumentsObject, argumentText } from "./tool-args.ts";
 
 /**
@@ -44,18 +45,11 @@ const ASSISTANT_INNER = [
 ];
 
 export function glm47Family(folder: TokenizerFolder): TitoFamily {
-  const need = ["[gMASK]", "<|user|>", "<|assistant|>", "<|observation|>"];
-  const missing = need.filter((t) => folder.tokenId(t) === undefined);
-  if (missing.length > 0)
-    throw new SessionConfigError(`tito family glm47 needs ${missing.join(", ")} in the tokenizer of ${folder.dir}`);
+  requireTokens(folder, "glm47", ["[gMASK]", "<|user|>", "<|assistant|>", "<|observation|>"]);
   const user = folder.tokenId("<|user|>")!;
   const assistant = folder.tokenId("<|assistant|>")!;
   const observation = folder.tokenId("<|observation|>")!;
-  const assistantSegments = new Set([assistant]);
-  for (const token of ASSISTANT_INNER) {
-    const id = folder.tokenId(token);
-    if (id !== undefined && folder.specialTokenIds.has(id)) assistantSegments.add(id);
-  }
+  const assistantSegments = flaggedSpecialIds(folder, ASSISTANT_INNER, new Set([assistant]));
   const openers = new Set([observation, user]);
   return {
     name: "glm47",
@@ -72,8 +66,7 @@ export function glm47Family(folder: TokenizerFolder): TitoFamily {
     boundaryDrop: (accumulated) =>
       accumulated.length > 0 && openers.has(accumulated[accumulated.length - 1]!) ? 1 : 0,
     isAssistantSegment: (prevSpecial) => prevSpecial !== undefined && assistantSegments.has(prevSpecial),
-    parseCompletion: parseGlm47Completion,
-    streamSyntax: GLM47_STREAM_SYNTAX,
+    ...taggedParsing(GLM47_FORMAT),
     formatCompletion: formatGlm47,
   };
 }

@@ -9,9 +9,9 @@
 // dummy system message, an appended system message would land before that block, not
 // after it (no common prefix), so later turns render the appended messages against the
 // real history ("history" increment). Completions are parsed in inkling-completion.ts.
-import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import type { TitoFamily } from "./family.ts";
+import { NO_BOUNDARY, requireTokens } from "./folder-tokens.ts";
 import { formatInklingCompletion, INKLING_STREAM_SYNTAX, parseInklingCompletion } from "./inkling-completion.ts";
 import { INKLING_TEMPLATE } from "./inkling-template.ts";
 
@@ -27,14 +27,11 @@ const NEEDED = [
 ];
 
 export function inklingFamily(folder: TokenizerFolder): TitoFamily {
-  const missing = NEEDED.filter((t) => folder.tokenId(t) === undefined);
-  if (missing.length > 0)
-    throw new SessionConfigError(`tito family inkling needs ${missing.join(", ")} in the tokenizer of ${folder.dir}`);
+  requireTokens(folder, "inkling", NEEDED);
   const model = folder.tokenId("<|message_model|>")!;
   return {
     name: "inkling",
-    maxTrimTokens: 0,
-    trailingTokenIds: new Set(),
+    ...NO_BOUNDARY,
     driftSpecialIds: new Set(ROLE_TOKENS.map((t) => folder.tokenId(t)!)),
     appendRoles: ["tool", "user", "system", "assistant"],
     pinnedKwargs: {},
@@ -42,7 +39,6 @@ export function inklingFamily(folder: TokenizerFolder): TitoFamily {
     increment: "history",
     sglangParsers: { reasoning: "inkling", toolCall: "inkling" },
     stopTokens: ["<|content_model_end_sampling|>"],
-    boundaryIds: () => [],
     isAssistantSegment: (prevSpecial) => prevSpecial === model,
     parseCompletion: parseInklingCompletion,
     streamSyntax: INKLING_STREAM_SYNTAX,

@@ -14,14 +14,14 @@
 // there too, counted only when the stop token follows (without one, the length limit cut
 // it); text after the section stays in the content; names may contain `-`.
 import { normalizeArguments } from "../chat-template.ts";
+import { KIMI_FORMAT } from "./completion-formats.ts";
 import type { AssistantTurn, ParseContext, ParsedCompletion, StreamSyntax, ToolCall } from "./family.ts";
+import { splitReasoning } from "./tagged-completion.ts";
 import { isObject } from "./tool-args.ts";
 
-const STOP_TEXT = "<|im_end|>";
-const THINK_OPEN = "<think>";
-const THINK_CLOSE = "</think>";
-const SECTION_BEGIN = "<|tool_calls_section_begin|>";
-const SECTION_END = "<|tool_calls_section_end|>";
+const [STOP_TEXT] = KIMI_FORMAT.stopTexts;
+const { open: THINK_OPEN, close: THINK_CLOSE } = KIMI_FORMAT.reasoning;
+const { open: SECTION_BEGIN, close: SECTION_END } = KIMI_FORMAT.sections;
 const CALL_BEGIN = "<|tool_call_begin|>";
 const ARGUMENT_BEGIN = "<|tool_call_argument_begin|>";
 const CALL_END = "<|tool_call_end|>";
@@ -37,24 +37,12 @@ export function parseKimiCompletion(text: string, context?: ParseContext): Parse
   // With the stop token there, an unclosed call is malformed; without, the length limit may have cut it.
   const stopped = text.endsWith(STOP_TEXT);
   if (stopped) text = text.slice(0, -STOP_TEXT.length);
-  const thinking = context?.kwargs?.thinking !== false;
-  const { reasoning, rest } = thinking ? splitReasoning(text) : { reasoning: "", rest: text };
+  const { reasoning, rest } = splitReasoning(text, KIMI_FORMAT.reasoning, SECTION_BEGIN, context?.kwargs);
   const { content, calls, malformed } = splitToolCalls(rest, stopped);
   const parsed: ParsedCompletion = { content, malformedToolCalls: malformed };
   if (reasoning) parsed.reasoning_content = reasoning;
   if (calls.length > 0) parsed.tool_calls = calls;
   return parsed;
-}
-
-function splitReasoning(text: string): { reasoning: string; rest: string } {
-  // The prompt opened the block; a model that opens it again has only repeated the tag.
-  const inner = text.startsWith(THINK_OPEN) ? text.slice(THINK_OPEN.length) : text;
-  const close = inner.indexOf(THINK_CLOSE);
-  const section = inner.indexOf(SECTION_BEGIN);
-  if (close !== -1 && (section === -1 || close < section))
-    return { reasoning: inner.slice(0, close), rest: inner.slice(close + THINK_CLOSE.length) };
-  if (section !== -1) return { reasoning: inner.slice(0, section), rest: inner.slice(section) };
-  return { reasoning: inner, rest: "" };
 }
 
 interface Split {

@@ -11,6 +11,7 @@
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import type { TitoFamily, TitoFamilyName } from "./family.ts";
+import { flaggedSpecialIds, NO_BOUNDARY, requireTokens } from "./folder-tokens.ts";
 import { formatKimiCompletion, KIMI_STREAM_SYNTAX, parseKimiCompletion } from "./kimi-completion.ts";
 import { KIMI_K25_TEMPLATE } from "./kimi-template.ts";
 
@@ -39,29 +40,21 @@ const ASSISTANT_INNER = [
 ];
 
 function kimiFamily(folder: TokenizerFolder, name: TitoFamilyName, template: string | undefined): TitoFamily {
-  const missing = NEEDED.filter((t) => folder.tokenId(t) === undefined);
-  if (missing.length > 0)
-    throw new SessionConfigError(`tito family ${name} needs ${missing.join(", ")} in the tokenizer of ${folder.dir}`);
+  requireTokens(folder, name, NEEDED);
   const assistant = folder.tokenId("<|im_assistant|>")!;
   const middle = folder.tokenId("<|im_middle|>")!;
-  const assistantSegments = new Set([assistant]);
-  for (const token of ASSISTANT_INNER) {
-    const id = folder.tokenId(token);
-    if (id !== undefined && folder.specialTokenIds.has(id)) assistantSegments.add(id);
-  }
+  const assistantSegments = flaggedSpecialIds(folder, ASSISTANT_INNER, new Set([assistant]));
   const driftSpecialIds = new Set(folder.specialTokenIds);
   driftSpecialIds.delete(middle);
   return {
     name,
-    maxTrimTokens: 0,
-    trailingTokenIds: new Set(),
+    ...NO_BOUNDARY,
     driftSpecialIds,
     appendRoles: ["tool", "user", "system", "assistant"],
     pinnedKwargs: { preserve_thinking: true },
     template,
     sglangParsers: name === "kimi26" ? { reasoning: "kimi_k2", toolCall: "kimi_k2_raw_id" } : {},
     stopTokens: ["<|im_end|>"],
-    boundaryIds: () => [],
     isAssistantSegment: (prevSpecial) => prevSpecial !== undefined && assistantSegments.has(prevSpecial),
     parseCompletion: parseKimiCompletion,
     streamSyntax: KIMI_STREAM_SYNTAX,

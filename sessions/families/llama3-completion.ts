@@ -6,11 +6,12 @@
 // qwen3-completion.ts: an object that does not parse as a call stays in the content and is
 // counted (SGLang drops it); one still open at the end (a length cut) stays in the content
 // uncounted; text after the calls stays in the content.
+import { LLAMA3_STOP_TEXTS as STOP_TEXTS } from "./completion-formats.ts";
 import type { ParsedCompletion, StreamSyntax, ToolCall, ToolCallIdSource } from "./family.ts";
+import { withoutStopTexts } from "./tagged-completion.ts";
 import { newToolCallId } from "./tool-call-id.ts";
+import { isObject } from "./tool-args.ts";
 
-// The engine may or may not leave the stop token's text at the end.
-const STOP_TEXTS = ["<|eot_id|>", "<|eom_id|>", "<|end_of_text|>"];
 export const PYTHON_TAG = "<|python_tag|>";
 const SEPARATOR = ";";
 
@@ -25,7 +26,7 @@ export const LLAMA3_STREAM_SYNTAX: StreamSyntax = {
 };
 
 export function parseLlama3Completion(text: string, newId: ToolCallIdSource = newToolCallId): ParsedCompletion {
-  text = withoutStopText(text);
+  text = withoutStopTexts(text, STOP_TEXTS);
   const tag = text.indexOf(PYTHON_TAG);
   if (tag === -1 && !text.startsWith("{")) return { content: text, malformedToolCalls: 0 };
   const before = tag === -1 ? "" : text.slice(0, tag);
@@ -34,18 +35,6 @@ export function parseLlama3Completion(text: string, newId: ToolCallIdSource = ne
   const parsed: ParsedCompletion = { content: (before + rest).trim(), malformedToolCalls: malformed };
   if (calls.length > 0) parsed.tool_calls = calls;
   return parsed;
-}
-
-function withoutStopText(text: string): string {
-  for (let cut = true; cut;) {
-    cut = false;
-    for (const stop of STOP_TEXTS)
-      if (text.endsWith(stop)) {
-        text = text.slice(0, -stop.length);
-        cut = true;
-      }
-  }
-  return text;
 }
 
 const isSpace = (c: string | undefined) => c === " " || c === "\n" || c === "\t" || c === "\r";
@@ -97,8 +86,6 @@ function splitCalls(action: string, newId: ToolCallIdSource): { calls: ToolCall[
   }
   return { calls, rest: rest + action.slice(at), malformed };
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
 /** `{"name": string, "parameters" | "arguments": object}`, else undefined. */
 function toolCall(json: string, newId: ToolCallIdSource): ToolCall | undefined {

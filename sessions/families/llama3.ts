@@ -44,6 +44,7 @@
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import type { AssistantTurn, TitoFamily } from "./family.ts";
+import { NO_BOUNDARY } from "./folder-tokens.ts";
 import { LLAMA3_STREAM_SYNTAX, parseLlama3Completion, PYTHON_TAG } from "./llama3-completion.ts";
 import { LLAMA3_TEMPLATE } from "./llama3-template.ts";
 import { argumentsObject, templateJson } from "./tool-args.ts";
@@ -82,16 +83,14 @@ export function llama3Family(folder: TokenizerFolder): TitoFamily {
   driftSpecialIds.delete(endHeader!);
   return {
     name: "llama3",
-    maxTrimTokens: 0,
-    trailingTokenIds: new Set(),
+    // The template writes nothing between <|eot_id|> and the next header.
+    ...NO_BOUNDARY,
     driftSpecialIds,
     appendRoles: ["tool", "user", "system", "assistant"],
     pinnedKwargs: { date_string: LLAMA3_DATE_STRING },
     template: LLAMA3_TEMPLATE,
     sglangParsers: { toolCall: "llama3" },
     stopTokens: folder.tokenId("<|eom_id|>") === undefined ? ["<|eot_id|>"] : ["<|eot_id|>", "<|eom_id|>"],
-    // The template writes nothing between <|eot_id|> and the next header.
-    boundaryIds: () => [],
     isAssistantSegment: (prevSpecial, text) =>
       (prevSpecial === startHeader && text.startsWith("assistant")) ||
       (pythonTag !== undefined && prevSpecial === pythonTag),

@@ -3,12 +3,14 @@
 // `]~b]` opens a message (role word as plain text after it), `[e~[` ends it and is the stop
 // token; the template writes `[e~[\n`, so the boundary puts the newline back. A system
 // message after the first is dropped by the template: no system appends. Completions are
-// parsed in minimax-completion.ts (no reasoning split; XML tool calls).
+// parsed by MINIMAX_FORMAT (completion-formats.ts: no reasoning split; XML tool calls).
 import { SessionConfigError } from "../errors.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
+import { MINIMAX_FORMAT } from "./completion-formats.ts";
 import type { AssistantTurn, FamilyFactory, TitoFamily, TitoFamilyName } from "./family.ts";
-import { MINIMAX_STREAM_SYNTAX, parseMinimaxCompletion } from "./minimax-completion.ts";
+import { flaggedSpecialIds } from "./folder-tokens.ts";
 import { minimaxTemplate } from "./minimax-template.ts";
+import { taggedParsing } from "./tagged-completion.ts";
 import { argumentsObject, argumentText } from "./tool-args.ts";
 
 /** The newline-only strip of the template's `strip('\n')`. */
@@ -55,11 +57,7 @@ function minimaxFamily(name: TitoFamilyName, model: "MiniMax-M2.5" | "MiniMax-M2
     if (header === undefined || end === undefined || newline.length !== 1)
       throw new SessionConfigError(`tito family ${name} needs ]~b], [e~[ and a one-token newline in ${folder.dir}`);
     const nl = newline[0]!;
-    const assistantSegments = new Set<number>();
-    for (const token of ASSISTANT_INNER) {
-      const id = folder.tokenId(token);
-      if (id !== undefined && folder.specialTokenIds.has(id)) assistantSegments.add(id);
-    }
+    const assistantSegments = flaggedSpecialIds(folder, ASSISTANT_INNER);
     return {
       name,
       maxTrimTokens: 0,
@@ -74,8 +72,7 @@ function minimaxFamily(name: TitoFamilyName, model: "MiniMax-M2.5" | "MiniMax-M2
       isAssistantSegment: (prevSpecial, text) =>
         prevSpecial !== undefined &&
         ((prevSpecial === header && text.startsWith("ai")) || assistantSegments.has(prevSpecial)),
-      parseCompletion: parseMinimaxCompletion,
-      streamSyntax: MINIMAX_STREAM_SYNTAX,
+      ...taggedParsing(MINIMAX_FORMAT),
       formatCompletion: formatMinimax,
     };
   };

@@ -18,32 +18,12 @@
 // trip either way: the model writes `<think>\n</think>`, the template `<think></think>`.
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import { chatmlBasics } from "./chatml.ts";
+import { NEMOTRON3_FORMAT } from "./completion-formats.ts";
 import type { AssistantTurn, TitoFamily } from "./family.ts";
-import { formatCoderCall, parseCoderCompletion } from "./qwen3-coder-completion.ts";
-import { QWEN3_STREAM_SYNTAX, withoutStopText } from "./qwen3-completion.ts";
+import { taggedParsing } from "./tagged-completion.ts";
+import { formatCoderCall } from "./tool-call-syntax.ts";
 
-const THINK_OPEN = "<think>";
 const THINK_CLOSE = "</think>";
-const CALL_OPEN = "<tool_call>";
-
-/** The `nemotron_3` split; `promptOpened`: the generation prompt ended with `<think>\n`. */
-export function splitNemotronReasoning(text: string, promptOpened: boolean): { reasoning: string; rest: string } {
-  let inner = text.trimStart();
-  const opened = promptOpened || inner.startsWith(THINK_OPEN);
-  while (inner.startsWith(THINK_OPEN)) inner = inner.slice(THINK_OPEN.length);
-  const close = inner.indexOf(THINK_CLOSE);
-  const call = inner.indexOf(CALL_OPEN);
-  const reasoning = (end: number) => inner.slice(0, end).replace(/^\n+/, "");
-  if (opened) {
-    if (close !== -1) return { reasoning: reasoning(close), rest: inner.slice(close + THINK_CLOSE.length) };
-    if (call !== -1) return { reasoning: reasoning(call), rest: inner.slice(call) };
-    return { reasoning: reasoning(inner.length), rest: "" };
-  }
-  // A "</think>" before any call with no "<think>": the prompt opened the block after all.
-  if (close !== -1 && (call === -1 || close < call))
-    return { reasoning: reasoning(close), rest: inner.slice(close + THINK_CLOSE.length) };
-  return { reasoning: "", rest: text };
-}
 
 /**
  * What the model writes after the generation prompt, as the template renders the turn:
@@ -69,14 +49,7 @@ export function nemotron3Family(folder: TokenizerFolder): TitoFamily {
     appendRoles: ["tool", "user", "system", "assistant"],
     pinnedKwargs: { truncate_history_thinking: false },
     sglangParsers: { reasoning: "nemotron_3", toolCall: "qwen3_coder" },
-    parseCompletion: (text, context) =>
-      parseCoderCompletion(
-        withoutStopText(text),
-        (t) => splitNemotronReasoning(t, context?.kwargs?.enable_thinking !== false),
-        context,
-      ),
-    // Qwen3's markers: the same think tags, stop texts and <tool_call> blocks.
-    streamSyntax: QWEN3_STREAM_SYNTAX,
+    ...taggedParsing(NEMOTRON3_FORMAT),
     formatCompletion: formatNemotron3,
   };
 }

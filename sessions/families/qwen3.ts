@@ -3,12 +3,13 @@
 // generation prompt always opens `<think>\n`, so the completion starts inside its
 // reasoning). Both render with their own append-only template (qwen3-template.ts) with
 // clear_thinking pinned false; the boundary is ChatML's (chatml.ts). Completions are parsed
-// in qwen3-completion.ts (think blocks and <tool_call> JSON blocks).
+// by their formats in completion-formats.ts (think blocks and <tool_call> JSON blocks).
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import { chatmlBasics, stripNewlines } from "./chatml.ts";
+import { QWEN3_FORMAT, QWENNEXT_FORMAT } from "./completion-formats.ts";
 import type { AssistantTurn, TitoFamily } from "./family.ts";
-import { parseQwen3Completion, QWEN3_STREAM_SYNTAX } from "./qwen3-completion.ts";
 import { QWEN3_TEMPLATE, QWENNEXT_TEMPLATE } from "./qwen3-template.ts";
+import { taggedParsing, type TaggedFormat } from "./tagged-completion.ts";
 import { argumentsObject, templateJson } from "./tool-args.ts";
 
 /** Content and `<tool_call>` JSON blocks as the template writes them (one newline before each call but a first with no content). */
@@ -42,36 +43,31 @@ function formatQwenNext(turn: AssistantTurn): string {
   return `${stripNewlines(turn.reasoning_content ?? "")}\n</think>\n\n${contentAndCalls(turn)}`;
 }
 
-const ALL_ROLES = ["tool", "user", "system", "assistant"];
-
-export function qwen3Family(folder: TokenizerFolder): TitoFamily {
+/** The two Qwen3 families differ in their template, completion format and what the model writes. */
+function qwen3Like(
+  folder: TokenizerFolder,
+  name: "qwen3" | "qwennext",
+  template: string,
+  format: TaggedFormat,
+  formatCompletion: TitoFamily["formatCompletion"],
+): TitoFamily {
   return {
-    name: "qwen3",
-    ...chatmlBasics(folder, "qwen3", "assistant"),
-    appendRoles: ALL_ROLES,
+    name,
+    ...chatmlBasics(folder, name, "assistant"),
+    appendRoles: ["tool", "user", "system", "assistant"],
     // The stock template drops the reasoning of assistants before the last user query: a
     // new user turn would rewrite history. False keeps every think block.
     pinnedKwargs: { clear_thinking: false },
-    template: QWEN3_TEMPLATE,
+    template,
     sglangParsers: { reasoning: "qwen3", toolCall: "qwen25" },
-    parseCompletion: (text, context) =>
-      parseQwen3Completion(text, context?.newId, false, context?.kwargs?.enable_thinking !== false),
-    streamSyntax: QWEN3_STREAM_SYNTAX,
-    formatCompletion: formatQwen3,
+    ...taggedParsing(format),
+    formatCompletion,
   };
 }
 
-export function qwennextFamily(folder: TokenizerFolder): TitoFamily {
-  return {
-    name: "qwennext",
-    ...chatmlBasics(folder, "qwennext", "assistant"),
-    appendRoles: ALL_ROLES,
-    pinnedKwargs: { clear_thinking: false },
-    template: QWENNEXT_TEMPLATE,
-    sglangParsers: { reasoning: "qwen3", toolCall: "qwen25" },
-    // The generation prompt opened the think block: the completion starts in its reasoning.
-    parseCompletion: (text, context) => parseQwen3Completion(text, context?.newId, true),
-    streamSyntax: QWEN3_STREAM_SYNTAX,
-    formatCompletion: formatQwenNext,
-  };
-}
+export const qwen3Family = (folder: TokenizerFolder): TitoFamily =>
+  qwen3Like(folder, "qwen3", QWEN3_TEMPLATE, QWEN3_FORMAT, formatQwen3);
+
+/** The generation prompt opened the think block: the completion starts in its reasoning. */
+export const qwennextFamily = (folder: TokenizerFolder): TitoFamily =>
+  qwen3Like(folder, "qwennext", QWENNEXT_TEMPLATE, QWENNEXT_FORMAT, formatQwenNext);

@@ -3,13 +3,14 @@
 // pinned false. The template refuses a system message after the first, so a later turn may
 // append tool, user and assistant messages only. With thinking on (the default) the
 // generation prompt opens `<think>\n`: the completion starts inside its reasoning.
-// Completions are parsed by qwen3-coder-completion.ts after Qwen3's reasoning split.
+// Completions are parsed by their format (completion-formats.ts): Qwen3's reasoning split, Qwen3-Coder XML calls.
 import type { TokenizerFolder } from "../tokenizer-folder.ts";
 import { chatmlBasics } from "./chatml.ts";
 import type { AssistantTurn, TitoFamily } from "./family.ts";
-import { formatCoderCall, parseCoderCompletion } from "./qwen3-coder-completion.ts";
-import { QWEN3_STREAM_SYNTAX, splitQwen3Reasoning, withoutStopText } from "./qwen3-completion.ts";
+import { QWEN35_FORMAT } from "./completion-formats.ts";
 import { QWEN35_TEMPLATE } from "./qwen35-template.ts";
+import { taggedParsing } from "./tagged-completion.ts";
+import { formatCoderCall } from "./tool-call-syntax.ts";
 
 /**
  * What the model writes after the generation prompt, as the template renders the turn:
@@ -34,17 +35,7 @@ export function qwen35Family(folder: TokenizerFolder): TitoFamily {
     pinnedKwargs: { clear_thinking: false },
     template: QWEN35_TEMPLATE,
     sglangParsers: { reasoning: "qwen3", toolCall: "qwen3_coder" },
-    parseCompletion: (text, context) =>
-      parseCoderCompletion(
-        withoutStopText(text),
-        (t) => {
-          const thinking = context?.kwargs?.enable_thinking !== false;
-          return splitQwen3Reasoning(t, thinking, thinking);
-        },
-        context,
-      ),
-    // Qwen3's markers: the same think tags, stop texts and <tool_call> blocks.
-    streamSyntax: QWEN3_STREAM_SYNTAX,
+    ...taggedParsing(QWEN35_FORMAT),
     formatCompletion: formatQwen35,
   };
 }

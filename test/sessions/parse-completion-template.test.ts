@@ -6,7 +6,8 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { renderChat, type ChatMessage } from "../../sessions/chat-template.ts";
-import { parseQwen3Completion } from "../../sessions/families/qwen3-completion.ts";
+import { QWEN3_FORMAT } from "../../sessions/families/completion-formats.ts";
+import { parseTagged } from "../../sessions/families/tagged-completion.ts";
 import { qwen3, WEATHER_TOOL } from "./fixtures.ts";
 
 const folder = qwen3();
@@ -22,7 +23,7 @@ const ROME = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome",
 /** The assistant message as a client gets it (and sends it back next turn). */
 function messageOf(completion: string): ChatMessage {
   let n = 0;
-  const parsed = parseQwen3Completion(completion, () => `call_${++n}`);
+  const parsed = parseTagged(completion, QWEN3_FORMAT, { newId: () => `call_${++n}` });
   const message: ChatMessage = { role: "assistant", content: parsed.content };
   if (parsed.reasoning_content !== undefined) message.reasoning_content = parsed.reasoning_content;
   if (parsed.tool_calls) message.tool_calls = parsed.tool_calls;

@@ -5,14 +5,15 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { newToolCallId, selectFamily, type ParsedCompletion } from "../../sessions/families/index.ts";
 import { defaultFamily } from "../../sessions/families/default.ts";
-import { parseQwen3Completion } from "../../sessions/families/qwen3-completion.ts";
+import { QWEN3_FORMAT } from "../../sessions/families/completion-formats.ts";
+import { parseTagged } from "../../sessions/families/tagged-completion.ts";
 import { qwen3 } from "./fixtures.ts";
 
 const counter = () => {
   let n = 0;
   return () => `call_${++n}`;
 };
-const parse = (text: string): ParsedCompletion => parseQwen3Completion(text, counter());
+const parse = (text: string): ParsedCompletion => parseTagged(text, QWEN3_FORMAT, { newId: counter() });
 const call = (id: string, name: string, args: unknown) => ({
   id,
   type: "function",
@@ -194,7 +195,7 @@ test("tool-call ids: call_ + 24 alphanumerics from the crypto RNG, fresh each ti
     ids.add(id);
   }
   assert.is(ids.size, 1000);
-  const parsed = parseQwen3Completion(`${PARIS}\n${ROME}`);
+  const parsed = parseTagged(`${PARIS}\n${ROME}`, QWEN3_FORMAT);
   const [a, b] = parsed.tool_calls!.map((c) => c.id);
   assert.match(a!, /^call_[A-Za-z0-9]{24}$/);
   assert.ok(a !== b);

@@ -6,7 +6,6 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
 import { compareTrajectories } from "../../../sessions/drift.ts";
-import { SessionConfigError } from "../../../sessions/errors.ts";
 import { encodeDeepseekV32 } from "../../../sessions/families/deepseekv32-encoder.ts";
 import { detectFamily, selectFamily, type TitoFamily } from "../../../sessions/families/index.ts";
 import { planPrompt, promptContext, type PromptContext } from "../../../sessions/prompt-builder.ts";
@@ -15,6 +14,9 @@ import { serverKwargs, TurnKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { deepseekFolder, deepseekV3NpmDir, remappedDeepseekDir } from "../../helpers/deepseek-folder.ts";
 import { WEATHER_TOOL } from "../fixtures.ts";
+import { DEEPSEEK } from "./family-fixtures.ts";
+
+const { call, twoCalls, m0 } = DEEPSEEK;
 
 const folder = deepseekFolder("deepseek_v32");
 const family = selectFamily(folder);
@@ -27,21 +29,6 @@ const EOS = 1;
 const render = (messages: ChatMessage[], gen: boolean, kwargs: Record<string, unknown> = PIN, t: unknown[] = tools) =>
   encodeDeepseekV32(messages, { tools: t, addGenerationPrompt: gen, kwargs });
 
-const call = (id: string, city: string) => ({
-  id,
-  type: "function",
-  function: { name: "get_weather", arguments: JSON.stringify({ city }) },
-});
-const twoCalls: ChatMessage = {
-  role: "assistant",
-  content: "Checking both.",
-  reasoning_content: "two cities",
-  tool_calls: [call("c1", "Paris"), call("c2", "Rome")],
-};
-const m0: ChatMessage[] = [
-  { role: "system", content: "You check the weather." },
-  { role: "user", content: "Paris and Rome?" },
-];
 const DSML_TWO =
   '\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n' +
   '<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">Rome</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>';
@@ -64,31 +51,6 @@ test("detection: model_type deepseek_v32 / deepseek_v4 on the remapped folder, d
   assert.is(detectFamily(deepseekFolder("deepseek_v4")), "deepseekv4");
   assert.is(detectFamily(loadTokenizerFolder(deepseekV3NpmDir())), "default");
   assert.is(detectFamily(loadTokenizerFolder(remappedDeepseekDir("deepseek_v3"))), "default");
-});
-
-test("a folder without <think> cannot be deepseekv32: the error names the token", () => {
-  const plain = loadTokenizerFolder(deepseekV3NpmDir());
-  assert.throws(
-    () => selectFamily(plain, "deepseekv32"),
-    (e: unknown) => e instanceof SessionConfigError && (e as Error).message.includes("<think>"),
-  );
-});
-
-test("family constants: no boundary fix, no trim, pinned drift specials, all roles, parsers, stop", () => {
-  assert.is(family.name, "deepseekv32");
-  assert.is(family.maxTrimTokens, 0);
-  assert.equal([...family.trailingTokenIds], []);
-  assert.equal([...family.driftSpecialIds!].sort(), [USER, ASSISTANT]);
-  assert.equal([...family.appendRoles].sort(), ["assistant", "system", "tool", "user"]);
-  assert.equal(family.pinnedKwargs, { drop_thinking: false });
-  assert.equal(family.kwargAliases, [["thinking_mode", "enable_thinking", "thinking"]]);
-  assert.equal(family.sglangParsers, { reasoning: "deepseek-v3", toolCall: "deepseekv32" });
-  assert.equal(family.stopTokens, ["<｜end▁of▁sentence｜>"]);
-  assert.equal(family.boundaryIds([1, 2, EOS]), []);
-  assert.is(family.increment, "history");
-  assert.ok(family.isAssistantSegment(ASSISTANT, "x"));
-  assert.not.ok(family.isAssistantSegment(USER, "x"));
-  assert.not.ok(family.isAssistantSegment(undefined, "<｜Assistant｜>"));
 });
 
 test("layout: BOS, raw system + tools section, user/assistant, tool results with no role token", () => {

@@ -7,13 +7,12 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
 import { compareTrajectories } from "../../../sessions/drift.ts";
-import { AppendRoleError, SessionConfigError, TemplateRenderError } from "../../../sessions/errors.ts";
-import { detectFamily, selectFamily } from "../../../sessions/families/index.ts";
+import { AppendRoleError, TemplateRenderError } from "../../../sessions/errors.ts";
+import { selectFamily } from "../../../sessions/families/index.ts";
 import { planPrompt, promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
-import { syntheticFolder } from "../../helpers/synthetic-tokenizer.ts";
 import { npmFolder } from "../fixtures.ts";
-import { counter, driftTypes, playTurn } from "./glm-minimax-loop.ts";
+import { counter, playTurn } from "./glm-minimax-loop.ts";
 
 const folder = npmFolder("gemma3");
 const family = selectFamily(folder);
@@ -28,29 +27,8 @@ const history: ChatMessage[] = [
   { role: "user", content: "Hi there." },
 ];
 
-test("settings: detected, newline boundary after <end_of_turn> only, user appends, no parsers, history increment", () => {
-  assert.is(detectFamily(folder), "gemma3");
-  assert.is(family.name, "gemma3");
+test("settings the table does not hold: the newline is one token, 107", () => {
   assert.is(NL, 107);
-  assert.is(family.maxTrimTokens, 0);
-  assert.equal([...family.trailingTokenIds], [NL]);
-  assert.equal(family.boundaryIds([2, 5, END]), [NL]);
-  assert.equal(family.boundaryIds([2, 5, 6]), []);
-  assert.equal(family.boundaryIds([]), []);
-  assert.equal(family.appendRoles, ["user"]);
-  assert.equal(family.pinnedKwargs, {});
-  assert.equal(family.sglangParsers, {});
-  assert.equal(family.stopTokens, ["<end_of_turn>", "<eos>"]);
-  assert.is(family.increment, "history");
-  assert.is(family.template, undefined, "HF native: the folder's own template");
-});
-
-test("a tokenizer without the turn tokens is refused, naming them", () => {
-  const bare = syntheticFolder({ added: [{ content: "<end_of_turn>" }], template: "{{ messages }}" });
-  assert.throws(
-    () => selectFamily(bare, "gemma3"),
-    (e: unknown) => e instanceof SessionConfigError && /<start_of_turn>, <end_of_turn>/.test(e.message),
-  );
 });
 
 test("the template: model role, system folded into the first user turn, '<end_of_turn>\\n' after each turn", () => {
@@ -129,25 +107,6 @@ test("drift: model text is soft, user text hard, a lost <end_of_turn> is a count
   assert.equal(types(edit(1, "Hi!")), ["non_assistant_text"]);
   assert.equal(types(base.filter((_, i) => i !== base.indexOf(END))), ["special_token_count"]);
   assert.equal(types(base.map((id, i) => (i === base.indexOf(END) ? START : id))), ["special_token_type"]);
-});
-
-test("TITO loop: user turns; each prompt is the checkpoint + '\\n' + the turn, as a fresh render gives it", () => {
-  const t = new Trajectory("gemma-loop");
-  const m: ChatMessage[] = [...history];
-  for (const [reply, next] of [
-    ["Hello.", "What is 2+2?"],
-    ["  4  ", "And 3+3?"],
-    ["6.", "Thanks."],
-    ["You're welcome.", ""],
-  ]) {
-    const previous = [...t.currentIds];
-    const played = playTurn(ctx, t, m, { content: reply! }, "<end_of_turn>", undefined, counter());
-    if (previous.length > 0) assert.equal(played.promptIds.slice(0, previous.length + 1), [...previous, NL]);
-    assert.equal(played.promptIds, folder.encode(render(m, true)));
-    m.push(played.message);
-    if (next) m.push({ role: "user", content: next });
-  }
-  assert.equal(driftTypes(ctx, t), []);
 });
 
 test.run();

@@ -7,7 +7,7 @@ import { compareTrajectories, type MismatchType } from "../../../sessions/drift.
 import type { AssistantTurn, TitoFamily } from "../../../sessions/families/index.ts";
 import type { TurnRecord } from "../../../sessions/journal/records.ts";
 import { planPrompt, renderOrThrow, type PromptContext } from "../../../sessions/prompt-builder.ts";
-import type { Trajectory } from "../../../sessions/trajectory.ts";
+import { Trajectory } from "../../../sessions/trajectory.ts";
 
 export function counter(prefix = "call_"): () => string {
   let n = 0;
@@ -88,4 +88,55 @@ function generateRecord(promptIds: readonly number[], completionIds: readonly nu
     request: Buffer.from(JSON.stringify({ input_ids: promptIds })),
     response: [Buffer.from(reply)],
   };
+}
+
+/** One turn of a scripted loop: the messages the client appends, then what the model writes. */
+export interface LoopRound {
+  /** Appended after the last assistant message; a tool_call_id "$k" names that message's k-th call. */
+  append?: ChatMessage[];
+  turn: AssistantTurn;
+  /** The stop token the model ends this turn with (default: the script's). */
+  stop?: string;
+}
+
+export interface LoopScript {
+  history: ChatMessage[];
+  tools?: unknown[];
+  stop: string;
+  rounds: LoopRound[];
+}
+
+export interface PlayedLoop {
+  t: Trajectory;
+  turns: Played[];
+  requests: ChatMessage[][];
+}
+
+/** Plays a script's rounds in one trajectory, each request being the last one, its reply and the round's appends. */
+export function playLoop(
+  ctx: PromptContext,
+  name: string,
+  script: LoopScript,
+  afterTurn?: (rounds: number, t: Trajectory) => void,
+): PlayedLoop {
+  const t = new Trajectory(name);
+  const newId = counter();
+  const turns: Played[] = [];
+  const requests: ChatMessage[][] = [];
+  let request = script.history;
+  for (const [k, round] of script.rounds.entries()) {
+    if (k > 0) {
+      const last = turns[k - 1]!.message;
+      const ids = ((last.tool_calls ?? []) as Array<{ id: string }>).map((c) => c.id);
+      const resolve = (m: ChatMessage): ChatMessage =>
+        typeof m.tool_call_id === "string" && m.tool_call_id.startsWith("$")
+          ? { ...m, tool_call_id: ids[Number(m.tool_call_id.slice(1))]! }
+          : m;
+      request = [...request, last, ...(round.append ?? []).map(resolve)];
+    }
+    requests.push(request);
+    turns.push(playTurn(ctx, t, request, round.turn, round.stop ?? script.stop, script.tools, newId));
+    afterTurn?.(k + 1, t);
+  }
+  return { t, turns, requests };
 }

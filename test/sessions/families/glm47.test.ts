@@ -6,97 +6,26 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
 import { compareTrajectories } from "../../../sessions/drift.ts";
-import { SessionConfigError, TokenizationError } from "../../../sessions/errors.ts";
-import { detectFamily, selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
+import { TokenizationError } from "../../../sessions/errors.ts";
+import { selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
 import { buildSample } from "../../../sessions/journal/samples.ts";
 import { promptContext } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { glm47Folder } from "./glm-minimax-folders.ts";
-import { counter, driftTypes, playTurn, type Played } from "./glm-minimax-loop.ts";
+import { GLM47_LOOP } from "./family-table.ts";
+import { counter, playLoop } from "./glm-minimax-loop.ts";
+import { call } from "./family-fixtures.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.glm47;
 
 const folder = glm47Folder();
 const family = selectFamily(folder);
 const id = (token: string) => folder.tokenId(token)!;
-const OBSERVATION = id("<|observation|>");
-const USER = id("<|user|>");
 const ctx = promptContext(folder, family, { ...serverKwargs(family) });
 const render = (messages: ChatMessage[], addGenerationPrompt: boolean, kwargs = ctx.kwargs) =>
   ctx.renderer.render(messages, { addGenerationPrompt, kwargs: { ...kwargs }, tools });
-
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } },
-    },
-  },
-  {
-    type: "function",
-    function: {
-      name: "search",
-      parameters: {
-        type: "object",
-        properties: {
-          query: { type: "string" },
-          filters: { type: "object" },
-          tags: { type: "array" },
-          exact: { type: "boolean" },
-        },
-      },
-    },
-  },
-];
-
-const call = (name: string, args: Record<string, unknown>) => ({
-  type: "function" as const,
-  function: { name, arguments: args },
-});
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check both.",
-  reasoning_content: "Two lookups needed.",
-  tool_calls: [
-    call("get_weather", { city: "Paris", days: 2 }),
-    call("search", { query: "Rome 42", filters: { lang: "it", n: 3 }, tags: ["a", "b"], exact: true }),
-  ],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "You are a weather bot." },
-  { role: "user", content: "Weather in Paris, and search Rome?" },
-];
-
-test("settings: detected, trim 1, trailing observation/user, all roles, pinned clear_thinking, parsers", () => {
-  assert.is(detectFamily(folder), "glm47");
-  assert.is(family.name, "glm47");
-  assert.is(family.maxTrimTokens, 1);
-  assert.equal([...family.trailingTokenIds].sort(), [OBSERVATION, USER].sort());
-  assert.equal(family.appendRoles, ["tool", "user", "system", "assistant"]);
-  assert.equal(family.pinnedKwargs, { clear_thinking: false });
-  assert.equal(family.sglangParsers, { reasoning: "glm45", toolCall: "glm47" });
-  assert.equal(family.stopTokens, ["<|observation|>", "<|user|>"]);
-  assert.is(family.template, undefined, "HF native template");
-  assert.ok(family.isAssistantSegment(id("<|assistant|>"), "</think>x"));
-  assert.not.ok(family.isAssistantSegment(USER, "hello"));
-  assert.not.ok(family.isAssistantSegment(undefined, "<|assistant|>"));
-});
-
-test("boundary: a trailing <|observation|> or <|user|> is dropped, any other token kept; nothing inserted", () => {
-  const drop = family.boundaryDrop!;
-  assert.is(drop([1, 2, OBSERVATION]), 1);
-  assert.is(drop([1, 2, USER]), 1);
-  assert.is(drop([1, USER, 2]), 0);
-  assert.is(drop([id("<|assistant|>")]), 0);
-  assert.is(drop([]), 0);
-  assert.equal(family.boundaryIds([1, 2, OBSERVATION]), []);
-});
-
-test("a folder without <|observation|> is refused, naming it", () => {
-  assert.throws(
-    () => selectFamily(glm47Folder({ without: "<|observation|>" }), "glm47"),
-    (e: unknown) => e instanceof SessionConfigError && /<\|observation\|>/.test((e as Error).message),
-  );
-});
 
 test("clear_thinking must be pinned false: by default a new user turn rewrites earlier reasoning", () => {
   const a1: ChatMessage = { role: "assistant", content: "Sunny.", reasoning_content: "easy" };
@@ -243,42 +172,11 @@ test("parser: values typed by the schema: strings raw, the rest JSON, then Pytho
   );
 });
 
-/** Plays the GLM loop and returns the trajectory, its turns and what each prompt held. */
-function playLoop() {
-  const t = new Trajectory("glm");
-  const newId = counter();
-  const turns: Played[] = [];
-  const requests: ChatMessage[][] = [];
-  const play = (request: ChatMessage[], turn: AssistantTurn, stop: string) => {
-    requests.push(request);
-    const played = playTurn(ctx, t, request, turn, stop, tools, newId);
-    turns.push(played);
-    return played;
-  };
-  const r1 = history;
-  const first = play(r1, TWO_CALLS, "<|observation|>");
-  const [c1, c2] = first.message.tool_calls as Array<{ id: string }>;
-  const r2: ChatMessage[] = [
-    ...r1,
-    first.message,
-    { role: "tool", tool_call_id: c1!.id, content: "sunny" },
-    { role: "tool", tool_call_id: c2!.id, content: "3 results" },
-  ];
-  const second = play(r2, { content: "Paris is sunny.", reasoning_content: "Summarize." }, "<|user|>");
-  const r3: ChatMessage[] = [...r2, second.message, { role: "user", content: "And tomorrow in Rome?" }];
-  const third = play(
-    r3,
-    { content: "", reasoning_content: "One call.", tool_calls: [call("get_weather", { city: "Rome", days: 1 })] },
-    "<|observation|>",
-  );
-  // The call failed: the harness answers with a system message instead of a tool result.
-  const r4: ChatMessage[] = [...r3, third.message, { role: "system", content: "The weather service is down." }];
-  const fourth = play(r4, { content: "Sorry, I cannot check Rome now." }, "<|user|>");
-  return { t, turns, requests, fourth };
-}
+/** GLM-4.7's loop from the table (families.test.ts checks its prompts and drift). */
+const playGlmLoop = () => playLoop(ctx, "glm", GLM47_LOOP());
 
 test("TITO loop: tool run, user append, system append after a failed call; prompts extend the checkpoints", () => {
-  const { t, turns, requests } = playLoop();
+  const { turns } = playGlmLoop();
   // Each prompt: the previous checkpoint minus its stop id, then the increment's own opener.
   const openers = [undefined, "<|observation|>", "<|user|>", "<|system|>"];
   turns.forEach((turn, k) => {
@@ -288,11 +186,6 @@ test("TITO loop: tool run, user append, system append after a failed call; promp
     assert.equal(turn.promptIds.slice(0, end - 1), [...previous.promptIds, ...previous.completionIds].slice(0, -1));
     assert.is(turn.promptIds[end - 1], id(openers[k]!), `turn ${k}'s opener`);
   });
-  // Every completion matched the template exactly (reasoning given), so TITO equals a fresh render,
-  // up to the last turn, whose empty reasoning the template writes as a bare </think>.
-  for (let k = 0; k < 3; k++)
-    assert.equal(turns[k]!.promptIds, folder.encode(render(requests[k]!, true)), `turn ${k} prompt`);
-  assert.equal(driftTypes(ctx, t), ["assistant_text"]);
   // Without the trim allowance the system append's prompt is refused.
   const replay = new Trajectory("replay");
   for (let k = 0; k < 3; k++)
@@ -306,7 +199,7 @@ test("TITO loop: tool run, user append, system append after a failed call; promp
 });
 
 test("TITO loop sample: a stop id the next prompt wrote again is trained on, a replaced one is not", () => {
-  const { t, turns } = playLoop();
+  const { t, turns } = playGlmLoop();
   const sample = buildSample(
     t.id,
     t.checkpoints,

@@ -8,76 +8,34 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
 import { compareTrajectories } from "../../../sessions/drift.ts";
-import { SessionConfigError, TemplateRenderError, TokenizationError } from "../../../sessions/errors.ts";
+import { TemplateRenderError, TokenizationError } from "../../../sessions/errors.ts";
 import { detectFamily, selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
 import { planPrompt, promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { counter, playTurn } from "./glm-minimax-loop.ts";
-import { inklingFolder } from "./kimi-inkling-folders.ts";
+import { call } from "./family-fixtures.ts";
+import { gptossInklingFolder, inklingFolder } from "./kimi-inkling-folders.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.inkling;
 
 const folder = inklingFolder();
 const family = selectFamily(folder);
 const ctx = promptContext(folder, family, { ...serverKwargs(family) });
-const id = (token: string) => folder.tokenId(token)!;
 const STOP = "<|content_model_end_sampling|>";
 const render = (messages: ChatMessage[], addGenerationPrompt: boolean, kwargs = ctx.kwargs, withTools = tools) =>
   renderOrThrow(ctx.renderer, messages, { addGenerationPrompt, kwargs: { ...kwargs }, tools: withTools });
 
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      description: "Weather of a city",
-      parameters: { type: "object", properties: { days: { type: "integer" }, City: { type: "string" } } },
-    },
-  },
-  { type: "function", function: { name: "search", parameters: { type: "object" } } },
-];
-const call = (name: string, args: Record<string, unknown>, callId?: string) => ({
-  ...(callId === undefined ? {} : { id: callId }),
-  type: "function" as const,
-  function: { name, arguments: args },
-});
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check both.",
-  reasoning_content: "Two lookups needed.",
-  tool_calls: [
-    call("get_weather", { days: 2, City: "Paris" }, "call_a"),
-    call("search", { query: "Rome ☀", filters: { z: [1, { b: 2, a: null }], _: true } }, "call_b"),
-  ],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "You are a weather bot." },
-  { role: "user", content: "Weather in Paris, and search Rome?" },
-];
 const EFFORT = "<|message_system|><|content_text|>Thinking effort level: 0.9<|end_message|>";
 const blocks = (...parts: string[]) => parts.join("");
 
-test("settings: detected, no trim or trailing ids, all roles, no kwargs, history increments, parsers, stop", () => {
-  assert.is(detectFamily(folder), "inkling");
-  assert.is(family.name, "inkling");
-  assert.is(family.maxTrimTokens, 0);
-  assert.equal([...family.trailingTokenIds], []);
-  assert.equal(family.appendRoles, ["tool", "user", "system", "assistant"]);
-  assert.equal(family.pinnedKwargs, {});
-  assert.is(family.increment, "history");
-  assert.equal(family.sglangParsers, { reasoning: "inkling", toolCall: "inkling" });
-  assert.equal(family.stopTokens, [STOP]);
-  assert.type(family.template, "string");
-  assert.equal(family.boundaryIds([1, id(STOP)]), []);
-  assert.equal(
-    family.driftSpecialIds,
-    new Set([200000, 200001, 200002, 200003]),
-    "exactly the four role tokens, at their ids",
-  );
-  assert.ok(family.isAssistantSegment(id("<|message_model|>"), "<|content_text|>hi"));
-  assert.not.ok(family.isAssistantSegment(id("<|message_user|>"), "<|content_text|>hi"));
-  assert.throws(
-    () => selectFamily(inklingFolder("<|content_invoke_tool_json|>"), "inkling"),
-    (e: unknown) => e instanceof SessionConfigError && /<\|content_invoke_tool_json\|>/.test((e as Error).message),
-  );
+test("the gpt-oss BPE with Inkling's control tokens laid over it (its TITO loop is in the table)", () => {
+  const real = gptossInklingFolder();
+  assert.is(detectFamily(real), "inkling");
+  assert.equal(selectFamily(real).driftSpecialIds, new Set([200000, 200001, 200002, 200003]));
+  assert.equal(real.encode("<|message_model|>"), [200001]);
+  assert.ok(real.encode("Weather in Paris").length < "Weather in Paris".length, "real BPE merges");
 });
 
 test("template: tool declaration, effort block before the first non-system message, blocks per message", () => {

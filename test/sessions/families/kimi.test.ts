@@ -8,14 +8,18 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
 import { compareTrajectories } from "../../../sessions/drift.ts";
-import { PinnedKwargError, SessionConfigError } from "../../../sessions/errors.ts";
-import { detectFamily, selectFamily, type AssistantTurn, type TitoFamily } from "../../../sessions/families/index.ts";
+import { PinnedKwargError } from "../../../sessions/errors.ts";
+import { selectFamily, type AssistantTurn, type TitoFamily } from "../../../sessions/families/index.ts";
 import { planPrompt, promptContext, renderOrThrow, type PromptContext } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs, TurnKwargs } from "../../../sessions/template-kwargs.ts";
 import type { TokenizerFolder } from "../../../sessions/tokenizer-folder.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { counter, driftTypes, playTurn } from "./glm-minimax-loop.ts";
+import { call } from "./family-fixtures.ts";
 import { kimiFolder } from "./kimi-inkling-folders.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.kimi;
 
 const k25Folder = kimiFolder({ model: "K2.5" });
 const k26Folder = kimiFolder({ model: "K2.6" });
@@ -28,79 +32,16 @@ const ctx26 = ctxOf(k26Folder, k26);
 const id = (token: string) => k25Folder.tokenId(token)!;
 const IM_END = id("<|im_end|>");
 const IM_MIDDLE = id("<|im_middle|>");
-const IM_ASSISTANT = id("<|im_assistant|>");
 const render = (c: PromptContext, messages: ChatMessage[], addGenerationPrompt: boolean, kwargs = c.kwargs) =>
   renderOrThrow(c.renderer, messages, { addGenerationPrompt, kwargs: { ...kwargs }, tools });
 
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      description: "Weather of a city",
-      parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } },
-    },
-  },
-  {
-    type: "function",
-    function: { name: "search", parameters: { type: "object", properties: { query: { type: "string" } } } },
-  },
-];
-const call = (name: string, args: Record<string, unknown>, callId?: string) => ({
-  ...(callId === undefined ? {} : { id: callId }),
-  type: "function" as const,
-  function: { name, arguments: args },
-});
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check both.",
-  reasoning_content: "Two lookups needed.",
-  tool_calls: [
-    call("get_weather", { city: "Paris", days: 2 }, "functions.get_weather:0"),
-    call("search", { query: "Rome ☀", filters: { n: [1, 2] } }, "functions.search:1"),
-  ],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "You are a weather bot." },
-  { role: "user", content: "Weather in Paris, and search Rome?" },
-];
-
-test("settings: detected by the switch, no trim or trailing ids, all roles, pinned preserve_thinking, parsers", () => {
-  assert.is(detectFamily(k25Folder), "kimi25");
-  assert.is(detectFamily(k26Folder), "kimi26");
+test("settings the table does not hold: drift splits at every special but <|im_middle|>; K2.6 may use the fixed template", () => {
   for (const family of [k25, k26]) {
-    assert.is(family.maxTrimTokens, 0);
-    assert.equal([...family.trailingTokenIds], []);
-    assert.equal(family.appendRoles, ["tool", "user", "system", "assistant"]);
-    assert.equal(family.pinnedKwargs, { preserve_thinking: true });
-    assert.equal(family.stopTokens, ["<|im_end|>"]);
-    assert.equal(family.boundaryIds([1, 2, IM_END]), [], "nothing follows <|im_end|>");
-    assert.is(family.boundaryDrop, undefined);
     const expected = new Set(k25Folder.specialTokenIds);
     expected.delete(IM_MIDDLE);
     assert.equal(family.driftSpecialIds, expected, "the tokenizer's specials less <|im_middle|>");
-    assert.ok(family.isAssistantSegment(IM_ASSISTANT, "assistant<|im_middle|><think>r"));
-    assert.ok(family.isAssistantSegment(id("<|tool_call_argument_begin|>"), '{"city":"X"}'));
-    assert.not.ok(family.isAssistantSegment(id("<|im_user|>"), "user<|im_middle|>hi"));
-    assert.not.ok(family.isAssistantSegment(id("<|im_system|>"), "tool<|im_middle|>## Return of x"));
-    assert.not.ok(family.isAssistantSegment(undefined, "assistant"));
   }
-  assert.equal(k25.sglangParsers, {}, "kimi25 binds no parser");
-  assert.equal(k26.sglangParsers, { reasoning: "kimi_k2", toolCall: "kimi_k2_raw_id" });
-  assert.type(k25.template, "string");
-  assert.is(k26.template, undefined, "K2.6 renders with its own template");
   assert.is(selectFamily(k26Folder, "kimi25").name, "kimi25", "K2.6 may also be rendered by the fixed template");
-});
-
-test("a folder missing a control token, or kimi26 on a template with no preserve_thinking, is refused", () => {
-  for (const name of ["kimi25", "kimi26"])
-    assert.throws(
-      () => selectFamily(kimiFolder({ model: "K2.6", without: "<|tool_call_argument_begin|>" }), name),
-      (e: unknown) => e instanceof SessionConfigError && /<\|tool_call_argument_begin\|>/.test((e as Error).message),
-    );
-  assert.throws(
-    () => selectFamily(k25Folder, "kimi26"),
-    (e: unknown) => e instanceof SessionConfigError && /preserve_thinking/.test((e as Error).message),
-  );
 });
 
 test("template layout: tool declaration, named headers, think block, calls section, tool result, prompt", () => {

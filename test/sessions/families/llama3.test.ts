@@ -9,64 +9,21 @@ import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
 import { compareTrajectories } from "../../../sessions/drift.ts";
 import { PinnedKwargError, SessionConfigError } from "../../../sessions/errors.ts";
-import { detectFamily, selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
-import { planPrompt, promptContext, renderOrThrow, type PromptContext } from "../../../sessions/prompt-builder.ts";
+import { detectFamily, selectFamily } from "../../../sessions/families/index.ts";
+import { planPrompt, promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs, TurnKwargs } from "../../../sessions/template-kwargs.ts";
 import type { TokenizerFolder } from "../../../sessions/tokenizer-folder.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
-import { syntheticFolder } from "../../helpers/synthetic-tokenizer.ts";
 import { npmFolder } from "../fixtures.ts";
-import { counter, driftTypes, playTurn } from "./glm-minimax-loop.ts";
+import { llama31Folder } from "./llama3-folder.ts";
+import { counter, playTurn } from "./glm-minimax-loop.ts";
+import { call } from "./family-fixtures.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.llama3;
 
 const npm = npmFolder("llama3_1");
-const PLAIN_LLAMA3 =
-  "{% for m in messages %}{% if loop.first %}{{ bos_token }}{% endif %}<|start_header_id|>{{ m.role }}<|end_header_id|>\n\n" +
-  "{{ m.content | trim }}<|eot_id|>{% endfor %}{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}";
-
-/** A Llama 3.1 token set: <|eom_id|> and <|python_tag|> exist (Llama 3's npm tokenizer has them reserved). */
-function llama31Folder(): TokenizerFolder {
-  return syntheticFolder({
-    added: [
-      { content: "<|begin_of_text|>", id: 1000 },
-      { content: "<|end_of_text|>", id: 1001 },
-      { content: "<|start_header_id|>", id: 1006 },
-      { content: "<|end_header_id|>", id: 1007 },
-      { content: "<|eom_id|>", id: 1008 },
-      { content: "<|eot_id|>", id: 1009 },
-      { content: "<|python_tag|>", id: 1010 },
-    ],
-    template: PLAIN_LLAMA3,
-    config: { bos_token: "<|begin_of_text|>", eos_token: "<|eot_id|>" },
-  });
-}
 const synth = llama31Folder();
-
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } },
-    },
-  },
-  {
-    type: "function",
-    function: { name: "search", parameters: { type: "object", properties: { query: { type: "string" } } } },
-  },
-];
-const call = (name: string, args: Record<string, unknown>) => ({
-  type: "function" as const,
-  function: { name, arguments: args },
-});
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check both.",
-  reasoning_content: "Two lookups needed.",
-  tool_calls: [call("get_weather", { city: "Paris", days: 2 }), call("search", { query: 'Rome "é" 42' })],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "You are a weather bot." },
-  { role: "user", content: "Weather in Paris, and search Rome?" },
-];
 
 function setup(folder: TokenizerFolder) {
   const family = selectFamily(folder);
@@ -78,33 +35,13 @@ function setup(folder: TokenizerFolder) {
 const L = setup(npm);
 const S = setup(synth);
 
-test("settings: detected on the npm tokenizer, no boundary fix, nothing trailing, every role, pinned date, llama3 parser", () => {
-  assert.is(detectFamily(npm), "llama3");
+test("settings the table does not hold: Llama 3.1's <|eom_id|> stop, drift specials less <|end_header_id|>", () => {
   assert.is(detectFamily(synth), "llama3");
   const f = L.family;
-  assert.is(f.name, "llama3");
-  assert.is(f.maxTrimTokens, 0);
-  assert.equal([...f.trailingTokenIds], []);
-  const eot = npm.tokenId("<|eot_id|>")!;
-  assert.equal(f.boundaryIds([1, 2, eot]), [], "the template writes nothing after <|eot_id|>");
-  assert.equal(f.boundaryIds([]), []);
-  assert.equal(f.appendRoles, ["tool", "user", "system", "assistant"]);
-  assert.equal(f.pinnedKwargs, { date_string: "26 Jul 2024" });
-  assert.equal(f.sglangParsers, { toolCall: "llama3" });
-  assert.equal(f.stopTokens, ["<|eot_id|>"], "Llama 3's tokenizer has no <|eom_id|>");
   assert.equal(S.family.stopTokens, ["<|eot_id|>", "<|eom_id|>"]);
-  assert.ok(f.template, "a fixed template: the npm folder's own renders no tool calls");
   assert.not.ok(f.driftSpecialIds!.has(npm.tokenId("<|end_header_id|>")!));
   assert.ok(f.driftSpecialIds!.has(npm.tokenId("<|start_header_id|>")!));
-  assert.ok(f.driftSpecialIds!.has(eot));
-});
-
-test("a tokenizer without the header tokens is refused, naming them", () => {
-  const bare = syntheticFolder({ added: [{ content: "<|eot_id|>" }], template: PLAIN_LLAMA3 });
-  assert.throws(
-    () => selectFamily(bare, "llama3"),
-    (e: unknown) => e instanceof SessionConfigError && /<\|start_header_id\|>, <\|end_header_id\|>/.test(e.message),
-  );
+  assert.ok(f.driftSpecialIds!.has(npm.tokenId("<|eot_id|>")!));
 });
 
 test("the fixed template: Llama 3.1's system block, tools in the first user message, ipython results", () => {
@@ -258,47 +195,6 @@ test("drift: assistant text is soft (header segment, and calls after <|python_ta
     compareTrajectories(folder, family, base, dropped).map((x) => x.type),
     ["special_token_count"],
   );
-});
-
-function loop(F: { ctx: PromptContext; render: (m: ChatMessage[], g: boolean) => string }, stop: string) {
-  const t = new Trajectory("llama3-loop");
-  const newId = counter();
-  const { ctx } = F;
-  const prompts: number[][] = [];
-  const turn = (request: ChatMessage[], reply: AssistantTurn) => {
-    const played = playTurn(ctx, t, request, reply, stop, tools, newId);
-    // Every prompt is what a fresh render of the request gives: nothing drifted.
-    assert.equal(played.promptIds, ctx.folder.encode(F.render(request, true)));
-    prompts.push(played.promptIds);
-    return played.message;
-  };
-  const m: ChatMessage[] = [...history];
-  m.push(turn(m, { content: "", tool_calls: TWO_CALLS.tool_calls }));
-  const [c1, c2] = m[m.length - 1]!.tool_calls as Array<{ id: string }>;
-  m.push(
-    { role: "tool", tool_call_id: c1!.id, content: "sunny" },
-    { role: "tool", tool_call_id: c2!.id, content: "42" },
-  );
-  m.push(turn(m, { content: "Paris is sunny; Rome is 42." }));
-  m.push({ role: "user", content: "And tomorrow?" });
-  m.push(turn(m, { content: "Let me look.", tool_calls: [call("get_weather", { city: "Paris", days: 1 })] }));
-  const [c3] = m[m.length - 1]!.tool_calls as Array<{ id: string }>;
-  m.push({ role: "tool", tool_call_id: c3!.id, content: "rain" });
-  m.push({ role: "system", content: "Answer in one word." });
-  m.push(turn(m, { content: "Rain." }));
-  m.push({ role: "assistant", content: "Anything else?" }, { role: "user", content: "No." });
-  m.push(turn(m, { content: "Bye." }));
-  assert.is(prompts.length, 5);
-  assert.equal(driftTypes(ctx, t), []);
-  return t;
-}
-
-test("TITO loop (npm Llama 3): two parallel calls, a tool run, user, tool+system, assistant+user appends", () => {
-  loop(L, "<|eot_id|>");
-});
-
-test("TITO loop (synthetic Llama 3.1): the same, with real <|python_tag|> tokens", () => {
-  loop(S, "<|eot_id|>");
 });
 
 test("an appended turn renders only itself: the first turn's tools and system stay where they were", () => {

@@ -1,38 +1,29 @@
-// The Qwen3-Coder XML tool-call parser shared by qwen35 and nemotron3
-// (sessions/families/qwen3-coder-completion.ts) and its schema typing (tool-args.ts
+// The Qwen3-Coder XML tool-call syntax shared by qwen35 and nemotron3
+// (sessions/families/tool-call-syntax.ts, parsed by tagged-completion.ts) and its schema typing (tool-args.ts
 // qwen3CoderArgumentValue): SGLang `qwen3_coder` semantics, and the house differences
 // (malformed blocks stay in the content and count, text after the calls stays).
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { formatCoderCall, parseCoderCompletion } from "../../../sessions/families/qwen3-coder-completion.ts";
-import { splitQwen3Reasoning } from "../../../sessions/families/qwen3-completion.ts";
+import { QWEN3_FORMAT, QWEN35_FORMAT } from "../../../sessions/families/completion-formats.ts";
+import { parseTagged } from "../../../sessions/families/tagged-completion.ts";
+import { formatCoderCall } from "../../../sessions/families/tool-call-syntax.ts";
 import { parameterTypes, qwen3CoderArgumentValue } from "../../../sessions/families/tool-args.ts";
+import { tool, types } from "./family-fixtures.ts";
 import { counter } from "./glm-minimax-loop.ts";
 
 const tools = [
-  {
-    type: "function",
-    function: {
-      name: "f",
-      parameters: {
-        type: "object",
-        properties: {
-          s: { type: "string" },
-          i: { type: "integer" },
-          n: { type: "number" },
-          b: { type: "boolean" },
-          o: { type: "object" },
-          a: { type: "array" },
-          maybe: { anyOf: [{ type: "integer" }, { type: "null" }] },
-          either: { type: ["integer", "string"] },
-          e: { enum: ["x", "y"] },
-          untyped: { description: "no type" },
-        },
-      },
-    },
-  },
+  tool("f", {
+    ...types({ s: "string", i: "integer", n: "number", b: "boolean", o: "object", a: "array" }),
+    maybe: { anyOf: [{ type: "integer" }, { type: "null" }] },
+    either: { type: ["integer", "string"] },
+    e: { enum: ["x", "y"] },
+    untyped: { description: "no type" },
+  }),
 ];
-const parse = (text: string) => parseCoderCompletion(text, (t) => splitQwen3Reasoning(t), { tools, newId: counter() });
+
+// Qwen3's reasoning split (the prompt opened no block) with Qwen3-Coder calls; no stop texts to cut.
+const CODER = { stopTexts: [], reasoning: QWEN3_FORMAT.reasoning, toolCalls: QWEN35_FORMAT.toolCalls };
+const parse = (text: string) => parseTagged(text, CODER, { tools, newId: counter() });
 const args = (params: string) =>
   JSON.parse(parse(`<tool_call>\n<function=f>\n${params}</function>\n</tool_call>`).tool_calls![0]!.function.arguments);
 const p = (key: string, value: string) => `<parameter=${key}>\n${value}\n</parameter>\n`;

@@ -7,34 +7,22 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { jinjaRenderer, type ChatMessage } from "../../../sessions/chat-template.ts";
 import { PinnedKwargError, SessionConfigError } from "../../../sessions/errors.ts";
-import { detectFamily, selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
+import { selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
 import { QWEN3_TEMPLATE } from "../../../sessions/families/qwen3-template.ts";
 import { generationPromptInputs } from "../../../sessions/generation-prompt.ts";
 import { promptContext } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs, TurnKwargs } from "../../../sessions/template-kwargs.ts";
-import { Trajectory } from "../../../sessions/trajectory.ts";
-import { syntheticFolder } from "../../helpers/synthetic-tokenizer.ts";
 import { qwen3 } from "../fixtures.ts";
-import { counter, driftTypes, playTurn } from "./glm-minimax-loop.ts";
+import { counter } from "./glm-minimax-loop.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.qwen3;
 
 const folder = qwen3();
 const family = selectFamily(folder);
 const ctx = promptContext(folder, family, { ...serverKwargs(family) });
 const stock = jinjaRenderer(folder);
-const IM_START = folder.tokenId("<|im_start|>")!;
-const IM_END = folder.tokenId("<|im_end|>")!;
-const NL = folder.encode("\n")[0]!;
 
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      description: "Weather in a city",
-      parameters: { type: "object", properties: { city: { type: "string" }, days: { type: "integer" } } },
-    },
-  },
-];
 type Kwargs = Record<string, unknown>;
 const mine = (messages: ChatMessage[], addGenerationPrompt: boolean, kwargs: Kwargs = { ...ctx.kwargs }) =>
   ctx.renderer.render(messages, { addGenerationPrompt, kwargs, tools });
@@ -46,44 +34,11 @@ const call = (id: string, city: string, days?: number) => ({
   type: "function" as const,
   function: { name: "get_weather", arguments: days === undefined ? { city } : { city, days } },
 });
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check both.",
-  reasoning_content: "Two cities, two lookups.",
-  tool_calls: [call("a", "Paris"), call("b", "Zürich", 2)],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "You are a weather bot." },
-  { role: "user", content: "Weather in Paris and Zürich?" },
-];
 
-test("settings: detected, no trim, newline trailing, all roles, pinned clear_thinking, qwen3/qwen25", () => {
-  assert.is(detectFamily(folder), "qwen3");
-  assert.is(family.name, "qwen3");
-  assert.is(family.maxTrimTokens, 0);
-  assert.equal([...family.trailingTokenIds], [NL]);
-  assert.equal(family.appendRoles, ["tool", "user", "system", "assistant"]);
-  assert.equal(family.pinnedKwargs, { clear_thinking: false });
-  assert.equal(family.sglangParsers, { reasoning: "qwen3", toolCall: "qwen25" });
-  assert.equal(family.stopTokens, ["<|im_end|>"]);
+test("settings the table does not hold: its own template, whose generation prompt reads one kwarg", () => {
   assert.is(family.template, QWEN3_TEMPLATE);
-  assert.ok(family.isAssistantSegment(IM_START, "assistant\n<think>\nr"));
-  assert.not.ok(family.isAssistantSegment(IM_START, "user\nhi"));
-  assert.not.ok(family.isAssistantSegment(IM_END, "\n"));
-  assert.not.ok(family.isAssistantSegment(undefined, "assistant"));
   // The generation prompt stays provably constant: one render per turn.
   assert.equal(generationPromptInputs(ctx.renderer.template!), ["enable_thinking"]);
-});
-
-test("boundary: the newline after a trailing <|im_end|> is put back, nothing else; a missing token is named", () => {
-  assert.equal(family.boundaryIds([1, 2, IM_END]), [NL]);
-  assert.equal(family.boundaryIds([1, IM_END, 2]), []);
-  assert.equal(family.boundaryIds([]), []);
-  assert.is(family.boundaryDrop, undefined);
-  const noEnd = syntheticFolder({ added: [{ content: "<|im_start|>" }], template: "{{ messages }}" });
-  assert.throws(
-    () => selectFamily(noEnd, "qwen3"),
-    (e: unknown) => e instanceof SessionConfigError && /qwen3 needs <\|im_start\|>, <\|im_end\|>/.test(String(e)),
-  );
 });
 
 test("fixed template = stock template wherever the stock one is append-only", () => {
@@ -245,69 +200,6 @@ test("parser: a malformed block stays in the content and counts; one cut by the 
   });
   assert.equal([cut.tool_calls!.length, cut.malformedToolCalls], [1, 0]);
   assert.is(cut.content, '<tool_call>\n{"name": "get_we');
-});
-
-test("TITO loop: tool run, user append, system append; every prompt equals a fresh render, no drift", () => {
-  const t = new Trajectory("qwen3");
-  const newId = counter();
-  const first = playTurn(ctx, t, history, TWO_CALLS, "<|im_end|>", tools, newId);
-  const [c1, c2] = first.message.tool_calls as Array<{ id: string }>;
-  const r2: ChatMessage[] = [
-    ...history,
-    first.message,
-    { role: "tool", tool_call_id: c1!.id, content: "sunny" },
-    { role: "tool", tool_call_id: c2!.id, content: "rain" },
-  ];
-  const second = playTurn(
-    ctx,
-    t,
-    r2,
-    { content: "Sunny and rain.", reasoning_content: "Summarize." },
-    "<|im_end|>",
-    tools,
-    newId,
-  );
-  const junction = first.promptIds.length + first.completionIds.length;
-  assert.is(second.promptIds[junction - 1], IM_END);
-  assert.is(second.promptIds[junction], NL, "the newline put back");
-  assert.is(
-    folder.decode(second.promptIds.slice(junction + 1)),
-    "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\nrain\n</tool_response><|im_end|>\n<|im_start|>assistant\n",
-  );
-  const r3: ChatMessage[] = [...r2, second.message, { role: "user", content: "And Oslo in 3 days?" }];
-  const third = playTurn(
-    ctx,
-    t,
-    r3,
-    { content: "", reasoning_content: "One call.", tool_calls: [call("x", "Oslo", 3)] },
-    "<|im_end|>",
-    tools,
-    newId,
-  );
-  const r4: ChatMessage[] = [
-    ...r3,
-    third.message,
-    { role: "tool", tool_call_id: (third.message.tool_calls as Array<{ id: string }>)[0]!.id, content: "snow" },
-    { role: "system", content: "Answer in one line." },
-    { role: "user", content: "Summary?" },
-  ];
-  const fourth = playTurn(
-    ctx,
-    t,
-    r4,
-    { content: "Snow in Oslo.", reasoning_content: "Wrap up." },
-    "<|im_end|>",
-    tools,
-    newId,
-  );
-  for (const [played, request] of [
-    [first, history],
-    [second, r2],
-    [third, r3],
-    [fourth, r4],
-  ] as const)
-    assert.equal(played.promptIds, folder.encode(mine(request, true)));
-  assert.equal(driftTypes(ctx, t), []);
 });
 
 test.run();

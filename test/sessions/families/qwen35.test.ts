@@ -6,80 +6,30 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
 import { compareTrajectories } from "../../../sessions/drift.ts";
-import { AppendRoleError, SessionConfigError, TemplateRenderError } from "../../../sessions/errors.ts";
-import { detectFamily, selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
+import { AppendRoleError, TemplateRenderError } from "../../../sessions/errors.ts";
+import { selectFamily, type AssistantTurn } from "../../../sessions/families/index.ts";
 import { generationPromptInputs } from "../../../sessions/generation-prompt.ts";
 import { planPrompt, promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { qwen35Folder } from "./chatml-folders.ts";
-import { counter, driftTypes, playTurn } from "./glm-minimax-loop.ts";
+import { counter, playTurn } from "./glm-minimax-loop.ts";
+import { call } from "./family-fixtures.ts";
+import { FIXTURES } from "./family-table.ts";
+
+const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.qwen35;
 
 const folder = qwen35Folder();
 const family = selectFamily(folder);
 const ctx = promptContext(folder, family, { ...serverKwargs(family) });
 const IM_START = folder.tokenId("<|im_start|>")!;
 const IM_END = folder.tokenId("<|im_end|>")!;
-const NL = folder.encode("\n")[0]!;
 const render = (messages: ChatMessage[], addGenerationPrompt: boolean, kwargs = ctx.kwargs, withTools = tools) =>
   renderOrThrow(ctx.renderer, messages, { addGenerationPrompt, kwargs: { ...kwargs }, tools: withTools });
 
-const tools = [
-  {
-    type: "function",
-    function: {
-      name: "get_weather",
-      parameters: {
-        type: "object",
-        properties: { city: { type: "string" }, days: { type: "integer" }, hourly: { type: "boolean" } },
-      },
-    },
-  },
-  {
-    type: "function",
-    function: {
-      name: "search",
-      parameters: { type: "object", properties: { query: { type: "string" }, filters: { type: "object" } } },
-    },
-  },
-];
-const call = (name: string, args: Record<string, unknown>) => ({
-  type: "function" as const,
-  function: { name, arguments: args },
-});
-const TWO_CALLS: AssistantTurn = {
-  content: "Let me check.",
-  reasoning_content: "Two lookups.",
-  tool_calls: [
-    call("get_weather", { city: "Paris", days: 2, hourly: true }),
-    call("search", { query: "Rome 42", filters: { lang: "it", n: [1, 2] } }),
-  ],
-};
-const history: ChatMessage[] = [
-  { role: "system", content: "  You are a weather bot.\n" },
-  { role: "user", content: "Weather in Paris, and search Rome? " },
-];
-
-test("settings: Qwen3.5 ids detect qwen35; no system appends; pinned clear_thinking; qwen3/qwen3_coder", () => {
+test("settings the table does not hold: Qwen3.5's <|im_start|> id, a generation prompt reading one kwarg", () => {
   assert.is(IM_START, 248045);
-  assert.is(detectFamily(folder), "qwen35");
-  assert.is(family.name, "qwen35");
-  assert.is(family.maxTrimTokens, 0);
-  assert.equal([...family.trailingTokenIds], [NL]);
-  assert.equal(family.appendRoles, ["tool", "user", "assistant"]);
-  assert.equal(family.pinnedKwargs, { clear_thinking: false });
-  assert.equal(family.sglangParsers, { reasoning: "qwen3", toolCall: "qwen3_coder" });
-  assert.equal(family.stopTokens, ["<|im_end|>"]);
-  assert.equal(family.boundaryIds([1, IM_END]), [NL]);
-  assert.equal(family.boundaryIds([IM_END, 1]), []);
-  assert.equal(family.boundaryIds([]), []);
-  assert.ok(family.isAssistantSegment(IM_START, "assistant\n<think>\n"));
-  assert.not.ok(family.isAssistantSegment(IM_START, "user\n"));
   assert.equal(generationPromptInputs(ctx.renderer.template!), ["enable_thinking"]);
-  assert.throws(
-    () => selectFamily(qwen35Folder("<|im_end|>"), "qwen35"),
-    (e: unknown) => e instanceof SessionConfigError && /<\|im_end\|>/.test(String(e)),
-  );
 });
 
 test("template layout: tools then the user's system text, trimmed contents, XML calls, one header per tool run", () => {
@@ -209,68 +159,6 @@ test("drift classes: changed assistant text is soft, changed user text is hard, 
   const swapped = [...expected];
   swapped[end] = folder.tokenId("<|endoftext|>")!;
   assert.equal(types(swapped), ["special_token_type"]);
-});
-
-test("TITO loop: tool run, user append, injected assistant; every prompt equals a fresh render, no drift", () => {
-  const t = new Trajectory("qwen35");
-  const newId = counter();
-  const first = playTurn(ctx, t, history, TWO_CALLS, "<|im_end|>", tools, newId);
-  const [c1, c2] = first.message.tool_calls as Array<{ id: string }>;
-  const r2: ChatMessage[] = [
-    ...history,
-    first.message,
-    { role: "tool", tool_call_id: c1!.id, content: "sunny" },
-    { role: "tool", tool_call_id: c2!.id, content: "3 results" },
-  ];
-  const second = playTurn(
-    ctx,
-    t,
-    r2,
-    { content: "Paris is sunny.", reasoning_content: "Sum up." },
-    "<|im_end|>",
-    tools,
-    newId,
-  );
-  const junction = first.promptIds.length + first.completionIds.length;
-  assert.is(second.promptIds[junction], NL, "the newline put back");
-  assert.is(
-    folder.decode(second.promptIds.slice(junction + 1)),
-    "<|im_start|>user\n<tool_response>\nsunny\n</tool_response>\n<tool_response>\n3 results\n</tool_response><|im_end|>\n<|im_start|>assistant\n<think>\n",
-  );
-  const r3: ChatMessage[] = [...r2, second.message, { role: "user", content: "And Rome tomorrow?" }];
-  const third = playTurn(
-    ctx,
-    t,
-    r3,
-    { content: "", reasoning_content: "One call.", tool_calls: [call("get_weather", { city: "Rome", days: 1 })] },
-    "<|im_end|>",
-    tools,
-    newId,
-  );
-  const r4: ChatMessage[] = [
-    ...r3,
-    third.message,
-    { role: "tool", tool_call_id: (third.message.tool_calls as Array<{ id: string }>)[0]!.id, content: "rain" },
-    { role: "assistant", content: "(injected note)" },
-    { role: "user", content: "Summary?" },
-  ];
-  const fourth = playTurn(
-    ctx,
-    t,
-    r4,
-    { content: "Rain in Rome.", reasoning_content: "Wrap up." },
-    "<|im_end|>",
-    tools,
-    newId,
-  );
-  for (const [played, request] of [
-    [first, history],
-    [second, r2],
-    [third, r3],
-    [fourth, r4],
-  ] as const)
-    assert.equal(played.promptIds, folder.encode(render(request, true)));
-  assert.equal(driftTypes(ctx, t), []);
 });
 
 test.run();

@@ -11,25 +11,17 @@ import {
   pythonLiteral,
   templateJson,
 } from "../../../sessions/families/tool-args.ts";
+import { tool } from "./family-fixtures.ts";
 
 const tools = [
-  {
-    type: "function",
-    function: {
-      name: "f",
-      parameters: {
-        type: "object",
-        properties: {
-          s: { type: "string" },
-          n: { type: ["integer", "null"] },
-          u: { oneOf: [{ type: "number" }, { type: "string" }] },
-          e: { enum: [1, "a", null] },
-          c: { const: true },
-          none: { description: "no type" },
-        },
-      },
-    },
-  },
+  tool("f", {
+    s: { type: "string" },
+    n: { type: ["integer", "null"] },
+    u: { oneOf: [{ type: "number" }, { type: "string" }] },
+    e: { enum: [1, "a", null] },
+    c: { const: true },
+    none: { description: "no type" },
+  }),
   { name: "bare", parameters: { properties: { x: { type: "Boolean" } } } },
 ];
 
