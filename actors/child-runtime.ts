@@ -62,7 +62,8 @@ export function startChildRuntime<Config, Report = ChildToHost>(): ChildRuntime<
   return {
     config,
     ready(info) {
-      process.send!({ type: "ready", info } satisfies ChildToHost);
+      // With a callback, a parent gone meanwhile is no uncaught 'error': the disconnect exits us.
+      process.send!({ type: "ready", info } satisfies ChildToHost, undefined, undefined, () => {});
     },
     report(message) {
       return new Promise((resolve) => {

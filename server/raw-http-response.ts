@@ -2,16 +2,31 @@
 // handoff (docs/architecture.md, "The records handoff"): the worker writes a records GET's
 // response with it, and the host its 503 when that worker is gone. The socket carries this
 // one response (`connection: close`); whatever the client sends is read and dropped, never
-// parsed. A body that fails midway destroys the socket, so the client sees a cut-short
-// response, never a complete-looking wrong one. The host loads this file: it must import
-// nothing but buffers/ (no sessions/, no engine/, no tokenizer).
+// parsed. The host loads this file: it must import nothing but buffers/ (no sessions/, no
+// engine/, no tokenizer).
+//
+// A response cut short must never look complete (docs/http.md, "GET /sessions/{id}"): a
+// body that fails midway, or a stream that ends before the bytes it promised
+// (`byteLength`), ends the connection with a TCP reset, never with the last chunk, and a
+// chunked body that is whole ends with trailers giving its length and CRC-32 for the
+// client to check.
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import { release } from "../buffers/release.ts";
 import { drained } from "../buffers/drained.ts";
+import { crc32 } from "../buffers/crc32.ts";
+import { cutShort } from "../buffers/cut-short.ts";
+
+export { cutShort };
 
 export type RawHeaders = Readonly<Record<string, string | number | readonly string[]>>;
-export type RawBody = Buffer | Buffer[] | AsyncIterable<Buffer>;
+/** A body read as it is written; `byteLength`, when the stream knows it, is what it promises. */
+export type RawStream = AsyncIterable<Buffer> & { readonly byteLength?: number };
+export type RawBody = Buffer | Buffer[] | RawStream;
+
+/** The trailers of a whole chunked body: its length in bytes, and its CRC-32 (IEEE, as zlib) in 8 hex digits. */
+export const BODY_BYTES_TRAILER = "x-tito-body-bytes";
+export const BODY_CRC32_TRAILER = "x-tito-body-crc32";
 
 /**
  * The most of a body written to the socket in one go. A records body is 100-200 MiB in
@@ -47,7 +62,6 @@ const LINGER_MS = 5_000;
 /** Framing is this writer's business: a caller's header of these names is dropped. */
 const FRAMING = new Set(["content-length", "transfer-encoding", "connection", "keep-alive"]);
 const CRLF = Buffer.from("\r\n");
-const LAST_CHUNK = Buffer.from("0\r\n\r\n");
 
 /**
  * Takes a socket handed over by another process: never lets a socket error crash us, reads
@@ -63,9 +77,11 @@ export function adoptSocket(socket: Socket): void {
 /**
  * Writes status, headers and body, then ends the socket. `headers` are merged in order
  * (later wins); framing comes from the body: `content-length` for a Buffer or a Buffer
- * list, `transfer-encoding: chunked` for a stream. Each piece is released (buffers/
- * release.ts) once the socket has taken it. Resolves true when the whole body was written,
- * false when the client left or the body failed (the socket is destroyed then).
+ * list, `transfer-encoding: chunked` with the body's length and CRC-32 as trailers for a
+ * stream. Each piece is released (buffers/release.ts) once the socket has taken it.
+ * Resolves true when the whole body was written, false when the client left, the body
+ * failed or a stream ended short of its `byteLength` (the connection is reset then:
+ * buffers/cut-short.ts).
  * `sliceBytes`: the most written in one go (SLICE_BYTES; a process that serves nothing
  * else, the records streamer, writes whole pieces).
  */
@@ -80,13 +96,15 @@ export async function writeRawResponse(
   const stream = !Buffer.isBuffer(body) && !Array.isArray(body);
   const pieces = stream ? [] : Buffer.isBuffer(body) ? [body] : body;
   const length = pieces.reduce((n, piece) => n + piece.length, 0);
-  const framing = stream ? "transfer-encoding: chunked" : `content-length: ${length}`;
+  const framing = stream
+    ? `transfer-encoding: chunked\r\ntrailer: ${BODY_BYTES_TRAILER}, ${BODY_CRC32_TRAILER}`
+    : `content-length: ${length}`;
   socket.write(responseHead(status, headers, framing));
   const complete = stream
-    ? await writeChunked(socket, body as AsyncIterable<Buffer>, sliceBytes, onBytes)
+    ? await writeChunked(socket, body as RawStream, sliceBytes, onBytes)
     : await writePieces(socket, pieces, sliceBytes, onBytes);
   if (complete) finish(socket);
-  else socket.destroy();
+  else cutShort(socket);
   return complete;
 }
 
@@ -151,20 +169,26 @@ async function writeSliced(socket: Socket, piece: Buffer, sliceBytes: number): P
   if (piece.length === 0) release(piece);
 }
 
-async function writeChunked(
-  socket: Socket,
-  body: AsyncIterable<Buffer>,
-  sliceBytes: number,
-  onBytes?: (bytes: number) => void,
-) {
+/**
+ * The chunks of `body`, then the last chunk with the trailers, only if every byte the
+ * body promised (`byteLength`, when it says) went out: false otherwise, and the caller
+ * resets the connection. A stream that ends early (stopped by someone else, a file
+ * shorter than its range) must not end the response as if it were whole.
+ */
+async function writeChunked(socket: Socket, body: RawStream, sliceBytes: number, onBytes?: (bytes: number) => void) {
+  const promised = body.byteLength;
+  let sent = 0;
+  let crc = 0;
   try {
     for await (const piece of body) {
-      if (socket.destroyed) {
+      if (socket.destroyed || (promised !== undefined && sent + piece.length > promised)) {
         release(piece);
         return false; // leaving the loop stops the stream (its return())
       }
       // An empty chunk would end the body: nothing to send.
       if (piece.length === 0) continue;
+      sent += piece.length;
+      crc = crc32(piece, crc);
       onBytes?.(piece.length);
       socket.write(`${piece.length.toString(16)}\r\n`);
       await writeSliced(socket, piece, sliceBytes);
@@ -173,8 +197,9 @@ async function writeChunked(
   } catch {
     return false; // e.g. a journal read failed: the response is cut short
   }
-  if (socket.destroyed) return false;
-  socket.write(LAST_CHUNK);
+  if (socket.destroyed || (promised !== undefined && sent !== promised)) return false;
+  const hex = crc.toString(16).padStart(8, "0");
+  socket.write(`0\r\n${BODY_BYTES_TRAILER}: ${sent}\r\n${BODY_CRC32_TRAILER}: ${hex}\r\n\r\n`);
   return true;
 }
 

@@ -84,6 +84,7 @@ export interface TurnContext {
 }
 
 const JSON_HEADERS = { "content-type": "application/json" };
+const byteLengthOf = (body: AsyncIterable<Buffer> & { byteLength?: number }) => body.byteLength;
 const json = (status: number, value: unknown): CoreResponse => ({
   status,
   headers: { ...JSON_HEADERS },
@@ -199,7 +200,13 @@ export class SessionCore {
         };
         if (t.assistantCount > 0) metadata.tito_session_mismatch = this.#drift(t);
         const { head, tail } = sessionBodyEnds(t.id, metadata);
-        return { status: 200, headers: { ...JSON_HEADERS }, body: this.#records.body(t.id, head, tail) };
+        const body = this.#records.body(t.id, head, tail);
+        // Its length is known before a byte is read: a relayed body promises it, so a
+        // client of any HTTP version tells a cut one from a whole one (docs/http.md).
+        const length = Array.isArray(body) ? body.reduce((n, b) => n + b.length, 0) : byteLengthOf(body);
+        const headers: Record<string, string> = { ...JSON_HEADERS };
+        if (length !== undefined) headers["content-length"] = String(length);
+        return { status: 200, headers, body };
       });
     });
   }

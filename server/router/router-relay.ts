@@ -16,6 +16,7 @@ import type { RouterMetrics } from "./router-metrics.ts";
 import type { SocketHandoff } from "./records-handoff.ts";
 import { drained } from "../../buffers/drained.ts";
 import { Cancel } from "../../buffers/cancel.ts";
+import { cutShort } from "../../buffers/cut-short.ts";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 /** The Retry-After of a retryable 503 (a held turn that timed out, a turn a pause aborted). */
@@ -152,7 +153,8 @@ function onceDone(raw: NodeJS.WritableStream & { once(event: string, fn: () => v
 // A streamed body is written straight to the socket, piece by piece, with backpressure:
 // no stream objects per piece, and each piece's read slab is released as soon as the
 // socket has taken it. A body that fails midway (the worker died) cuts the response
-// short, so the client sees an incomplete body, never a complete-looking wrong one.
+// short with a reset (buffers/cut-short.ts), so the client sees an error, never a
+// complete-looking wrong one, even where the body is close-delimited (HTTP/1.0).
 async function pipeBody(
   request: FastifyRequest,
   reply: FastifyReply,
@@ -166,19 +168,26 @@ async function pipeBody(
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(status, { ...(reply.getHeaders() as Record<string, string>), ...headers });
+  // A length the worker promised (a records GET's) is held to: a body that ends short of it is cut.
+  const promised = headers["content-length"] === undefined ? undefined : Number(headers["content-length"]);
+  let sent = 0;
   try {
     for await (const piece of body) {
       count?.(piece.length);
+      sent += piece.length;
       if (raw.destroyed) {
         release(piece);
         break;
       }
       if (!raw.write(piece, () => release(piece))) await drained(raw);
     }
+    if (promised !== undefined && sent !== promised && !raw.destroyed)
+      throw new Error(`${sent} bytes of the ${promised} promised`);
     raw.end();
   } catch (err) {
     if (!(err instanceof RequestAbortedError))
       request.log.warn({ err: (err as Error).message }, "relayed body failed midway");
+    cutShort(raw.socket);
     raw.destroy();
   } finally {
     onDone?.();

@@ -10,7 +10,7 @@ import type { Socket } from "node:net";
 import type { RecordsHandoff } from "../../actors/index.ts";
 import { release } from "../../buffers/release.ts";
 import { RecordStream, type CoreResponse } from "../../sessions/index.ts";
-import { adoptSocket, writeRawResponse, type RawHeaders } from "../raw-http-response.ts";
+import { adoptSocket, cutShort, writeRawResponse, type RawHeaders } from "../raw-http-response.ts";
 import type { RecordsStreamer } from "./records-streamer.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
 
@@ -24,6 +24,8 @@ interface Parked {
 
 export class ParkedResponses {
   readonly #parked = new Map<string, Parked>();
+  /** The sockets of the responses this worker is writing itself. */
+  readonly #writing = new Set<Socket>();
   readonly #metrics: WorkerMetrics;
   readonly #parkMs: number;
   readonly #streamer: RecordsStreamer | undefined;
@@ -61,10 +63,17 @@ export class ParkedResponses {
     const { status, headers, body } = parked.res;
     const complete =
       (await this.#viaStreamer(socket, status, [handoff.headers, headers], body)) ??
-      (await writeRawResponse(socket, status, [handoff.headers, headers], body, (bytes) =>
-        this.#metrics.handoffBytes(bytes),
-      ));
+      (await this.#write(socket, status, [handoff.headers, headers], body));
     this.#metrics.handoff(complete ? "written" : "cut");
+  }
+
+  async #write(socket: Socket, status: number, headers: RawHeaders[], body: CoreResponse["body"]) {
+    this.#writing.add(socket);
+    try {
+      return await writeRawResponse(socket, status, headers, body, (bytes) => this.#metrics.handoffBytes(bytes));
+    } finally {
+      this.#writing.delete(socket);
+    }
   }
 
   /**
@@ -83,9 +92,13 @@ export class ParkedResponses {
     return complete;
   }
 
-  /** Drops every kept response (the worker is closing). */
+  /**
+   * Drops every kept response and resets the connections of those being written (the
+   * worker is closing): a client never takes what the close leaves for a whole body.
+   */
   close(): void {
     for (const ticket of [...this.#parked.keys()]) this.#drop(ticket);
+    for (const socket of this.#writing) cutShort(socket);
   }
 
   #drop(ticket: string): void {

@@ -7,7 +7,7 @@ import { Socket } from "node:net";
 import { setPriority } from "node:os";
 import { startChildRuntime } from "../../actors/child-runtime.ts";
 import { openRecordStream } from "../../sessions/journal/record-stream.ts";
-import { adoptSocket, writeErrorResponse, writeRawResponse } from "../raw-http-response.ts";
+import { adoptSocket, cutShort, writeErrorResponse, writeRawResponse } from "../raw-http-response.ts";
 import {
   fromWire,
   isStreamRecords,
@@ -25,8 +25,19 @@ try {
   process.stderr.write(`${name}: cannot lower its priority to nice ${nice}: ${(err as Error).message}\n`);
 }
 
+/** The sockets of the responses being written. */
+const writing = new Set<Socket>();
+// The worker died or asked us to stop: the responses in flight are cut, and each client
+// gets a reset at once, not whatever the exit leaves (docs/http.md: a records body cut
+// short never looks complete).
+runtime.onClose(() => {
+  for (const socket of writing) cutShort(socket);
+});
+
 async function stream(message: StreamRecords, socket: Socket): Promise<void> {
   adoptSocket(socket);
+  writing.add(socket);
+  socket.once("close", () => writing.delete(socket));
   let bytes = 0;
   let complete = false;
   // Through the worker's own descriptors (/proc/<worker>/fd/<fd>): its pinned segments, even unlinked ones.

@@ -57,6 +57,12 @@ export interface PathRange {
 export type PortablePart = Buffer | PathRange;
 
 export class RecordStream implements AsyncIterableIterator<Buffer> {
+  /**
+   * The body's whole length, known before a byte is read: what a writer promises its
+   * client, and holds itself to (a stream stopped early yields fewer bytes, and a
+   * response cut short must never look complete: docs/http.md).
+   */
+  readonly byteLength: number;
   readonly #parts: BodyPart[];
   #index = 0;
   #offset = 0; // within the current file range
@@ -66,6 +72,7 @@ export class RecordStream implements AsyncIterableIterator<Buffer> {
   constructor(parts: BodyPart[], release: () => void) {
     this.#parts = parts;
     this.#release = release;
+    this.byteLength = parts.reduce((n, part) => n + part.length, 0);
   }
 
   /**

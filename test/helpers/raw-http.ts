@@ -1,7 +1,7 @@
 // A raw HTTP client for tests that look at the framing itself: it sends the request text
 // as given on a fresh TCP connection, reads until the server closes it, and parses the
 // response strictly (status line, headers, then a content-length, chunked or
-// close-delimited body), saying whether the body was complete.
+// close-delimited body, a chunked one's trailers too), saying whether the body was complete.
 import { connect } from "node:net";
 
 export interface RawResponse {
@@ -12,6 +12,8 @@ export interface RawResponse {
   /** The body's framing was whole: every content-length byte, or the last chunk, arrived. */
   complete: boolean;
   chunked: boolean;
+  /** A chunked body's trailers (lower-case names), once its last chunk arrived. */
+  trailers: Record<string, string>;
 }
 
 /** Sends `text` (request line and headers, CRLF-terminated) to `url`'s host and port. */
@@ -52,26 +54,36 @@ export function parseResponse(bytes: Buffer): RawResponse {
   }
   const rest = bytes.subarray(end + 4);
   const chunked = headers["transfer-encoding"] === "chunked";
+  const trailers = {};
   if (chunked) return { status: Number(status[1]), headers, chunked, ...dechunk(rest) };
   const length = headers["content-length"];
-  if (length === undefined) return { status: Number(status[1]), headers, chunked, body: rest, complete: true };
+  if (length === undefined)
+    return { status: Number(status[1]), headers, chunked, trailers, body: rest, complete: true };
   const n = Number(length);
-  return { status: Number(status[1]), headers, chunked, body: rest.subarray(0, n), complete: rest.length === n };
+  return {
+    status: Number(status[1]),
+    headers,
+    chunked,
+    trailers,
+    body: rest.subarray(0, n),
+    complete: rest.length === n,
+  };
 }
 
-function dechunk(bytes: Buffer): { body: Buffer; complete: boolean } {
+function dechunk(bytes: Buffer): { body: Buffer; complete: boolean; trailers: Record<string, string> } {
   const out: Buffer[] = [];
+  const trailers: Record<string, string> = {};
   let at = 0;
   for (;;) {
     const eol = bytes.indexOf("\r\n", at);
-    if (eol < 0) return { body: Buffer.concat(out), complete: false };
+    if (eol < 0) return { body: Buffer.concat(out), complete: false, trailers };
     const size = Number.parseInt(bytes.subarray(at, eol).toString("latin1"), 16);
     if (!Number.isInteger(size)) throw new Error(`bad chunk size at ${at}`);
-    if (size === 0) return { body: Buffer.concat(out), complete: bytes.subarray(eol, eol + 4).equals(CRLF2) };
+    if (size === 0) return { body: Buffer.concat(out), ...lastChunk(bytes, eol + 2) };
     const start = eol + 2;
     if (bytes.length < start + size + 2) {
       out.push(bytes.subarray(start, Math.min(bytes.length, start + size)));
-      return { body: Buffer.concat(out), complete: false };
+      return { body: Buffer.concat(out), complete: false, trailers };
     }
     if (!bytes.subarray(start + size, start + size + 2).equals(CRLF))
       throw new Error(`chunk at ${at} not ended by CRLF`);
@@ -80,5 +92,19 @@ function dechunk(bytes: Buffer): { body: Buffer; complete: boolean } {
   }
 }
 
+/** The trailer lines after the last chunk, from `at`: complete once the empty line that ends them arrived. */
+function lastChunk(bytes: Buffer, at: number): { complete: boolean; trailers: Record<string, string> } {
+  const trailers: Record<string, string> = {};
+  for (;;) {
+    const eol = bytes.indexOf("\r\n", at);
+    if (eol < 0) return { complete: false, trailers };
+    if (eol === at) return { complete: true, trailers };
+    const line = bytes.subarray(at, eol).toString("latin1");
+    const colon = line.indexOf(":");
+    if (colon < 1) throw new Error(`bad trailer line ${JSON.stringify(line)}`);
+    trailers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+    at = eol + 2;
+  }
+}
+
 const CRLF = Buffer.from("\r\n");
-const CRLF2 = Buffer.from("\r\n\r\n");

@@ -6,6 +6,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { crc32 } from "../../buffers/crc32.ts";
 import { releasable } from "../../buffers/release.ts";
 import {
   adoptSocket,
@@ -88,6 +89,9 @@ test("a stream goes out chunked, empty pieces skipped, ended by the last chunk",
   assert.ok(res.complete, "the terminating chunk arrived");
   assert.is(res.body.toString(), `one,${"two,".repeat(50_000)}three`);
   assert.is(bytes, res.body.length);
+  assert.is(res.headers["trailer"], "x-tito-body-bytes, x-tito-body-crc32", "the trailers are announced");
+  assert.is(res.trailers["x-tito-body-bytes"], String(res.body.length));
+  assert.is(res.trailers["x-tito-body-crc32"], crc32(res.body).toString(16).padStart(8, "0"));
   assert.is(res.headers["content-length"], undefined);
   assert.is(res.headers["connection"], "close");
   assert.equal(released, ["one", "three"]);
