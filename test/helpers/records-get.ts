@@ -5,6 +5,7 @@
 // failed at the HTTP level (no response, a non-200, a connection reset, a body short of its
 // framing); `cut-clean` when the framing says whole but the body is not: the one outcome a
 // server must never give.
+import { readdirSync, readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { crc32 } from "../../buffers/crc32.ts";
 import { parseResponse, type RawResponse } from "./raw-http.ts";
@@ -100,4 +101,20 @@ export function judge(bytes: Buffer, error?: Error): RecordsGet {
   } catch (err) {
     return cut(`framing whole but the JSON is not: ${(err as Error).message}`);
   }
+}
+
+/** The pid of `worker`'s records streamer (its child running records-streamer-main), if one runs. */
+export function recordsStreamerOf(worker: number): number | undefined {
+  const found = readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .find((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+        const ppid = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1];
+        return ppid === String(worker) && readFileSync(`/proc/${pid}/cmdline`, "latin1").includes("records-streamer");
+      } catch {
+        return false; // gone meanwhile
+      }
+    });
+  return found === undefined ? undefined : Number(found);
 }

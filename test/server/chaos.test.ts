@@ -1,9 +1,13 @@
 // Chaos, bounded: 12 agents run tool loops through the HTTP front door for 30 s while a
-// random worker is killed with SIGKILL every few seconds and, now and then, the router.
-// The agents retry what got 502/503 or a connection error (test/helpers/retrying-agent.ts).
-// With the journal (the default durability) no session is lost, so at the end every
-// session's records must be exactly the turns its agent saw answered, in order; no
-// request may have waited past 15 s, and no answer may be a 500 or any other surprise.
+// random worker is killed with SIGKILL every few seconds and, now and then, the router or
+// a worker's records streamer. The agents retry what got 502/503 or a connection error
+// (test/helpers/retrying-agent.ts). With the journal (the default durability) no session
+// is lost, so at the end every session's records must be exactly the turns its agent saw
+// answered, in order; no request may have waited past 15 s, and no answer may be a 500 or
+// any other surprise. Meanwhile records readers GET sessions (routing replay makes the
+// bodies up to a MiB, read with pauses so kills may land mid-body), handed off and relayed: each GET
+// either parses whole and holds the session's turns, or fails at the HTTP level, never a
+// body cut short that looks complete (docs/http.md); the three are counted.
 // Random choices come from a seeded generator; the seed is printed for a rerun.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
@@ -11,12 +15,16 @@ import { randomBytes } from "node:crypto";
 import { startSessionServer, type SessionServer, type SupervisionEvent } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { RetryingClient, toolLoopSession } from "../helpers/retrying-agent.ts";
+import { recordsGet, recordsStreamerOf, type GetOutcome } from "../helpers/records-get.ts";
 
 const AGENTS = 12;
 const WORKERS = 2;
 const CHAOS_MS = 30_000;
 const TURNS_PER_SESSION = 8;
 const REQUEST_BOUND_MS = 15_000;
+const READERS = 2;
+/** Routing-replay bytes per turn: a session's records GET is up to a MiB or so (more would slow the agents' turns). */
+const R3_BYTES = 64 * 1024;
 
 let engine: SimEngine;
 let server: SessionServer;
@@ -36,11 +44,12 @@ function seeded(seed: number): () => number {
 
 test.before(async () => {
   // A little generation time, so kills land on turns in flight.
-  engine = await startSimEngine({ latencyMs: 15 });
+  engine = await startSimEngine({ latencyMs: 15, routedExpertsBytes: R3_BYTES });
   server = await startSessionServer({
     engineUrl: engine.url,
     workers: WORKERS,
     allowedAppendRoles: ["tool", "user"],
+    routingReplay: true,
     maxRestarts: 1_000, // the point is to survive the kills, not to escalate
     restartBackoffMs: 50,
     logLevel: "error",
@@ -52,20 +61,77 @@ test.after(async () => {
   await engine?.close();
 });
 
-/** Kills a running child every 2–4 s until `until`: every fourth kill the router, else a random worker. */
-async function killer(random: () => number, until: number): Promise<{ workers: number; router: number }> {
-  const kills = { workers: 0, router: 0 };
+/**
+ * Kills a running child every 2–4 s until `until`: every fourth kill the router, every
+ * fourth (another turn) a random worker's records streamer, else a random worker.
+ */
+async function killer(
+  random: () => number,
+  until: number,
+): Promise<{ workers: number; router: number; streamers: number }> {
+  const kills = { workers: 0, router: 0, streamers: 0 };
   while (Date.now() + 2_000 < until) {
     await new Promise((resolve) => setTimeout(resolve, 2_000 + random() * 2_000));
     const tree = server.tree();
-    const router = (kills.workers + kills.router) % 4 === 2;
-    const child = router ? tree.router : tree.shards[Math.floor(random() * WORKERS)]!;
+    const turn = (kills.workers + kills.router + kills.streamers) % 4;
+    const child = turn === 2 ? tree.router : tree.shards[Math.floor(random() * WORKERS)]!;
     if (child.state !== "running" || !child.pid) continue; // still restarting from the last kill
-    process.kill(child.pid, "SIGKILL");
-    if (router) kills.router++;
+    const streamer = turn === 1 ? recordsStreamerOf(child.pid) : undefined;
+    if (turn === 1 && streamer === undefined) continue; // its streamer is starting again
+    process.kill(streamer ?? child.pid, "SIGKILL");
+    if (turn === 2) kills.router++;
+    else if (turn === 1) kills.streamers++;
     else kills.workers++;
   }
   return kills;
+}
+
+/** A records GET taken during the chaos: the reply ids it held, checked at the end against its agent's. */
+interface Snapshot {
+  session: string;
+  ids: string[];
+}
+
+/**
+ * GETs random sessions' records until `until`, a fourth over HTTP/1.0 (relayed), the rest
+ * HTTP/1.1 (handed off), each paused up to 200 ms after its first bytes; counts how each
+ * ended and keeps what the complete ones held.
+ */
+async function reader(
+  random: () => number,
+  until: number,
+  sessions: Map<string, string[]>,
+  counts: Record<GetOutcome, number>,
+  snapshots: Snapshot[],
+  cuts: string[],
+): Promise<void> {
+  while (Date.now() < until) {
+    const ids = [...sessions.keys()];
+    const session = ids[Math.floor(random() * ids.length)];
+    if (session === undefined) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      continue;
+    }
+    const pause = random() * 200;
+    const got = await recordsGet(server.url, `/sessions/${session}`, {
+      version: random() < 0.25 ? "1.0" : "1.1",
+      boundMs: REQUEST_BOUND_MS,
+      midway: () => new Promise((resolve) => setTimeout(resolve, pause)),
+    }).catch((err: Error) => ({ outcome: "cut-clean" as const, why: err.message, json: undefined }));
+    counts[got.outcome]++;
+    if (got.outcome === "cut-clean") cuts.push(`${session}: ${got.why}`);
+    if (got.json) snapshots.push({ session, ids: got.json.records.map((r) => r.response.id!) });
+    await new Promise((resolve) => setTimeout(resolve, 100)); // leave the cores to the agents' turns
+  }
+}
+
+/** A snapshot holds its session's turns: the answered ones in order, the last perhaps one a retry rolled back. */
+function holdsTurns(snapshot: Snapshot, answered: readonly string[]): boolean {
+  const { ids } = snapshot;
+  if (ids.length === 0) return true;
+  const last = ids[ids.length - 1]!;
+  const before = ids.slice(0, -1);
+  return before.every((id, i) => answered[i] === id) && (answered[ids.length - 1] === last || !answered.includes(last));
 }
 
 test("12 agents through 30 s of worker and router kills: records are exactly the answered turns", async () => {
@@ -85,7 +151,17 @@ test("12 agents through 30 s of worker and router kills: records are exactly the
       sessions.set(id, answered);
     }
   };
-  const [kills] = await Promise.all([killer(random, until), ...Array.from({ length: AGENTS }, (_, a) => agent(a))]);
+  const gets: Record<GetOutcome, number> = { complete: 0, errored: 0, "cut-clean": 0 };
+  const snapshots: Snapshot[] = [];
+  const cuts: string[] = [];
+  const readers = Array.from({ length: READERS }, (_, r) =>
+    reader(seeded(seed + 1_000 + r), until, sessions, gets, snapshots, cuts),
+  );
+  const [kills] = await Promise.all([
+    killer(random, until),
+    ...Array.from({ length: AGENTS }, (_, a) => agent(a)),
+    ...readers,
+  ]);
 
   const checker = new RetryingClient(server.url, { timeoutMs: REQUEST_BOUND_MS });
   let exact = 0;
@@ -105,15 +181,25 @@ test("12 agents through 30 s of worker and router kills: records are exactly the
     `chaos (seed ${seed}): ${turns} turns answered in ${sessions.size} sessions, all ${exact} exact; ` +
       `killed ${kills.workers} workers and the router ${kills.router} times (${restarts} restarts); ` +
       `${sum((c) => c.stats.retries)} retries, ${sum((c) => c.stats.connectionErrors)} connection errors, ` +
-      `statuses ${JSON.stringify(statuses)}`,
+      `statuses ${JSON.stringify(statuses)}; killed ${kills.streamers} records streamers; records GETs: ` +
+      `${gets.complete} complete, ${gets.errored} errored, ${gets["cut-clean"]} cut-but-clean`,
   );
+  assert.equal(cuts, [], `no records GET cut short yet looking complete (seed ${seed})`);
+  assert.is(gets["cut-clean"], 0);
+  // How many complete depends on the machine's load (a GET fails while the router restarts); none may be cut-but-clean.
+  assert.ok(gets.complete >= 1, `records GETs went through the chaos: ${JSON.stringify(gets)}`);
+  const wrong = snapshots.filter((snapshot) => !holdsTurns(snapshot, sessions.get(snapshot.session)!));
+  assert.equal(wrong, [], `every complete records GET holds its session's turns (seed ${seed})`);
   assert.equal(unexpected, [], `no 500, no hang past ${REQUEST_BOUND_MS} ms, no other surprise (seed ${seed})`);
   assert.is(
     sum((c) => c.stats.hung),
     0,
   );
   assert.not.ok(statuses["500"], "no 500");
-  assert.ok(kills.workers >= 3 && kills.router >= 1, `kills that mean something: ${JSON.stringify(kills)}`);
+  assert.ok(
+    kills.workers >= 3 && kills.router >= 1 && kills.streamers >= 1,
+    `kills that mean something: ${JSON.stringify(kills)}`,
+  );
   assert.ok(turns >= 100, `the agents made progress through the chaos: ${turns} turns`);
   server.check(); // the tree rode it out without escalating
 });

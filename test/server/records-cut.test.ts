@@ -5,7 +5,7 @@
 // GET (HTTP/1.1) and a relayed one (HTTP/1.0, which has no chunked framing): each ends in
 // an error at the HTTP level, or, where the killed process is not on the GET's path, a
 // whole body; and a GET started afterwards is complete.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "uvu";
@@ -13,7 +13,7 @@ import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer, type SessionServerOptions } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitGone } from "../helpers/events.ts";
-import { recordsGet, type RecordsGet } from "../helpers/records-get.ts";
+import { recordsGet, recordsStreamerOf, type RecordsGet } from "../helpers/records-get.ts";
 import { chat } from "../helpers/server.ts";
 
 /** Four turns of this make a body several times the socket buffers: the writer is mid-body when killed. */
@@ -65,7 +65,7 @@ async function streamerUp(): Promise<number> {
   const deadline = Date.now() + BOUND_MS;
   for (;;) {
     const worker = tree().shards[0]!.pid;
-    const found = worker === null ? undefined : childStreamer(worker);
+    const found = worker === null ? undefined : recordsStreamerOf(worker);
     if (found !== undefined && (await streamerReady())) return found;
     if (Date.now() > deadline) throw new Error("the worker has no records streamer ready");
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -75,22 +75,6 @@ async function streamerUp(): Promise<number> {
 async function streamerReady(): Promise<boolean> {
   const text = await (await fetch(`${server!.url}/metrics`)).text();
   return text.split("\n").includes('tito_worker_records_streamer_up{shard="0"} 1');
-}
-
-/** The child of `worker` that runs records-streamer-main, if any. */
-function childStreamer(worker: number): number | undefined {
-  const found = readdirSync("/proc")
-    .filter((name) => /^\d+$/.test(name))
-    .find((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
-        const ppid = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1];
-        return ppid === String(worker) && readFileSync(`/proc/${pid}/cmdline`, "latin1").includes("records-streamer");
-      } catch {
-        return false;
-      }
-    });
-  return found === undefined ? undefined : Number(found);
 }
 
 /** Waits until the shard and the router run (again), other processes than `dead`. */
