@@ -15,7 +15,7 @@ import { checkClientApi, parseChatBody, type ClientApi } from "./chat-request.ts
 import type { MessageMatcher } from "./message-compare.ts";
 import { IdleExpiry } from "./idle-expiry.ts";
 import { appendRoles, planPrompt, promptContext, renderOrThrow, type PromptContext } from "./prompt-builder.ts";
-import { MemoryRecordStore, sessionBodyEnds, type RecordStore } from "./journal/records.ts";
+import { lengthHeader, MemoryRecordStore, sessionBodyEnds, type RecordStore } from "./journal/records.ts";
 import { SessionRegistry } from "./registry.ts";
 import { sessionRebuilder, type ReplayCounts } from "./journal/session-replay.ts";
 import { sampleJson, sampleSafetensors } from "./journal/sample-encode.ts";
@@ -84,7 +84,6 @@ export interface TurnContext {
 }
 
 const JSON_HEADERS = { "content-type": "application/json" };
-const byteLengthOf = (body: AsyncIterable<Buffer> & { byteLength?: number }) => body.byteLength;
 const json = (status: number, value: unknown): CoreResponse => ({
   status,
   headers: { ...JSON_HEADERS },
@@ -201,12 +200,7 @@ export class SessionCore {
         if (t.assistantCount > 0) metadata.tito_session_mismatch = this.#drift(t);
         const { head, tail } = sessionBodyEnds(t.id, metadata);
         const body = this.#records.body(t.id, head, tail);
-        // Its length is known before a byte is read: a relayed body promises it, so a
-        // client of any HTTP version tells a cut one from a whole one (docs/http.md).
-        const length = Array.isArray(body) ? body.reduce((n, b) => n + b.length, 0) : byteLengthOf(body);
-        const headers: Record<string, string> = { ...JSON_HEADERS };
-        if (length !== undefined) headers["content-length"] = String(length);
-        return { status: 200, headers, body };
+        return { status: 200, headers: { ...JSON_HEADERS, ...lengthHeader(body) }, body };
       });
     });
   }

@@ -150,6 +150,18 @@ export function recordChunks(record: TurnRecord): Buffer[] {
   return [recordHead(record), record.request, recordMiddle, ...record.response, recordEnd];
 }
 
+/**
+ * A records body's `content-length`, known before a byte is read (a journal stream's
+ * `byteLength`): a relayed body promises it, so a client of any HTTP version tells a cut
+ * body from a whole one (docs/http.md, "GET /sessions/{id}").
+ */
+export function lengthHeader(body: Buffer[] | (AsyncIterable<Buffer> & { byteLength?: number })): {
+  "content-length"?: string;
+} {
+  const length = Array.isArray(body) ? body.reduce((n, b) => n + b.length, 0) : body.byteLength;
+  return length === undefined ? {} : { "content-length": String(length) };
+}
+
 /** `{"session_id":…,"records":[` and `],"metadata":{…}}`: what a GET body wraps around the records. */
 export function sessionBodyEnds(sessionId: string, metadata: Record<string, unknown>): { head: Buffer; tail: Buffer } {
   return {
