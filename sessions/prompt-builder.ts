@@ -6,9 +6,9 @@
 // the rollback it returns) and never re-tokenizes what the model produced. It also checks
 // the configured append roles against what the family can append (appendRoles).
 import {
-  contentText,
   fixedContext,
   jinjaRenderer,
+  joinTextParts,
   type ChatMessage,
   type ChatRenderer,
   type RenderOptions,
@@ -68,18 +68,11 @@ export interface PromptPlan {
   adopted: boolean;
 }
 
-/** The messages with every list of text parts as its joined text (contentText), or null when none has a list. */
-function asText(messages: readonly ChatMessage[]): ChatMessage[] | null {
-  if (!messages.some((m) => Array.isArray(m.content))) return null;
-  return messages.map((m) => (Array.isArray(m.content) ? { ...m, content: contentText(m.content) } : m));
-}
-
 /**
  * Renders, or throws TemplateRenderError. Content-part lists (text parts only: other parts
- * are refused with the request, checkContent) go to the family's renderer as they are, and
- * render as its template writes them; a template that cannot take a list (it calls string
- * methods on the content) gets each list as its joined text instead, as SGLang flattens
- * lists for such templates.
+ * are refused with the request, checkContent) reach a template whose content format is
+ * "openai" as lists; every other renderer (a "string" template, an encoder in code) gets
+ * each list as its texts joined by " ", as SGLang prepares them (chat-template.ts).
  */
 export function renderOrThrow(
   renderer: ChatRenderer,
@@ -87,17 +80,9 @@ export function renderOrThrow(
   options: RenderOptions,
 ): string {
   try {
-    return renderer.render(messages, options);
+    return renderer.render(renderer.contentFormat === undefined ? joinTextParts(messages) : messages, options);
   } catch (err) {
     if (err instanceof TitoError) throw err;
-    const flat = asText(messages);
-    if (flat) {
-      try {
-        return renderer.render(flat, options);
-      } catch {
-        // the first error says what is wrong with the messages as sent
-      }
-    }
     throw new TemplateRenderError((err as Error).message, { cause: err });
   }
 }
@@ -298,7 +283,7 @@ export function planPrompt(
   const boundary = ctx.family.boundaryIds(promptIds);
   promptIds.length -= ctx.family.boundaryDrop?.(promptIds) ?? 0;
   for (const id of boundary) promptIds.push(id);
-  if (ctx.family.increment === "history") {
+  if (ctx.family.increment === "history" || ctx.renderer.carriesState) {
     for (const id of historyIncrement(ctx, request, keptMessages, tools)) promptIds.push(id);
     return { promptIds, rollbackToTurns, ...planned };
   }
