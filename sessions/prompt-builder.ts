@@ -34,6 +34,8 @@ export interface PromptContext {
   renderer: ChatRenderer;
   kwargs: Readonly<Record<string, unknown>>;
   allowedAppendRoles: readonly string[];
+  /** Roles the folder's template does not render append-only, and why (append-probe.ts): an append of one is a 400 saying so. */
+  refusedRoles?: ReadonlyMap<string, string>;
   /** How request messages are matched against the stored ones (message-compare.ts); default strict. */
   matcher?: MessageMatcher;
 }
@@ -276,7 +278,7 @@ export function planPrompt(
   const appended = request.slice(keptMessages);
   appended.forEach((m, i) => {
     if (!ctx.allowedAppendRoles.includes(m.role))
-      throw new AppendRoleError(keptMessages + i, m.role, ctx.allowedAppendRoles);
+      throw new AppendRoleError(keptMessages + i, m.role, ctx.allowedAppendRoles, ctx.refusedRoles?.get(m.role));
   });
   // The kept checkpoint, less the trailing ids the family's boundaryDrop leaves out, is the prompt's start.
   const promptIds = view.checkpoints.ids((rollbackToTurns ?? view.checkpoints.count) - 1);
@@ -327,13 +329,22 @@ function historyIncrement(
 
 const KNOWN_ROLES = ["tool", "user", "system", "assistant"];
 
-/** The configured append roles (default: the family's); a known role the family cannot append is a config error. */
-export function appendRoles(family: string, surface: readonly string[], configured?: string[]): readonly string[] {
+/**
+ * The configured append roles (default: the family's, less those the template was found not
+ * to render append-only); a known role outside `surface` is a config error, saying why when
+ * the probe found why (`refused`).
+ */
+export function appendRoles(
+  family: string,
+  surface: readonly string[],
+  configured?: string[],
+  refused: ReadonlyMap<string, string> = new Map(),
+): readonly string[] {
   if (configured === undefined) return surface;
   for (const role of configured)
     if (KNOWN_ROLES.includes(role) && !surface.includes(role))
       throw new SessionConfigError(
-        `allowed append role ${JSON.stringify(role)} is not one the ${family} family can append (its template does not render it append-only); it allows ${surface.join(", ")}`,
+        `allowed append role ${JSON.stringify(role)} is not one the ${family} family can append (${refused.get(role) ?? "its template does not render it append-only"}); it allows ${surface.join(", ")}`,
       );
   return configured;
 }

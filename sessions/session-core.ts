@@ -9,6 +9,7 @@
 // No HTTP server, and no engine protocol: the worker hands the core an Engine.
 import type { Logger } from "pino";
 import type { ChatMessage } from "./chat-template.ts";
+import { probeAppendRoles } from "./append-probe.ts";
 import { compareTrajectories } from "./drift.ts";
 import { EngineAbortedError, SessionNotFoundError, TitoError, UpstreamAbortedError } from "./errors.ts";
 import { checkClientApi, parseChatBody, type ClientApi } from "./chat-request.ts";
@@ -125,8 +126,13 @@ export class SessionCore {
     const folder = options.tokenizerFolder ?? loadTokenizerFolder(options.tokenizerDir ?? bundledQwen3Dir());
     const family = selectFamily(folder, options.titoFamily);
     this.#kwargs = new TurnKwargs(family, serverKwargs(family, options.chatTemplateKwargs));
-    const roles = appendRoles(family.name, family.appendRoles, options.allowedAppendRoles);
-    this.#ctx = { ...promptContext(folder, family, this.#kwargs.base, roles), matcher: options.messageMatcher };
+    const probed = probeAppendRoles(family, promptContext(folder, family).renderer, this.#kwargs.base);
+    const roles = appendRoles(family.name, probed.roles, options.allowedAppendRoles, probed.refused);
+    this.#ctx = {
+      ...promptContext(folder, family, this.#kwargs.base, roles),
+      refusedRoles: probed.refused,
+      matcher: options.messageMatcher,
+    };
     this.#registry = new SessionRegistry(options.notFoundHint ?? "");
     this.#records = options.recordStore ?? new MemoryRecordStore();
     this.#engine = options.engine;
