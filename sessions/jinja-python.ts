@@ -49,7 +49,11 @@ function replacement(node: Node): Node | undefined {
       property?.type === "Identifier" &&
       STRING_METHODS.has(property.value as string)
     )
-      return call("__py_method", [callee.object, { type: "StringLiteral", value: property.value }, ...(node.args as [])]);
+      return call("__py_method", [
+        callee.object,
+        { type: "StringLiteral", value: property.value },
+        ...(node.args as []),
+      ]);
   }
   return undefined;
 }
@@ -159,7 +163,9 @@ const method = raw((args, scope) => {
     return new ArrayValue(pySplit(s, sep, max ? Number(max.value) : -1).map((p) => new StringValue(p)));
   }
   const chars = text(kw.get("chars") ?? rest[0]);
-  return new StringValue(name === "strip" ? pyStrip(s, chars) : name === "lstrip" ? pyLstrip(s, chars) : pyRstrip(s, chars));
+  return new StringValue(
+    name === "strip" ? pyStrip(s, chars) : name === "lstrip" ? pyLstrip(s, chars) : pyRstrip(s, chars),
+  );
 });
 
 /** Python's range(stop) / range(start, stop[, step]). */
@@ -176,8 +182,13 @@ const raiseException = raw((args) => {
   throw new Error(String(args[0]?.value ?? ""));
 });
 
-const MONTHS = ["January", "February", "March", "April", "May", "June", "July"]
-  .concat(["August", "September", "October", "November", "December"]);
+const MONTHS = ["January", "February", "March", "April", "May", "June", "July"].concat([
+  "August",
+  "September",
+  "October",
+  "November",
+  "December",
+]);
 const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 const pad = (n: number) => String(n).padStart(2, "0");
 

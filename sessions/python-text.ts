@@ -71,7 +71,7 @@ const charSet = (chars: string | null | undefined) =>
 export const pyLstrip: Strip = (s, chars) => {
   const set = charSet(chars);
   let i = 0;
-  for (let n; i < s.length && (n = strippable(s, i, set)) > 0; ) i += n;
+  for (let n; i < s.length && (n = strippable(s, i, set)) > 0;) i += n;
   return s.slice(i);
 };
 

@@ -10,7 +10,7 @@
 import type { Logger } from "pino";
 import type { ChatMessage } from "./chat-template.ts";
 import { probeAppendRoles } from "./append-probe.ts";
-import { compareTrajectories } from "./drift.ts";
+import { compareTrajectories, messageLocator } from "./drift.ts";
 import { EngineAbortedError, SessionNotFoundError, TitoError, UpstreamAbortedError } from "./errors.ts";
 import { checkClientApi, parseChatBody, type ClientApi } from "./chat-request.ts";
 import type { MessageMatcher } from "./message-compare.ts";
@@ -384,8 +384,10 @@ export class SessionCore {
 
   #drift(t: Trajectory) {
     const { folder, family, kwargs, renderer } = this.#ctx;
-    const text = renderOrThrow(renderer, t.messages, { addGenerationPrompt: false, kwargs, tools: t.lastTools });
-    return compareTrajectories(folder, family, folder.encode(text), t.currentIds);
+    const options = { addGenerationPrompt: false, kwargs, tools: t.lastTools };
+    const text = renderOrThrow(renderer, t.messages, options);
+    const locate = messageLocator(renderer, t.messages, options, text);
+    return compareTrajectories(folder, family, folder.encode(text), t.currentIds, locate);
   }
 
   async #guard(op: () => Promise<CoreResponse>): Promise<CoreResponse> {

@@ -68,7 +68,17 @@ export function contentFormat(source: string, parsed: unknown = new Template(sou
 }
 
 /** Statement types that write nothing themselves (anything else in a body writes text). */
-const SILENT = new Set(["If", "For", "Set", "Macro", "Break", "Continue", "Comment", "CallStatement", "FilterStatement"]);
+const SILENT = new Set([
+  "If",
+  "For",
+  "Set",
+  "Macro",
+  "Break",
+  "Continue",
+  "Comment",
+  "CallStatement",
+  "FilterStatement",
+]);
 
 function iteratesMessages(loop: Node): boolean {
   let it = iterableOf(loop);
@@ -113,6 +123,7 @@ function loopCarriesState(loop: Node): boolean {
 
 /** Whether the template carries state across messages in the loop that writes them. */
 export function carriesMessageState(source: string, parsed: unknown = new Template(source).parsed): boolean {
-  for (const node of nodes(parsed)) if (node.type === "For" && iteratesMessages(node) && loopCarriesState(node)) return true;
+  for (const node of nodes(parsed))
+    if (node.type === "For" && iteratesMessages(node) && loopCarriesState(node)) return true;
   return false;
 }
