@@ -181,6 +181,9 @@ const NEWLINE_STRIPS: Readonly<Record<string, (value: unknown) => unknown>> = {
   strip_nl: onText((s) => rstripNl(lstripNl(s))),
 };
 
+/** The names of those functions (test/crosscheck/render.py defines the same for Python). */
+export const NEWLINE_STRIP_NAMES: readonly string[] = Object.keys(NEWLINE_STRIPS);
+
 export function renderChat(folder: TokenizerFolder, messages: readonly ChatMessage[], options: RenderOptions): string {
   return renderWith(templateOf(folder), folder, messages, options);
 }

@@ -166,3 +166,27 @@ const LITERALS: ReadonlyArray<[string, unknown]> = [
   ["false", false],
   ["null", null],
 ];
+
+/**
+ * JSON.stringify's compact text of a value read by parseJsonLossless, with its numbers
+ * written as they were read and its objects' keys in the order they were written.
+ */
+export function stringifyLossless(value: unknown): string {
+  return write(value, undefined, undefined) ?? "null";
+}
+
+function write(value: unknown, container: object | undefined, key: string | number | undefined): string | undefined {
+  if (typeof value === "number") {
+    const lexeme = container === undefined || key === undefined ? undefined : sourceNumber(container, key);
+    return lexeme ?? JSON.stringify(value);
+  }
+  if (value === null || typeof value !== "object") return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map((v, i) => write(v, value, i) ?? "null").join(",")}]`;
+  const obj = value as Record<string, unknown>;
+  const parts: string[] = [];
+  for (const k of sourceKeyOrder(obj) ?? Object.keys(obj)) {
+    const text = write(obj[k], obj, k);
+    if (text !== undefined) parts.push(`${JSON.stringify(k)}:${text}`);
+  }
+  return `{${parts.join(",")}}`;
+}

@@ -19,7 +19,8 @@ Written for this project from the upstream facts (nothing pasted):
   tool-call `arguments` given as a string is read as JSON.
 
 Request line: {"template": str, "body": str (the HTTP request body, read here with json.loads),
-"add_generation_prompt": bool, "context": {…extra render variables: special tokens, kwargs…}}.
+"add_generation_prompt": bool, "context": {…extra render variables: special tokens, kwargs…},
+"helpers": [names of tito's newline-strip helpers to define]}.
 Answer line: {"text": str} or {"error": str}.
 """
 
@@ -86,6 +87,19 @@ def content_format(source):
     return "string"
 
 
+def _on_text(strip):
+    return lambda value: strip(value) if isinstance(value, str) else value
+
+
+# tito's render context adds these (sessions/chat-template.ts, NEWLINE_STRIPS): Python's
+# lstrip('\n'), rstrip('\n') and strip('\n'), which its fixed Qwen3-family templates call.
+HELPERS = {
+    "lstrip_nl": _on_text(lambda s: s.lstrip("\n")),
+    "rstrip_nl": _on_text(lambda s: s.rstrip("\n")),
+    "strip_nl": _on_text(lambda s: s.strip("\n")),
+}
+
+
 def prepare(message, fmt):
     message = dict(message)
     if message.get("content") is None:
@@ -114,7 +128,8 @@ def render(request):
     body = json.loads(request["body"])
     messages = [prepare(m, fmt) for m in body["messages"]]
     tools = body.get("tools") or None
-    variables = dict(request.get("context") or {})
+    variables = {name: HELPERS[name] for name in request.get("helpers") or []}
+    variables.update(request.get("context") or {})
     variables.update(body.get("chat_template_kwargs") or {})
     return template.render(
         messages=messages,
