@@ -3,7 +3,7 @@
 // /usr/bin/python3 process speaking JSON lines), and HF's Rust tokenizers through the npm
 // `tokenizers` binding (a prebuilt binary inside the registry package).
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { createInterface, type Interface } from "node:readline";
@@ -63,6 +63,7 @@ interface RustEncoding {
   getIds(): number[];
 }
 interface RustTokenizer {
+  tokenToId(token: string): number | null;
   encode(text: string, pair?: string | null, options?: { addSpecialTokens?: boolean }): Promise<RustEncoding>;
   decode(ids: number[], skipSpecialTokens: boolean): Promise<string>;
 }
@@ -70,17 +71,34 @@ interface RustTokenizer {
 const require = createRequire(import.meta.url);
 const rust = require("tokenizers") as { Tokenizer: { fromFile(path: string): RustTokenizer } };
 
-/** HF's Rust tokenizer on a folder's tokenizer.json, encoding as apply_chat_template does (no special tokens added). */
+/**
+ * HF's Rust tokenizer on a folder's tokenizer.json, encoding as apply_chat_template does (no
+ * special tokens added). The Rust library numbers added tokens itself (the vocabulary size
+ * on up, in file order), whatever ids the file gives them: a test folder whose added tokens
+ * sit at a model's real ids past a small vocabulary (the synthetic folders, gpt-oss with
+ * Inkling's tokens overlaid) gets other ids for them. Those are mapped back to the file's
+ * ids (`renumbered` counts them): the text each id stands for is the same.
+ */
 export class RustTokens {
   readonly #tokenizer: RustTokenizer;
+  readonly #back = new Map<number, number>();
   constructor(dir: string) {
-    this.#tokenizer = rust.Tokenizer.fromFile(join(dir, "tokenizer.json"));
+    const file = join(dir, "tokenizer.json");
+    this.#tokenizer = rust.Tokenizer.fromFile(file);
+    const added = (JSON.parse(readFileSync(file, "utf8")) as { added_tokens?: Array<{ id: number; content: string }> })
+      .added_tokens;
+    for (const token of added ?? []) {
+      const id = this.#tokenizer.tokenToId(token.content);
+      if (id !== null && id !== token.id) this.#back.set(id, token.id);
+    }
+  }
+  /** How many added tokens the Rust library numbered differently from the file. */
+  get renumbered(): number {
+    return this.#back.size;
   }
   async encode(text: string): Promise<number[]> {
     if (text === "") return [];
-    return (await this.#tokenizer.encode(text, null, { addSpecialTokens: false })).getIds();
-  }
-  decode(ids: number[]): Promise<string> {
-    return this.#tokenizer.decode(ids, false);
+    const ids = (await this.#tokenizer.encode(text, null, { addSpecialTokens: false })).getIds();
+    return this.#back.size === 0 ? ids : ids.map((id) => this.#back.get(id) ?? id);
   }
 }

@@ -48,6 +48,8 @@ export interface CrossCheckResult {
   tokens: number;
   /** Increments rendered by Python (the rest by tito's encoder: no Python reference). */
   pythonRendered: number;
+  /** Added tokens the Rust library numbers differently from the folder's file (mapped back: engine-stack.ts). */
+  renumbered: number;
   /** The conversations the family cannot run, by name (a need it lacks). */
   skipped: string[];
   /** Every difference, first differing piece shown; empty when the stacks agree. */
@@ -73,7 +75,7 @@ function expand(value: unknown): unknown {
 
 /** Whether the family parses a tool call back from what it writes for one. */
 function callsTools(family: TitoFamily): boolean {
-  const call = { id: "call_x", type: "function" as const, function: { name: "probe", arguments: { a: 1 } } };
+  const call = { id: "functions.probe:0", type: "function" as const, function: { name: "probe", arguments: { a: 1 } } };
   const text = family.formatCompletion({ content: "", tool_calls: [call] });
   return (
     (family.parseCompletion(text, { tools: [{ type: "function", function: { name: "probe" } }] }).tool_calls ?? [])
@@ -171,7 +173,15 @@ export async function crossCheck(
   const template = ctx.renderer.template === undefined ? undefined : (family.template ?? target.folder.chatTemplate);
   const rust = new RustTokens(target.folder.dir);
   const own = python ?? new PythonRenderer();
-  const result: CrossCheckResult = { sessions: 0, turns: 0, tokens: 0, pythonRendered: 0, skipped: [], failures: [] };
+  const result: CrossCheckResult = {
+    sessions: 0,
+    turns: 0,
+    tokens: 0,
+    pythonRendered: 0,
+    renumbered: rust.renumbered,
+    skipped: [],
+    failures: [],
+  };
   const rig = await startRig(target);
   try {
     for (const c of corpus) {
