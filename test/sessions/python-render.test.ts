@@ -6,6 +6,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { compareTrajectories, messageLocator } from "../../sessions/drift.ts";
+import { messagesTurn } from "../../sessions/messages-turn.ts";
 import { selectFamily } from "../../sessions/families/index.ts";
 import type { CoreResponse, SessionCore } from "../../sessions/index.ts";
 import { promptContext } from "../../sessions/prompt-builder.ts";
@@ -91,6 +92,28 @@ for (const name of ["qwen3", "llama3_1"] as const)
       prompt,
     );
   });
+
+test("1. the Anthropic Messages route keeps a tool schema's and a tool_use input's numbers and key order too", async () => {
+  const r = await rig("qwen3");
+  const id = await session(r);
+  const body = `{"model": "m", "max_tokens": 64,
+    "tools": [{"name": "measure", "description": "d", "input_schema": ${SCHEMA}}],
+    "messages": [
+      {"role": "user", "content": "Measure."},
+      {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "measure", "input": ${ARGS}}]},
+      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}]}`;
+  const res = await messagesTurn(r.core, id, {
+    method: "POST",
+    path: "/v1/messages",
+    query: "",
+    headers: { "content-type": "application/json" },
+    body: Buffer.from(body),
+  });
+  assert.is(res.status, 200, text(res));
+  const prompt = r.folder.decode(json<SessionBody>(await r.core.get(id)).records[0]!.request.input_ids);
+  assert.ok(prompt.includes('{"z": 30.0, "10": 1e-07, "big": 12345678901234567890}'), prompt);
+  assert.ok(prompt.includes('"properties": {"z": {"type": "number", "minimum": 30.0}, "10":'), prompt);
+});
 
 const partsBody = JSON.stringify({
   model: "m",
