@@ -8,6 +8,8 @@
 // encoder is written append-only for the roles it lists.
 import type { ChatMessage, ChatRenderer, RenderOptions } from "./chat-template.ts";
 import type { TitoFamily } from "./families/index.ts";
+import { appendRoles, promptContext, type PromptContext } from "./prompt-builder.ts";
+import type { TokenizerFolder } from "./tokenizer-folder.ts";
 
 export interface ProbedRoles {
   /** The family's append roles that the template renders append-only. */
@@ -98,4 +100,22 @@ export function probeAppendRoles(
     if (why !== undefined) refused.set(role, `${why}; found by rendering the template at startup`);
   }
   return { roles: family.appendRoles.filter((role) => !refused.has(role)), refused };
+}
+
+/**
+ * A session core's prompt context: the family's renderer, its append roles as probed (or the
+ * configured ones, checked against them: a role the probe refused is a config error saying
+ * why), and why each refused role is refused (for the 400 an append of one gets).
+ */
+export function probedContext(
+  folder: TokenizerFolder,
+  family: TitoFamily,
+  kwargs: Readonly<Record<string, unknown>>,
+  configured?: string[],
+): PromptContext {
+  const probed = probeAppendRoles(family, promptContext(folder, family).renderer, kwargs);
+  const roles = appendRoles(family.name, probed.roles, configured, probed.refused);
+  // The kwargs object itself: render memos are keyed by it (prompt-builder.ts).
+  const ctx = promptContext(folder, family, kwargs as Record<string, unknown>, roles);
+  return { ...ctx, refusedRoles: probed.refused };
 }

@@ -3,6 +3,7 @@
 // at special tokens. It reports drift; it never "fixes" ids by re-tokenizing them.
 import { joinTextParts, type ChatMessage, type ChatRenderer, type RenderOptions } from "./chat-template.ts";
 import type { TitoFamily } from "./families/index.ts";
+import { renderOrThrow, type PromptContext } from "./prompt-builder.ts";
 import type { TokenizerFolder } from "./tokenizer-folder.ts";
 
 export type MismatchType = "special_token_count" | "special_token_type" | "assistant_text" | "non_assistant_text";
@@ -159,4 +160,17 @@ export function compareTrajectories(
     });
   }
   return out;
+}
+
+/** A session's drift report: its ids against a fresh render of its messages, special_token_count findings located. */
+export function driftOf(
+  ctx: Pick<PromptContext, "folder" | "family" | "renderer" | "kwargs">,
+  messages: readonly ChatMessage[],
+  tools: unknown[] | undefined,
+  ids: readonly number[],
+): Mismatch[] {
+  const options = { addGenerationPrompt: false, kwargs: ctx.kwargs, tools };
+  const text = renderOrThrow(ctx.renderer, messages, options);
+  const locate = messageLocator(ctx.renderer, messages, options, text);
+  return compareTrajectories(ctx.folder, ctx.family, ctx.folder.encode(text), ids, locate);
 }

@@ -9,13 +9,13 @@
 // No HTTP server, and no engine protocol: the worker hands the core an Engine.
 import type { Logger } from "pino";
 import type { ChatMessage } from "./chat-template.ts";
-import { probeAppendRoles } from "./append-probe.ts";
-import { compareTrajectories, messageLocator } from "./drift.ts";
+import { probedContext } from "./append-probe.ts";
+import { driftOf } from "./drift.ts";
 import { EngineAbortedError, SessionNotFoundError, TitoError, UpstreamAbortedError } from "./errors.ts";
 import { checkClientApi, parseChatBody, type ClientApi } from "./chat-request.ts";
 import type { MessageMatcher } from "./message-compare.ts";
 import { IdleExpiry } from "./idle-expiry.ts";
-import { appendRoles, planPrompt, promptContext, renderOrThrow, type PromptContext } from "./prompt-builder.ts";
+import { planPrompt, type PromptContext } from "./prompt-builder.ts";
 import { MemoryRecordStore, sessionBodyEnds, type RecordStore } from "./journal/records.ts";
 import { SessionRegistry } from "./registry.ts";
 import { sessionRebuilder, type ReplayCounts } from "./journal/session-replay.ts";
@@ -126,13 +126,8 @@ export class SessionCore {
     const folder = options.tokenizerFolder ?? loadTokenizerFolder(options.tokenizerDir ?? bundledQwen3Dir());
     const family = selectFamily(folder, options.titoFamily);
     this.#kwargs = new TurnKwargs(family, serverKwargs(family, options.chatTemplateKwargs));
-    const probed = probeAppendRoles(family, promptContext(folder, family).renderer, this.#kwargs.base);
-    const roles = appendRoles(family.name, probed.roles, options.allowedAppendRoles, probed.refused);
-    this.#ctx = {
-      ...promptContext(folder, family, this.#kwargs.base, roles),
-      refusedRoles: probed.refused,
-      matcher: options.messageMatcher,
-    };
+    const ctx = probedContext(folder, family, this.#kwargs.base, options.allowedAppendRoles);
+    this.#ctx = { ...ctx, matcher: options.messageMatcher };
     this.#registry = new SessionRegistry(options.notFoundHint ?? "");
     this.#records = options.recordStore ?? new MemoryRecordStore();
     this.#engine = options.engine;
@@ -383,11 +378,7 @@ export class SessionCore {
   }
 
   #drift(t: Trajectory) {
-    const { folder, family, kwargs, renderer } = this.#ctx;
-    const options = { addGenerationPrompt: false, kwargs, tools: t.lastTools };
-    const text = renderOrThrow(renderer, t.messages, options);
-    const locate = messageLocator(renderer, t.messages, options, text);
-    return compareTrajectories(folder, family, folder.encode(text), t.currentIds, locate);
+    return driftOf(this.#ctx, t.messages, t.lastTools, t.currentIds);
   }
 
   async #guard(op: () => Promise<CoreResponse>): Promise<CoreResponse> {
