@@ -9,6 +9,7 @@
 // reply, sent back as history, convert to the stored assistant message again.
 // Pure values in and out: no session, no engine, no I/O.
 import { randomBytes } from "node:crypto";
+import { stringifyLossless } from "./lossless-json.ts";
 import { InvalidMessagesRequestError } from "./errors.ts";
 
 type Json = Record<string, unknown>;
@@ -55,7 +56,11 @@ function assistantMessage(content: unknown, where: string): Json {
       if (typeof block.id !== "string" || typeof block.name !== "string")
         throw bad(`${at}: a tool_use block needs a string id and name`);
       const input = block.input === undefined ? {} : block.input;
-      calls.push({ id: block.id, type: "function", function: { name: block.name, arguments: JSON.stringify(input) } });
+      calls.push({
+        id: block.id,
+        type: "function",
+        function: { name: block.name, arguments: stringifyLossless(input) },
+      });
     } else throw bad(`${at}: an assistant message takes text, thinking and tool_use blocks, not ${String(block.type)}`);
   });
   const message: Json = { role: "assistant", content: text };

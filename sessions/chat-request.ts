@@ -6,13 +6,15 @@
 // decides, and a turn through the other API is a 400, never a trajectory of mixed shapes.
 import { checkContent } from "./chat-template.ts";
 import { ClientApiMixError, InvalidChatRequestError, InvalidJsonError } from "./errors.ts";
+import { parseJsonLossless } from "./lossless-json.ts";
 
 export type ClientApi = "chat" | "messages";
 
 export function parseChatBody(bytes: Buffer): Record<string, unknown> {
   let body: unknown;
   try {
-    body = JSON.parse(bytes.toString("utf8"));
+    // Numbers and key order as Python reads them, for the template (lossless-json.ts).
+    body = parseJsonLossless(bytes.toString("utf8"));
   } catch (err) {
     throw new InvalidJsonError((err as Error).message, { cause: err });
   }

@@ -1,11 +1,18 @@
-// Renders a conversation with the tokenizer folder's chat template (@huggingface/jinja).
-// Normalizes on a copy, never the caller's objects: content null -> "", tool-call
-// `arguments` given as a JSON string -> an object (templates index arguments as objects).
-// Content-part lists reach the template as they are (the session core refuses non-text
-// parts first, checkContent; prompt-builder.ts renderOrThrow joins them, contentText, for
-// a template that cannot take a list).
-import { Template } from "@huggingface/jinja";
+// Renders a conversation with the tokenizer folder's chat template (@huggingface/jinja, set
+// up as transformers sets up jinja2: jinja-python.ts). Prepares messages as SGLang's
+// serving_chat.py does before apply_chat_template (python/sglang/srt/entrypoints/openai/
+// serving_chat.py, `_apply_jinja_template`, sgl-project/sglang@0b9c3848), on a copy, never
+// the caller's objects: content null -> "", keys whose value is null left out
+// (process_content_for_template_format), tool-call `arguments` given as a JSON string read
+// as JSON, numbers and key order kept (lossless-json.ts). Content-part lists (text parts
+// only: the session core refuses others first, checkContent) reach a template whose
+// content format is "openai" as lists; any other renderer gets their texts joined by " "
+// (prompt-builder.ts renderOrThrow, template-analysis.ts).
+import type { Template } from "@huggingface/jinja";
 import { InvalidChatRequestError, TokenizerLoadError } from "./errors.ts";
+import { compileTemplate, renderTemplate } from "./jinja-python.ts";
+import { parseJsonLossless } from "./lossless-json.ts";
+import { carriesMessageState, contentFormat, type ContentFormat } from "./template-analysis.ts";
 import type { TokenizerFolder } from "./tokenizer-folder.ts";
 
 export type ChatMessage = Record<string, unknown> & { role: string };
@@ -22,10 +29,18 @@ export interface ChatRenderer {
   render(messages: readonly ChatMessage[], options: RenderOptions): string;
   /** The compiled jinja template, when it is one (the generation-prompt proof reads it). */
   readonly template?: Template;
+  /** "openai": content-part lists reach the renderer as lists; absent or "string": as their texts joined by " ". */
+  readonly contentFormat?: ContentFormat;
+  /**
+   * The folder's own template carries state from message to message (template-analysis.ts):
+   * appended messages are rendered as a diff of full renders, not against a synthetic context.
+   */
+  readonly carriesState?: boolean;
 }
 
 const compiled = new WeakMap<TokenizerFolder, Template>();
 const compiledSources = new Map<string, Template>();
+const formats = new WeakMap<Template, ContentFormat>();
 
 /** The folder's compiled template (parsed once per folder). */
 export function templateOf(folder: TokenizerFolder): Template {
@@ -35,7 +50,8 @@ export function templateOf(folder: TokenizerFolder): Template {
       throw new TokenizerLoadError(
         `tokenizer folder ${folder.dir} has no chat template: neither tokenizer_config.json's chat_template nor chat_template.jinja`,
       );
-    template = new Template(folder.chatTemplate);
+    template = compileTemplate(folder.chatTemplate);
+    formats.set(template, contentFormat(folder.chatTemplate));
     compiled.set(folder, template);
   }
   return template;
@@ -46,17 +62,23 @@ export function jinjaRenderer(folder: TokenizerFolder, source?: string): ChatRen
   let template: Template;
   if (source === undefined) template = templateOf(folder);
   else {
-    template = compiledSources.get(source) ?? new Template(source);
+    template = compiledSources.get(source) ?? compileTemplate(source);
+    if (!formats.has(template)) formats.set(template, contentFormat(source));
     compiledSources.set(source, template);
   }
-  return { template, render: (messages, options) => renderWith(template, folder, messages, options) };
+  return {
+    template,
+    contentFormat: formats.get(template),
+    carriesState: source === undefined && carriesMessageState(folder.chatTemplate),
+    render: (messages, options) => renderWith(template, folder, messages, options),
+  };
 }
 
 /** Parses a JSON-string `arguments` into an object; anything else is returned as is. */
 export function normalizeArguments(args: unknown): unknown {
   if (typeof args !== "string") return args;
   try {
-    const parsed = JSON.parse(args);
+    const parsed = parseJsonLossless(args);
     return parsed !== null && typeof parsed === "object" ? parsed : args;
   } catch {
     return args;
@@ -109,10 +131,21 @@ export function contentText(content: unknown): unknown {
   return content.map((part) => part.text).join(" ");
 }
 
-/** A render-ready copy of one message. */
+/** The messages with every list of text parts as its texts joined by " " (SGLang's "string" content format). */
+export function joinTextParts(messages: readonly ChatMessage[]): readonly ChatMessage[] {
+  if (!messages.some((m) => Array.isArray(m.content))) return messages;
+  return messages.map((m) => (Array.isArray(m.content) ? { ...m, content: contentText(m.content) } : m));
+}
+
+/** A text part as SGLang passes it to an "openai" template: its type and text only. */
+const textPart = (part: unknown): unknown => (isTextPart(part) ? { type: "text", text: part.text } : part);
+
+/** A render-ready copy of one message (SGLang: content null -> "", then null-valued keys left out). */
 export function normalizeMessage(message: ChatMessage): ChatMessage {
   const out: ChatMessage = { ...message };
   if (out.content === null || out.content === undefined) out.content = "";
+  for (const key of Object.keys(out)) if (out[key] === null) delete out[key];
+  if (Array.isArray(out.content)) out.content = out.content.map(textPart);
   if (Array.isArray(out.tool_calls)) out.tool_calls = out.tool_calls.map(normalizeToolCall);
   return out;
 }
@@ -148,6 +181,9 @@ const NEWLINE_STRIPS: Readonly<Record<string, (value: unknown) => unknown>> = {
   strip_nl: onText((s) => rstripNl(lstripNl(s))),
 };
 
+/** The names of those functions (test/crosscheck/render.py defines the same for Python). */
+export const NEWLINE_STRIP_NAMES: readonly string[] = Object.keys(NEWLINE_STRIPS);
+
 export function renderChat(folder: TokenizerFolder, messages: readonly ChatMessage[], options: RenderOptions): string {
   return renderWith(templateOf(folder), folder, messages, options);
 }
@@ -158,12 +194,13 @@ function renderWith(
   messages: readonly ChatMessage[],
   options: RenderOptions,
 ): string {
+  const flat = formats.get(template) === "openai" ? messages : joinTextParts(messages);
   const context: Record<string, unknown> = {
     ...NEWLINE_STRIPS,
     ...fixedContext(folder, options.kwargs),
-    messages: messages.map(normalizeMessage),
+    messages: flat.map(normalizeMessage),
     add_generation_prompt: options.addGenerationPrompt,
   };
   if (options.tools && options.tools.length > 0) context.tools = options.tools;
-  return template.render(context);
+  return renderTemplate(template, context);
 }

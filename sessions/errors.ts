@@ -115,11 +115,13 @@ export class RollbackError extends TitoError {
 
 /** An appended message has a role that may not be appended (append-only rule). */
 export class AppendRoleError extends TitoError {
-  constructor(index: number, role: string, allowed: readonly string[]) {
+  /** `why`: the reason the role is not appendable, when the template was found not to render it append-only. */
+  constructor(index: number, role: string, allowed: readonly string[], why?: string) {
     super(
       "TITO_ERR_APPEND_ROLE",
       400,
-      `append-only violation: message at index ${index} has role '${role}'; only roles [${allowed.map((r) => `'${r}'`).join(", ")}] may be appended after the last assistant turn`,
+      `append-only violation: message at index ${index} has role '${role}'; only roles [${allowed.map((r) => `'${r}'`).join(", ")}] may be appended after the last assistant turn` +
+        (why === undefined ? "" : ` (${why})`),
     );
   }
 }

@@ -7,6 +7,7 @@
 // Anthropic's shape (`{"type":"error","error":{"type","message"}}`).
 import { randomBytes } from "node:crypto";
 import { anthropicErrorBody, AnthropicEvents, chatToMessage, messagesToChat } from "./anthropic-convert.ts";
+import { parseJsonLossless, stringifyLossless } from "./lossless-json.ts";
 import type { ConvertedRequest } from "./anthropic-convert.ts";
 import { InvalidJsonError, TitoError } from "./errors.ts";
 import {
@@ -38,7 +39,8 @@ export async function messagesTurn(
     if (err instanceof TitoError) return asAnthropicError(errorResponse(err));
     throw err;
   }
-  const chatRequest = { ...req, path: CHAT_PATH, body: Buffer.from(JSON.stringify(converted.chat)) };
+  // Written back as it was read (lossless-json.ts): tool schemas and inputs keep their numbers and key order.
+  const chatRequest = { ...req, path: CHAT_PATH, body: Buffer.from(stringifyLossless(converted.chat)) };
   const res = await core.chat(sessionId, chatRequest, signal, { ...context, api: "messages" });
   if (res.status !== 200) return asAnthropicError(res);
   if (isStream(res.body)) return { status: 200, headers: { ...SSE_HEADERS }, body: events(res.body, converted) };
@@ -48,7 +50,7 @@ export async function messagesTurn(
 
 function parseJson(bytes: Buffer): unknown {
   try {
-    return JSON.parse(bytes.toString("utf8"));
+    return parseJsonLossless(bytes.toString("utf8"));
   } catch (err) {
     throw new InvalidJsonError((err as Error).message, { cause: err });
   }

@@ -6,9 +6,9 @@
 // the rollback it returns) and never re-tokenizes what the model produced. It also checks
 // the configured append roles against what the family can append (appendRoles).
 import {
-  contentText,
   fixedContext,
   jinjaRenderer,
+  joinTextParts,
   type ChatMessage,
   type ChatRenderer,
   type RenderOptions,
@@ -34,6 +34,8 @@ export interface PromptContext {
   renderer: ChatRenderer;
   kwargs: Readonly<Record<string, unknown>>;
   allowedAppendRoles: readonly string[];
+  /** Roles the folder's template does not render append-only, and why (append-probe.ts): an append of one is a 400 saying so. */
+  refusedRoles?: ReadonlyMap<string, string>;
   /** How request messages are matched against the stored ones (message-compare.ts); default strict. */
   matcher?: MessageMatcher;
 }
@@ -68,18 +70,11 @@ export interface PromptPlan {
   adopted: boolean;
 }
 
-/** The messages with every list of text parts as its joined text (contentText), or null when none has a list. */
-function asText(messages: readonly ChatMessage[]): ChatMessage[] | null {
-  if (!messages.some((m) => Array.isArray(m.content))) return null;
-  return messages.map((m) => (Array.isArray(m.content) ? { ...m, content: contentText(m.content) } : m));
-}
-
 /**
  * Renders, or throws TemplateRenderError. Content-part lists (text parts only: other parts
- * are refused with the request, checkContent) go to the family's renderer as they are, and
- * render as its template writes them; a template that cannot take a list (it calls string
- * methods on the content) gets each list as its joined text instead, as SGLang flattens
- * lists for such templates.
+ * are refused with the request, checkContent) reach a template whose content format is
+ * "openai" as lists; every other renderer (a "string" template, an encoder in code) gets
+ * each list as its texts joined by " ", as SGLang prepares them (chat-template.ts).
  */
 export function renderOrThrow(
   renderer: ChatRenderer,
@@ -87,17 +82,9 @@ export function renderOrThrow(
   options: RenderOptions,
 ): string {
   try {
-    return renderer.render(messages, options);
+    return renderer.render(renderer.contentFormat === undefined ? joinTextParts(messages) : messages, options);
   } catch (err) {
     if (err instanceof TitoError) throw err;
-    const flat = asText(messages);
-    if (flat) {
-      try {
-        return renderer.render(flat, options);
-      } catch {
-        // the first error says what is wrong with the messages as sent
-      }
-    }
     throw new TemplateRenderError((err as Error).message, { cause: err });
   }
 }
@@ -291,14 +278,14 @@ export function planPrompt(
   const appended = request.slice(keptMessages);
   appended.forEach((m, i) => {
     if (!ctx.allowedAppendRoles.includes(m.role))
-      throw new AppendRoleError(keptMessages + i, m.role, ctx.allowedAppendRoles);
+      throw new AppendRoleError(keptMessages + i, m.role, ctx.allowedAppendRoles, ctx.refusedRoles?.get(m.role));
   });
   // The kept checkpoint, less the trailing ids the family's boundaryDrop leaves out, is the prompt's start.
   const promptIds = view.checkpoints.ids((rollbackToTurns ?? view.checkpoints.count) - 1);
   const boundary = ctx.family.boundaryIds(promptIds);
   promptIds.length -= ctx.family.boundaryDrop?.(promptIds) ?? 0;
   for (const id of boundary) promptIds.push(id);
-  if (ctx.family.increment === "history") {
+  if (ctx.family.increment === "history" || ctx.renderer.carriesState) {
     for (const id of historyIncrement(ctx, request, keptMessages, tools)) promptIds.push(id);
     return { promptIds, rollbackToTurns, ...planned };
   }
@@ -342,13 +329,22 @@ function historyIncrement(
 
 const KNOWN_ROLES = ["tool", "user", "system", "assistant"];
 
-/** The configured append roles (default: the family's); a known role the family cannot append is a config error. */
-export function appendRoles(family: string, surface: readonly string[], configured?: string[]): readonly string[] {
+/**
+ * The configured append roles (default: the family's, less those the template was found not
+ * to render append-only); a known role outside `surface` is a config error, saying why when
+ * the probe found why (`refused`).
+ */
+export function appendRoles(
+  family: string,
+  surface: readonly string[],
+  configured?: string[],
+  refused: ReadonlyMap<string, string> = new Map(),
+): readonly string[] {
   if (configured === undefined) return surface;
   for (const role of configured)
     if (KNOWN_ROLES.includes(role) && !surface.includes(role))
       throw new SessionConfigError(
-        `allowed append role ${JSON.stringify(role)} is not one the ${family} family can append (its template does not render it append-only); it allows ${surface.join(", ")}`,
+        `allowed append role ${JSON.stringify(role)} is not one the ${family} family can append (${refused.get(role) ?? "its template does not render it append-only"}); it allows ${surface.join(", ")}`,
       );
   return configured;
 }

@@ -9,12 +9,13 @@
 // No HTTP server, and no engine protocol: the worker hands the core an Engine.
 import type { Logger } from "pino";
 import type { ChatMessage } from "./chat-template.ts";
-import { compareTrajectories } from "./drift.ts";
+import { probedContext } from "./append-probe.ts";
+import { driftOf } from "./drift.ts";
 import { EngineAbortedError, SessionNotFoundError, TitoError, UpstreamAbortedError } from "./errors.ts";
 import { checkClientApi, parseChatBody, type ClientApi } from "./chat-request.ts";
 import type { MessageMatcher } from "./message-compare.ts";
 import { IdleExpiry } from "./idle-expiry.ts";
-import { appendRoles, planPrompt, promptContext, renderOrThrow, type PromptContext } from "./prompt-builder.ts";
+import { planPrompt, type PromptContext } from "./prompt-builder.ts";
 import { lengthHeader, MemoryRecordStore, sessionBodyEnds, type RecordStore } from "./journal/records.ts";
 import { SessionRegistry } from "./registry.ts";
 import { sessionRebuilder, type ReplayCounts } from "./journal/session-replay.ts";
@@ -126,8 +127,8 @@ export class SessionCore {
     const folder = options.tokenizerFolder ?? loadTokenizerFolder(options.tokenizerDir ?? bundledQwen3Dir());
     const family = selectFamily(folder, options.titoFamily);
     this.#kwargs = new TurnKwargs(family, serverKwargs(family, options.chatTemplateKwargs));
-    const roles = appendRoles(family.name, family.appendRoles, options.allowedAppendRoles);
-    this.#ctx = { ...promptContext(folder, family, this.#kwargs.base, roles), matcher: options.messageMatcher };
+    const ctx = probedContext(folder, family, this.#kwargs.base, options.allowedAppendRoles);
+    this.#ctx = { ...ctx, matcher: options.messageMatcher };
     this.#registry = new SessionRegistry(options.notFoundHint ?? "");
     this.#records = options.recordStore ?? new MemoryRecordStore();
     this.#engine = options.engine;
@@ -378,9 +379,7 @@ export class SessionCore {
   }
 
   #drift(t: Trajectory) {
-    const { folder, family, kwargs, renderer } = this.#ctx;
-    const text = renderOrThrow(renderer, t.messages, { addGenerationPrompt: false, kwargs, tools: t.lastTools });
-    return compareTrajectories(folder, family, folder.encode(text), t.currentIds);
+    return driftOf(this.#ctx, t.messages, t.lastTools, t.currentIds);
   }
 
   async #guard(op: () => Promise<CoreResponse>): Promise<CoreResponse> {

@@ -3,6 +3,7 @@
 // declared tools and their parameter types (from the request's JSON schemas), the value
 // conversions of SGLang's parsers, and the JSON the chat templates' `tojson` writes for
 // non-string values (formatCompletion).
+import { pyFloatRepr } from "../python-text.ts";
 
 /** The `function` object of the declared tool `name` in `tools` (OpenAI shape, or bare functions). */
 function declared(tools: readonly unknown[] | undefined, name: string): Record<string, unknown> | undefined {
@@ -245,6 +246,8 @@ export function templateJson(value: unknown): string {
       .filter(([, v]) => v !== undefined)
       .map(([k, v]) => `${JSON.stringify(k)}: ${templateJson(v)}`)
       .join(", ")}}`;
+  // A float as Python's json.dumps writes it (1e-07, not 1e-7), as the template's tojson does.
+  if (typeof value === "number" && Number.isFinite(value) && !Number.isInteger(value)) return pyFloatRepr(value);
   return JSON.stringify(value) ?? "null";
 }
 

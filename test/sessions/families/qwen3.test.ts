@@ -146,7 +146,8 @@ test("non-string content renders as text; thinking off writes the empty think bl
   ];
   assert.is(
     ctx.renderer.render(parts, { addGenerationPrompt: true, kwargs: { ...ctx.kwargs, enable_thinking: false } }),
-    "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nCount: 3<|im_end|>\n" +
+    // Text parts are joined by " " (SGLang's "string" content format: the template does not loop over message.content).
+    "<|im_start|>system\nBe  brief.<|im_end|>\n<|im_start|>user\nCount: 3<|im_end|>\n" +
       "<|im_start|>assistant\n<think>\n  indented\n</think>\n\n<|im_end|>\n<|im_start|>user\n42<|im_end|>\n" +
       "<|im_start|>assistant\n<think>\n\n</think>\n\n",
   );
