@@ -48,7 +48,7 @@ export interface RolloutEvent {
  * takes this message off the router's channel before anything reaches an actor's mailbox
  * (child-actor.ts) and forwards it at once, only to the process of that shard and `epoch`;
  * when there is none (the worker died or restarted meanwhile) it answers the client
- * `503 {"error": refusal}` itself.
+ * the router's 503 (`refusal`) itself.
  */
 export interface RecordsHandoff {
   type: "records-handoff";
@@ -57,8 +57,8 @@ export interface RecordsHandoff {
   ticket: string;
   /** The response headers the router itself adds (x-tito-instance, x-tito-shard). */
   headers: Record<string, string | string[]>;
-  /** The router's error message for an unavailable worker, for the host's 503. */
-  refusal: string;
+  /** The router's error for an unavailable worker (its status, code and message), for the host's 503. */
+  refusal: { status: number; code: string; message: string };
 }
 
 export function isRecordsHandoff(message: unknown): message is RecordsHandoff {
@@ -72,7 +72,11 @@ export function isRecordsHandoff(message: unknown): message is RecordsHandoff {
     typeof m.ticket === "string" &&
     typeof m.headers === "object" &&
     m.headers !== null &&
-    typeof m.refusal === "string"
+    typeof m.refusal === "object" &&
+    m.refusal !== null &&
+    typeof m.refusal.status === "number" &&
+    typeof m.refusal.code === "string" &&
+    typeof m.refusal.message === "string"
   );
 }
 

@@ -29,6 +29,7 @@ import { serverKwargs, TurnKwargs } from "./template-kwargs.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 import type { Trajectory } from "./trajectory.ts";
 import type { CancelSignal } from "../buffers/cancel.ts";
+import type { CodedError } from "../buffers/coded-error.ts";
 
 export interface CoreRequest {
   method: string;
@@ -89,12 +90,15 @@ const json = (status: number, value: unknown): CoreResponse => ({
   body: Buffer.from(JSON.stringify(value)),
 });
 
-/** A coded error as `{"error": message}` with its status (an engine abort: its code, Retry-After); else a 500. */
-export function errorResponse(err: unknown): CoreResponse {
-  if (err instanceof EngineAbortedError)
-    return { ...json(err.status, { error: err.message, code: err.code }), headers: { ...EngineAbortedError.HEADERS } };
-  if (err instanceof TitoError) return json(err.status, { error: err.message });
-  return json(500, { error: `internal error: ${err instanceof Error ? err.message : String(err)}` });
+/**
+ * A coded error as the HTTP contract's error body, `{"error": message, "code": code}`, with
+ * the status and headers its class gives (docs/http.md). Uncoded errors are bugs: they are
+ * thrown, and cross to the router by the transport's own code (TITO_ERR_REMOTE_FAILED).
+ */
+export function errorResponse(err: CodedError): CoreResponse {
+  const res = json(err.status, { error: err.message, code: err.code });
+  Object.assign(res.headers, err.headers);
+  return res;
 }
 
 interface PreparedTurn {

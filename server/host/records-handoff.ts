@@ -22,7 +22,7 @@ export function forwardRecordsHandoff(tree: SupervisionTree, from: string, messa
   // Sent, or lost with its worker: the worker has its own copy, or nobody will; ours goes.
   // Refused: nothing reached a worker, so the client gets the router's 503 from here.
   tree.sendSocket(`shard-${message.shard}`, message.epoch, message, handle, (outcome) => {
-    if (outcome === "refused") writeErrorResponse(handle, 503, message.headers, message.refusal);
+    if (outcome === "refused") writeErrorResponse(handle, message.headers, message.refusal);
     else handle.destroy();
   });
 }

@@ -108,7 +108,7 @@ function sessionTokenRefusal(
  */
 export function authHook(policy: AuthPolicy, countRefusal?: RefusalCounter) {
   const tokens = new SessionTokens(policy.adminToken);
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     if ((request.method === "GET" || request.method === "HEAD") && request.raw.url === "/health") return;
     const token = bearer(request);
     if (token !== undefined && sameSecret(token, policy.adminToken)) return;
@@ -121,9 +121,6 @@ export function authHook(policy: AuthPolicy, countRefusal?: RefusalCounter) {
       err = new ForbiddenError(refusal);
     }
     countRefusal?.(route, err.status as 401 | 403);
-    await reply
-      .code(err.status)
-      .header("content-type", "application/json; charset=utf-8")
-      .send(JSON.stringify({ error: err.message }));
+    throw err; // the app's error handler writes it (error-reply.ts)
   };
 }

@@ -30,7 +30,7 @@ const handoff = (ticket: string): RecordsHandoff => ({
   epoch: 1,
   ticket,
   headers: { "x-tito-shard": "0" },
-  refusal: "session worker unavailable",
+  refusal: { status: 503, code: "TITO_ERR_WORKER_UNAVAILABLE", message: "session worker unavailable" },
 });
 
 async function outcomes(metrics: WorkerMetrics): Promise<Record<string, number>> {

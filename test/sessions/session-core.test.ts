@@ -69,7 +69,7 @@ test("health, create, get, delete and not-found", async () => {
     await core.chat(id, chatReq({ messages: [{ role: "user", content: "x" }] })),
   ]) {
     assert.is(r.status, 404);
-    assert.equal(bodyJson(r), { error: `session not found: session_id=${id}` });
+    assert.equal(bodyJson(r), { error: `session not found: session_id=${id}`, code: "TITO_ERR_SESSION_NOT_FOUND" });
   }
   await core.delete("caller-id-1");
 });
