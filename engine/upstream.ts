@@ -4,7 +4,7 @@
 // Wrapping behaviour (timeout, error mapping, metrics) is composed once around the raw
 // send. It reads reply bodies whole (as their chunk list) and never interprets them.
 import type { ConnectionOptions } from "node:tls";
-import type { Send, UpstreamRequest, UpstreamResponse } from "./upstream-types.ts";
+import type { Send, UpstreamRequest } from "./upstream-types.ts";
 import { EngineHttpAgent } from "./http-client.ts";
 import {
   EngineRequestError,
@@ -13,7 +13,7 @@ import {
   UpstreamAbortedError,
   TitoError,
 } from "../sessions/errors.ts";
-import { Cancel, type CancelSignal } from "../buffers/cancel.ts";
+import { Cancel } from "../buffers/cancel.ts";
 
 export type { Send, UpstreamRequest, UpstreamResponse } from "./upstream-types.ts";
 

@@ -1,7 +1,7 @@
 // The dependency rules of docs/architecture.md, enforced: every source file's imports
 // (static, type-only, dynamic, require, new URL(…, import.meta.url)) are read and checked
 // against test/architecture-rules.ts, and a forbidden edge fails with its file, line and
-// rule. The checker is itself tested on made-up files, so it cannot pass by reading nothing.
+// rule; so does an import cycle between files, printed file by file. The checker is itself tested on made-up files, so it cannot pass by reading nothing.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -224,6 +224,47 @@ test("each rule allows what it allows", () => {
     ["index.ts", 'export type { TrainingSample } from "./sessions/index.ts";'],
   ];
   for (const [path, line] of allowed) assert.equal(check(path, line), [], `${path}: ${line}`);
+});
+
+test("the tree has no import cycle", () => {
+  assert.equal(result.cycles, [], `import cycles:\n${result.cycles.map((c) => `  ${c.join(" -> ")}`).join("\n")}`);
+});
+
+test("an import cycle is reported with its files, type-only imports included; a chain is not", () => {
+  const files = (texts: Record<string, string>) =>
+    checkArchitecture(
+      Object.entries(texts).map(([path, text]) => ({ path, text })),
+      dependencies,
+    );
+  const three = files({
+    "engine/a.ts": 'import { b } from "./b.ts";\n',
+    "engine/b.ts": '\nimport type { C } from "./c.ts";\n',
+    "engine/c.ts": 'export { a } from "./a.ts";\n',
+    "engine/d.ts": 'import { a } from "./a.ts";\n',
+  });
+  assert.equal(three.cycles, [["engine/a.ts", "engine/b.ts", "engine/c.ts", "engine/a.ts"]]);
+  assert.equal(
+    three.violations.map((v) => v.message),
+    [
+      "engine/a.ts:1 is in an import cycle: engine/a.ts -> engine/b.ts -> engine/c.ts -> engine/a.ts — no file imports itself through others, type-only imports included [rule: cycle]",
+    ],
+  );
+  const self = files({ "buffers/x.ts": 'import type { X } from "./x.ts";\n' });
+  assert.equal(self.cycles, [["buffers/x.ts", "buffers/x.ts"]]);
+  // Two cycles in one strongly connected component are reported once, by its shortest cycle.
+  const tangled = files({
+    "sessions/p.ts": 'import "./q.ts";\nimport "./r.ts";\n',
+    "sessions/q.ts": 'import "./p.ts";\n',
+    "sessions/r.ts": 'import "./q.ts";\n',
+  });
+  assert.equal(tangled.cycles, [["sessions/p.ts", "sessions/q.ts", "sessions/p.ts"]]);
+  const chain = files({
+    "engine/a.ts": 'import { b } from "./b.ts";\n',
+    "engine/b.ts": 'import { c } from "../sessions/c.ts";\n',
+    "sessions/c.ts": 'const d = await import("./d.ts");\n',
+    "sessions/d.ts": "export const d = 1;\n",
+  });
+  assert.equal([chain.cycles, chain.violations], [[], []]);
 });
 
 test(`a source file over ${MAX_LINES} lines is reported`, () => {

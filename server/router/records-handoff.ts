@@ -14,7 +14,6 @@ import type { RouterMetrics } from "./router-metrics.ts";
 /** Sends the socket to the host; our copy stays open until `callback` (router-main.ts). */
 export type SendSocket = (message: RecordsHandoff, socket: Socket, callback: (err: Error | null) => void) => void;
 
-
 export class SocketHandoff {
   readonly #send: SendSocket;
   #tickets = 0;

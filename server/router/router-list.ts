@@ -20,7 +20,9 @@ export function listSessions(links: ShardLinks) {
     const { limit: rawLimit, after = "" } = request.query;
     const limit = rawLimit === undefined ? DEFAULT_LIMIT : Number(rawLimit);
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)
-      throw new InvalidListRequestError(`limit must be an integer from 1 to ${MAX_LIMIT}, got ${JSON.stringify(rawLimit)}`);
+      throw new InvalidListRequestError(
+        `limit must be an integer from 1 to ${MAX_LIMIT}, got ${JSON.stringify(rawLimit)}`,
+      );
     if (typeof after !== "string") throw new InvalidListRequestError("after must be one session id");
     const signal = AbortSignal.timeout(LIST_TIMEOUT_MS);
     const page = async (shard: number): Promise<ListPage> => {

@@ -135,7 +135,10 @@ test("an Anthropic agent with its session token (authToken) takes turns on its o
   // The router's refusal on the Messages route is in Anthropic's shape, our code inside.
   assert.is(res.json.type, "error");
   assert.equal([res.json.error.type, res.json.error.code], ["permission_error", "TITO_ERR_FORBIDDEN"]);
-  assert.match(res.json.error.message, /may only POST \/sessions\/\{its id\}\/v1\/chat\/completions \(or \/v1\/messages\)/);
+  assert.match(
+    res.json.error.message,
+    /may only POST \/sessions\/\{its id\}\/v1\/chat\/completions \(or \/v1\/messages\)/,
+  );
 });
 
 test("a session token may do nothing else: 403 naming what it may do, 401 without a token", async () => {

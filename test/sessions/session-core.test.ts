@@ -189,6 +189,35 @@ test("two concurrent chats on one session: both answered, one state update", asy
   await core.delete(id);
 });
 
+test("a message whose role the chat API does not define is a 400 with its code; the engine never sees it", async () => {
+  const id = await newSession();
+  let asked = 0;
+  gate = async () => void asked++;
+  try {
+    for (const role of ["bogus", "function", "ipython", "User"]) {
+      const r = await core.chat(
+        id,
+        chatReq({
+          messages: [
+            { role: "system", content: "s" },
+            { role, content: "x" },
+          ],
+        }),
+      );
+      assert.is(r.status, 400, role);
+      assert.equal(bodyJson(r), {
+        error: `messages[1].role must be one of system, developer, user, assistant, tool, got ${JSON.stringify(role)}`,
+        code: "TITO_ERR_INVALID_CHAT_REQUEST",
+      });
+    }
+    assert.is(asked, 0, "nothing reached the engine");
+    assert.equal(bodyJson(await core.get(id)).records, [], "nothing recorded");
+  } finally {
+    gate = undefined;
+    await core.delete(id);
+  }
+});
+
 test("DELETE while a chat is at the engine: 204, the reply still returned, no update", async () => {
   const id = await newSession();
   let arrived!: () => void;
