@@ -4,12 +4,17 @@
 // signal) and, as a backstop, when the parent pid changes. SIGTERM runs the child's own
 // close hook, then exits 0.
 import type { Socket } from "node:net";
-import type { ChildToHost, RecordsHandoff } from "./control-messages.ts";
+import { INIT_FAILED_EXIT, type ChildToHost, type InitFailure, type RecordsHandoff } from "./control-messages.ts";
 
 /** `Report` is what the child sends its owner: ChildToHost for the host's children. */
 export interface ChildRuntime<Config, Report = ChildToHost> {
   config: Config & { name: string; epoch: number };
   ready(info: Record<string, unknown>): void;
+  /**
+   * Reports a configuration error before ready and exits (INIT_FAILED_EXIT): the host then
+   * fails the start with it instead of restarting this child (control-messages.ts).
+   */
+  initFailed(error: InitFailure): Promise<never>;
   /**
    * Reports to the host (a one-shot job's `ready` or `failed` for runChildJob, the router's
    * rollout state); resolves once the message is written to the IPC channel (it survives our
@@ -63,6 +68,22 @@ export function startChildRuntime<Config, Report = ChildToHost>(): ChildRuntime<
     config,
     ready(info) {
       process.send!({ type: "ready", info } satisfies ChildToHost);
+    },
+    async initFailed(error) {
+      const { code, status, message } = error;
+      await new Promise<void>((resolve) => {
+        try {
+          process.send!(
+            { type: "init-failed", error: { code, status, message } } satisfies ChildToHost,
+            undefined,
+            undefined,
+            () => resolve(),
+          );
+        } catch {
+          resolve();
+        }
+      });
+      process.exit(INIT_FAILED_EXIT);
     },
     report(message) {
       return new Promise((resolve) => {

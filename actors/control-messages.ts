@@ -80,9 +80,25 @@ export function isRecordsHandoff(message: unknown): message is RecordsHandoff {
   );
 }
 
+/**
+ * A child that cannot start for a reason a restart would not change (a configuration error:
+ * a tokenizer folder it cannot load, a family that cannot take the options): it reports the
+ * coded error, then exits with INIT_FAILED_EXIT. OTP's init rule: a child that fails before
+ * it was ever ready is not restarted; the start fails at once with this error.
+ */
+export interface InitFailure {
+  code: string;
+  status: number;
+  message: string;
+}
+
+/** The exit code of a child after an init-failed report (sysexits.h's EX_CONFIG). */
+export const INIT_FAILED_EXIT = 78;
+
 /** Child -> host. */
 export type ChildToHost =
   | { type: "ready"; info: Record<string, unknown> }
+  | { type: "init-failed"; error: InitFailure }
   | { type: "rollout"; rollout: RolloutState; event?: RolloutEvent }
   /** A one-shot job (runChildJob) that could not do its work, and why. */
   | { type: "failed"; message: string };

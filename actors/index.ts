@@ -14,5 +14,11 @@ export type {
 } from "./control-messages.ts";
 export { EventRing, formatEvent, type EventKind, type EventListener, type SupervisionEvent } from "./events.ts";
 export { defaultRestartPolicy, RestartPolicy, type RestartPolicyOptions } from "./restart-policy.ts";
-export { ActorQueryTimeoutError, ChildExitedError, SessionServerFailedError, SupervisionError } from "./errors.ts";
+export {
+  ActorQueryTimeoutError,
+  ChildExitedError,
+  ChildInitError,
+  SessionServerFailedError,
+  SupervisionError,
+} from "./errors.ts";
 export { startChildRuntime, type ChildRuntime } from "./child-runtime.ts";

@@ -62,7 +62,10 @@ test("the route answers from the owning shard: JSON, safetensors by Accept or ?f
   }
 
   const bad = await call(server.url, "POST", `/sessions/${id}/samples`, { max_seq_len: -1 });
-  assert.equal([bad.status, bad.json], [400, { error: "max_seq_len must be a positive integer, got -1" }]);
+  assert.equal(
+    [bad.status, bad.json],
+    [400, { error: "max_seq_len must be a positive integer, got -1", code: "TITO_ERR_INVALID_SAMPLE_REQUEST" }],
+  );
   const unknown = await call(server.url, "POST", "/sessions/0123456789abcdef0123456789abcdef/samples");
   assert.equal(
     [unknown.status, unknown.json],
