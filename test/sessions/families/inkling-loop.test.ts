@@ -1,5 +1,5 @@
 // TITO loops of the inkling family without HTTP: on the synthetic Inkling folder, and on the
-// real gpt-oss BPE with Inkling's control tokens laid over ids 200000+ (FAMILIES.md §5).
+// real gpt-oss BPE with Inkling's control tokens laid over ids 200000+ (docs/models.md).
 // Parallel calls, a tool run, user, system and injected-assistant appends: every prompt
 // extends the last checkpoint and equals a fresh render, and nothing drifts.
 import { test } from "uvu";
