@@ -10,7 +10,7 @@
 //
 // Reasoning split (SGLang `nemotron_3`): the reasoning ends at `</think>`, or at a
 // `<tool_call>` when it never closes; leading newlines are stripped and the trailing newline
-// is KEPT, as SGLang's parser keeps it. In the §2.4 format that is what round-trips: the
+// is KEPT, as SGLang's parser keeps it. In Nemotron's format that is what round-trips: the
 // model writes `<think>\n` (the prompt) + `r\n</think>`, and `<think>\n` + "r\n" + `</think>`
 // renders it back byte for byte. Miles reports the plain-text turn as a soft assistant_text
 // drift with the real template, which would then strip the reasoning itself (UNCONFIRMED:
