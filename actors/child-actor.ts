@@ -4,14 +4,14 @@
 // makes the actor crash with a ChildExitedError; onCrash (synchronous, never throwing)
 // asks the restart policy and answers `reset` (respawn after backoff) or `escalate`.
 // initialStateFunc never throws: it only arms the timer that sends `spawn`. A message that
-// comes with a handle (the router's records handoff) never enters a mailbox: onHandle takes
-// it synchronously, and `running` says which process of each child may be handed one.
+// comes with a handle (or bears the handle mark, control-messages.ts) never enters a
+// mailbox: onHandle takes it synchronously, whatever it carries, and `running` says which process of each child may be handed one.
 // A child that reports a configuration error before it was ever ready (init-failed,
 // control-messages.ts) is not restarted: OTP's init rule. Its actor escalates at once with
 // a ChildInitError, which the tree's start then fails with.
 import type { ChildProcess } from "node:child_process";
 import { dispatch, spawn, type MessageContext, type Ref } from "./nact.ts";
-import { INIT_FAILED_EXIT, isRecordsHandoff, type ChildToHost, type InitFailure } from "./control-messages.ts";
+import { INIT_FAILED_EXIT, isHandleMessage, type ChildToHost, type InitFailure } from "./control-messages.ts";
 import { ChildExitedError, ChildInitError } from "./errors.ts";
 import type { EventDraft } from "./events.ts";
 import type { EventLogMessage } from "./event-log.ts";
@@ -138,7 +138,7 @@ export function spawnChildActor(parent: Ref<ToParent>, options: ChildActorOption
         initFailure = report.error;
         return;
       }
-      if (handle === undefined && !isRecordsHandoff(message))
+      if (handle === undefined && !isHandleMessage(message))
         return dispatch(self, { type: "message", pid, message: message as ChildToHost });
       // A socket is never put in a mailbox: it goes on now, or is closed.
       if (options.onHandle) options.onHandle(name, message, handle);

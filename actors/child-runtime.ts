@@ -4,7 +4,7 @@
 // signal) and, as a backstop, when the parent pid changes. SIGTERM runs the child's own
 // close hook, then exits 0.
 import type { Socket } from "node:net";
-import { INIT_FAILED_EXIT, type ChildToHost, type InitFailure, type RecordsHandoff } from "./control-messages.ts";
+import { HANDLE_MARK, INIT_FAILED_EXIT, type ChildToHost, type InitFailure } from "./control-messages.ts";
 
 /** `Report` is what the child sends its owner: ChildToHost for the host's children. */
 export interface ChildRuntime<Config, Report = ChildToHost> {
@@ -24,11 +24,12 @@ export interface ChildRuntime<Config, Report = ChildToHost> {
   /** Messages the host sends (HostToRouter for the router), and the handle one may carry. */
   onMessage(listener: (message: unknown, handle?: unknown) => void): void;
   /**
-   * Hands a client's socket to the host (the router's records handoff). Our copy stays
+   * Hands a socket to the host with `message`, marked so that the supervision layer passes
+   * both to the host's onHandle whatever they are (the router's records handoff). Our copy stays
    * open until `callback` (Node's keepOpen): on success the caller destroys it, since the
    * host has it now; on an error it is still the caller's to answer on.
    */
-  sendSocket(message: RecordsHandoff, socket: Socket, callback: (err: Error | null) => void): void;
+  sendSocket(message: object, socket: Socket, callback: (err: Error | null) => void): void;
   /** Runs once before the process exits on SIGTERM/SIGINT or host loss; keep it short. */
   onClose(hook: () => Promise<void> | void): void;
 }
@@ -100,7 +101,7 @@ export function startChildRuntime<Config, Report = ChildToHost>(): ChildRuntime<
     },
     sendSocket(message, socket, callback) {
       try {
-        process.send!(message, socket, { keepOpen: true }, callback);
+        process.send!({ ...message, [HANDLE_MARK]: true }, socket, { keepOpen: true }, callback);
       } catch (err) {
         process.nextTick(callback, err as Error);
       }

@@ -6,8 +6,9 @@
 // gets the router's 503 from here and the socket is closed, so a dead worker never leaves a
 // request hanging. The host reads nothing from the socket and writes nothing else to it.
 import { Socket } from "node:net";
-import { isRecordsHandoff, type SupervisionTree } from "../../actors/index.ts";
-import { adoptSocket, writeErrorResponse } from "../raw-http-response.ts";
+import type { SupervisionTree } from "../../actors/index.ts";
+import { adoptSocket, writeErrorResponse } from "../handoff/raw-http-response.ts";
+import { isRecordsHandoff } from "../handoff/records-handoff-message.ts";
 
 const ROUTER = "router";
 

@@ -6,7 +6,7 @@
 // channel to the host (router-main.ts); without one, every GET is relayed as before.
 import { Socket } from "node:net";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { RecordsHandoff } from "../../actors/index.ts";
+import type { RecordsHandoff } from "../handoff/records-handoff-message.ts";
 import { WorkerUnavailableError } from "./errors.ts";
 import { errorBody, JSON_TYPE } from "./error-reply.ts";
 import type { RouterMetrics } from "./router-metrics.ts";

@@ -7,7 +7,7 @@ import { Socket } from "node:net";
 import { setPriority } from "node:os";
 import { startChildRuntime } from "../../actors/child-runtime.ts";
 import { openRecordStream } from "../../sessions/journal/record-stream.ts";
-import { adoptSocket, writeErrorResponse, writeRawResponse } from "../raw-http-response.ts";
+import { adoptSocket, writeErrorResponse, writeRawResponse } from "../handoff/raw-http-response.ts";
 import {
   fromWire,
   isStreamRecords,

@@ -5,7 +5,8 @@
 import { join } from "node:path";
 import pino from "pino";
 import { Socket } from "node:net";
-import { isRecordsHandoff, startChildRuntime } from "../../actors/index.ts";
+import { startChildRuntime } from "../../actors/index.ts";
+import { isRecordsHandoff } from "../handoff/records-handoff-message.ts";
 import { createEngine, type EngineApi } from "../../engine/index.ts";
 import {
   createSessionCore,

@@ -13,7 +13,7 @@ import {
   writeRawResponse,
   type RawBody,
   type RawHeaders,
-} from "../../server/raw-http-response.ts";
+} from "../../server/handoff/raw-http-response.ts";
 import { rawGet, type RawResponse } from "../helpers/raw-http.ts";
 
 let server: Server;

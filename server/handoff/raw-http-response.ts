@@ -7,8 +7,8 @@
 // nothing but buffers/ (no sessions/, no engine/, no tokenizer).
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
-import { release } from "../buffers/release.ts";
-import { drained } from "../buffers/drained.ts";
+import { release } from "../../buffers/release.ts";
+import { drained } from "../../buffers/drained.ts";
 
 export type RawHeaders = Readonly<Record<string, string | number | readonly string[]>>;
 export type RawBody = Buffer | Buffer[] | AsyncIterable<Buffer>;
