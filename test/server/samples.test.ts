@@ -69,7 +69,10 @@ test("the route answers from the owning shard: JSON, safetensors by Accept or ?f
   const unknown = await call(server.url, "POST", "/sessions/0123456789abcdef0123456789abcdef/samples");
   assert.equal(
     [unknown.status, unknown.json],
-    [404, { error: "session not found: session_id=0123456789abcdef0123456789abcdef" }],
+    [
+      404,
+      { error: "session not found: session_id=0123456789abcdef0123456789abcdef", code: "TITO_ERR_SESSION_NOT_FOUND" },
+    ],
   );
   // Other methods on /samples are proxied to the engine, as documented.
   assert.is((await call(server.url, "GET", `/sessions/${id}/samples`)).status, 404);
