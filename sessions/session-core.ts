@@ -10,7 +10,7 @@
 import type { Logger } from "pino";
 import type { ChatMessage } from "./chat-template.ts";
 import { compareTrajectories } from "./drift.ts";
-import { EngineAbortedError, SessionNotFoundError, TitoError, UpstreamAbortedError } from "./errors.ts";
+import { SessionNotFoundError, TitoError, UpstreamAbortedError } from "./errors.ts";
 import { checkClientApi, parseChatBody, type ClientApi } from "./chat-request.ts";
 import type { MessageMatcher } from "./message-compare.ts";
 import { IdleExpiry } from "./idle-expiry.ts";
