@@ -90,11 +90,7 @@ const json = (status: number, value: unknown): CoreResponse => ({
   body: Buffer.from(JSON.stringify(value)),
 });
 
-/**
- * A coded error as the HTTP contract's error body, `{"error": message, "code": code}`, with
- * the status and headers its class gives (docs/http.md). Uncoded errors are bugs: they are
- * thrown, and cross to the router by the transport's own code (TITO_ERR_REMOTE_FAILED).
- */
+/** A coded error as `{"error": message, "code": code}` with its class's status and headers (docs/http.md). */
 export function errorResponse(err: CodedError): CoreResponse {
   const res = json(err.status, { error: err.message, code: err.code });
   Object.assign(res.headers, err.headers);
