@@ -17,4 +17,10 @@ export {
   SamplesRequestError,
 } from "./server/host/errors.ts";
 export type { TrainingSample } from "./sessions/index.ts";
-export { SessionServerFailedError, type SupervisionEvent, type EventKind, type TreeSnapshot } from "./actors/index.ts";
+export {
+  ChildInitError,
+  SessionServerFailedError,
+  type SupervisionEvent,
+  type EventKind,
+  type TreeSnapshot,
+} from "./actors/index.ts";

@@ -4,12 +4,15 @@
 // makes the actor crash with a ChildExitedError; onCrash (synchronous, never throwing)
 // asks the restart policy and answers `reset` (respawn after backoff) or `escalate`.
 // initialStateFunc never throws: it only arms the timer that sends `spawn`. A message that
-// comes with a handle (the router's records handoff) never enters a mailbox: onHandle takes
-// it synchronously, and `running` says which process of each child may be handed one.
+// comes with a handle (or bears the handle mark, control-messages.ts) never enters a
+// mailbox: onHandle takes it synchronously, whatever it carries, and `running` says which process of each child may be handed one.
+// A child that reports a configuration error before it was ever ready (init-failed,
+// control-messages.ts) is not restarted: OTP's init rule. Its actor escalates at once with
+// a ChildInitError, which the tree's start then fails with.
 import type { ChildProcess } from "node:child_process";
 import { dispatch, spawn, type MessageContext, type Ref } from "./nact.ts";
-import { isRecordsHandoff, type ChildToHost } from "./control-messages.ts";
-import { ChildExitedError } from "./errors.ts";
+import { INIT_FAILED_EXIT, isHandleMessage, type ChildToHost, type InitFailure } from "./control-messages.ts";
+import { ChildExitedError, ChildInitError } from "./errors.ts";
 import type { EventDraft } from "./events.ts";
 import type { EventLogMessage } from "./event-log.ts";
 import { isAlive, killNow, sendToChild, spawnChild, stopChild, type ChildSpec } from "./child-process.ts";
@@ -17,7 +20,7 @@ import type { RestartPolicy } from "./restart-policy.ts";
 
 export type ChildActorMessage =
   | { type: "spawn" }
-  | { type: "exit"; pid: number | null; code: number | null; signal: string | null }
+  | { type: "exit"; pid: number | null; code: number | null; signal: string | null; initFailure?: InitFailure }
   | { type: "message"; pid: number | null; message: ChildToHost }
   | { type: "send"; message: unknown }
   | { type: "stop" };
@@ -59,6 +62,8 @@ export interface ChildActorOptions {
   running: Map<string, RunningChild>;
   /** A message that came with a handle; without it such a handle is closed. */
   onHandle?: HandleListener;
+  /** Told, before the escalation, when the child failed its start with a configuration error. */
+  onInitFailure?: (err: ChildInitError) => void;
 }
 
 /** A child process that reported ready, and its incarnation. */
@@ -108,10 +113,19 @@ export function spawnChildActor(parent: Ref<ToParent>, options: ChildActorOption
     live.add(proc);
     const pid = proc.pid ?? null;
     const self = ctx.self;
+    let initFailure: InitFailure | undefined;
     proc.on("exit", (code, signal) => {
       live.delete(proc);
       if (running.get(name)?.proc === proc) running.delete(name);
-      dispatch(self, { type: "exit", pid, code, signal });
+      const exited = () => dispatch(self, { type: "exit", pid, code, signal, initFailure });
+      // The init-failed report was written before the exit, but Node may emit the exit
+      // first: its IPC messages are all read once the channel disconnects.
+      if (code !== INIT_FAILED_EXIT || initFailure !== undefined || !proc.connected) return exited();
+      const late = setTimeout(exited, 1_000);
+      proc.once("disconnect", () => {
+        clearTimeout(late);
+        exited();
+      });
     });
     proc.on("error", (err) => {
       // A failed spawn never emits "exit": report it as one so the policy sees it.
@@ -119,7 +133,12 @@ export function spawnChildActor(parent: Ref<ToParent>, options: ChildActorOption
       else process.stderr.write(`${name}: child process error: ${err.message}\n`);
     });
     proc.on("message", (message, handle) => {
-      if (handle === undefined && !isRecordsHandoff(message))
+      const report = message as ChildToHost | null;
+      if (handle === undefined && report?.type === "init-failed") {
+        initFailure = report.error;
+        return;
+      }
+      if (handle === undefined && !isHandleMessage(message))
         return dispatch(self, { type: "message", pid, message: message as ChildToHost });
       // A socket is never put in a mailbox: it goes on now, or is closed.
       if (options.onHandle) options.onHandle(name, message, handle);
@@ -158,6 +177,7 @@ export function spawnChildActor(parent: Ref<ToParent>, options: ChildActorOption
     if (msg.pid !== (state.proc?.pid ?? null)) return state; // a previous incarnation
     if (state.status !== "starting" && state.status !== "running") return state; // we asked for it
     publish("exited", msg.pid, { code: msg.code, signal: msg.signal });
+    if (state.status === "starting" && msg.initFailure) throw new ChildInitError(name, msg.initFailure);
     throw new ChildExitedError(name, msg.pid, msg.code, msg.signal);
   };
 
@@ -203,6 +223,16 @@ export function spawnChildActor(parent: Ref<ToParent>, options: ChildActorOption
       onCrash: (_msg, err, ctx) => {
         try {
           killNow(current);
+          if (err instanceof ChildInitError) {
+            // OTP's init rule: a child that failed its start is not restarted; the start fails.
+            options.onInitFailure?.(err);
+            dispatch(ctx.parent, {
+              type: "escalate",
+              name,
+              reason: `${err.message} (a configuration error before ready: not restarted)`,
+            } satisfies ChildEscalation);
+            return ctx.escalate;
+          }
           if (!(err instanceof ChildExitedError)) {
             // A bug in this actor, not a process death: restart it the same way.
             process.stderr.write(`${name}: actor fault: ${(err as Error)?.stack ?? err}\n`);

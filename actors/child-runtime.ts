@@ -4,12 +4,17 @@
 // signal) and, as a backstop, when the parent pid changes. SIGTERM runs the child's own
 // close hook, then exits 0.
 import type { Socket } from "node:net";
-import type { ChildToHost, RecordsHandoff } from "./control-messages.ts";
+import { HANDLE_MARK, INIT_FAILED_EXIT, type ChildToHost, type InitFailure } from "./control-messages.ts";
 
 /** `Report` is what the child sends its owner: ChildToHost for the host's children. */
 export interface ChildRuntime<Config, Report = ChildToHost> {
   config: Config & { name: string; epoch: number };
   ready(info: Record<string, unknown>): void;
+  /**
+   * Reports a configuration error before ready and exits (INIT_FAILED_EXIT): the host then
+   * fails the start with it instead of restarting this child (control-messages.ts).
+   */
+  initFailed(error: InitFailure): Promise<never>;
   /**
    * Reports to the host (a one-shot job's `ready` or `failed` for runChildJob, the router's
    * rollout state); resolves once the message is written to the IPC channel (it survives our
@@ -19,11 +24,12 @@ export interface ChildRuntime<Config, Report = ChildToHost> {
   /** Messages the host sends (HostToRouter for the router), and the handle one may carry. */
   onMessage(listener: (message: unknown, handle?: unknown) => void): void;
   /**
-   * Hands a client's socket to the host (the router's records handoff). Our copy stays
+   * Hands a socket to the host with `message`, marked so that the supervision layer passes
+   * both to the host's onHandle whatever they are (the router's records handoff). Our copy stays
    * open until `callback` (Node's keepOpen): on success the caller destroys it, since the
    * host has it now; on an error it is still the caller's to answer on.
    */
-  sendSocket(message: RecordsHandoff, socket: Socket, callback: (err: Error | null) => void): void;
+  sendSocket(message: object, socket: Socket, callback: (err: Error | null) => void): void;
   /** Runs once before the process exits on SIGTERM/SIGINT or host loss; keep it short. */
   onClose(hook: () => Promise<void> | void): void;
 }
@@ -65,6 +71,22 @@ export function startChildRuntime<Config, Report = ChildToHost>(): ChildRuntime<
       // With a callback, a parent gone meanwhile is no uncaught 'error': the disconnect exits us.
       process.send!({ type: "ready", info } satisfies ChildToHost, undefined, undefined, () => {});
     },
+    async initFailed(error) {
+      const { code, status, message } = error;
+      await new Promise<void>((resolve) => {
+        try {
+          process.send!(
+            { type: "init-failed", error: { code, status, message } } satisfies ChildToHost,
+            undefined,
+            undefined,
+            () => resolve(),
+          );
+        } catch {
+          resolve();
+        }
+      });
+      process.exit(INIT_FAILED_EXIT);
+    },
     report(message) {
       return new Promise((resolve) => {
         try {
@@ -80,7 +102,7 @@ export function startChildRuntime<Config, Report = ChildToHost>(): ChildRuntime<
     },
     sendSocket(message, socket, callback) {
       try {
-        process.send!(message, socket, { keepOpen: true }, callback);
+        process.send!({ ...message, [HANDLE_MARK]: true }, socket, { keepOpen: true }, callback);
       } catch (err) {
         process.nextTick(callback, err as Error);
       }

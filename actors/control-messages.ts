@@ -1,7 +1,8 @@
 // The control plane between the host and its children, over Node's IPC channel.
 // Small JSON messages only; the data plane (HTTP bodies, records) never passes here. The
-// one exception is a handle, not bytes: a records GET's client socket goes router -> host
-// -> worker with a RecordsHandoff (docs/architecture.md, "The records handoff").
+// one exception is a handle, not bytes, which a child sends another through the host (a
+// records GET's client socket, router -> host -> worker: server/handoff/); this layer
+// forwards it by its mark (HANDLE_MARK) without knowing what it is.
 import type { SupervisionEvent } from "./events.ts";
 
 /** What a shard looks like to the router. */
@@ -43,42 +44,37 @@ export interface RolloutEvent {
 }
 
 /**
- * Router -> host -> worker, with the client's socket as the IPC handle. The worker of
- * `shard` kept a records response under `ticket` and writes it to that socket. The host
- * takes this message off the router's channel before anything reaches an actor's mailbox
- * (child-actor.ts) and forwards it at once, only to the process of that shard and `epoch`;
- * when there is none (the worker died or restarted meanwhile) it answers the client
- * `503 {"error": refusal}` itself.
+ * Marks a message a child sent with an IPC handle (a socket) for another child, set by
+ * ChildRuntime.sendSocket. The supervision layer hands such a message to the host's
+ * onHandle at once, never to a mailbox, by this mark alone (child-actor.ts): it forwards
+ * handles without knowing what they carry. The mark is there even when the handle got lost
+ * on the way (a socket that closed before it was sent).
  */
-export interface RecordsHandoff {
-  type: "records-handoff";
-  shard: number;
-  epoch: number;
-  ticket: string;
-  /** The response headers the router itself adds (x-tito-instance, x-tito-shard). */
-  headers: Record<string, string | string[]>;
-  /** The router's error message for an unavailable worker, for the host's 503. */
-  refusal: string;
+export const HANDLE_MARK = "withHandle";
+
+export function isHandleMessage(message: unknown): boolean {
+  return typeof message === "object" && message !== null && (message as Record<string, unknown>)[HANDLE_MARK] === true;
 }
 
-export function isRecordsHandoff(message: unknown): message is RecordsHandoff {
-  const m = message as Partial<RecordsHandoff> | null;
-  return (
-    typeof m === "object" &&
-    m !== null &&
-    m.type === "records-handoff" &&
-    Number.isInteger(m.shard) &&
-    Number.isInteger(m.epoch) &&
-    typeof m.ticket === "string" &&
-    typeof m.headers === "object" &&
-    m.headers !== null &&
-    typeof m.refusal === "string"
-  );
+/**
+ * A child that cannot start for a reason a restart would not change (a configuration error:
+ * a tokenizer folder it cannot load, a family that cannot take the options): it reports the
+ * coded error, then exits with INIT_FAILED_EXIT. OTP's init rule: a child that fails before
+ * it was ever ready is not restarted; the start fails at once with this error.
+ */
+export interface InitFailure {
+  code: string;
+  status: number;
+  message: string;
 }
+
+/** The exit code of a child after an init-failed report (sysexits.h's EX_CONFIG). */
+export const INIT_FAILED_EXIT = 78;
 
 /** Child -> host. */
 export type ChildToHost =
   | { type: "ready"; info: Record<string, unknown> }
+  | { type: "init-failed"; error: InitFailure }
   | { type: "rollout"; rollout: RolloutState; event?: RolloutEvent }
   /** A one-shot job (runChildJob) that could not do its work, and why. */
   | { type: "failed"; message: string };

@@ -35,3 +35,17 @@ export class ActorQueryTimeoutError extends SupervisionError {
     super("TITO_ERR_ACTOR_TIMEOUT", 500, `${what} did not answer within ${timeoutMs} ms`, options);
   }
 }
+
+/**
+ * A child reported a configuration error before it was ever ready (control-messages.ts,
+ * InitFailure): it is not restarted, and the start fails with this. It carries the child's
+ * own code and status (e.g. TITO_ERR_CONFIG, 500) and its message, as a RemoteError carries
+ * a peer's; TITO_ERR_CHILD_INIT only when the child gave none.
+ */
+export class ChildInitError extends SupervisionError {
+  readonly actor: string;
+  constructor(actor: string, failure: { code?: string; status?: number; message: string }) {
+    super(failure.code ?? "TITO_ERR_CHILD_INIT", failure.status ?? 500, `${actor} could not start: ${failure.message}`);
+    this.actor = actor;
+  }
+}

@@ -1,7 +1,7 @@
 // The actors' one door to nact 7.6.2: the part of its API we use, typed as nact behaves.
 // Its bundled typings leave out the `sender` every handler gets (a query's temporary
 // reference, answered with dispatch), take a query only as a message factory, and allow
-// what STYLE.md's nact rules forbid (an async onCrash, spawnStateless). This file adds no
+// what the actors never do (an async onCrash, spawnStateless: child-actor.ts says why). This file adds no
 // behaviour: each function is nact's own, called the way the actors always called it.
 import * as nact from "nact";
 import type { ActorSystemRef, Ref } from "nact";
@@ -21,8 +21,8 @@ interface Sender {
 export type MessageContext<Msg, ParentMsg> = ActorContext<Msg, ParentMsg> & Sender;
 
 /**
- * What onCrash gets. STYLE.md allows it `reset`, `resetChild`, `stopChild` and `escalate`,
- * and `resume` only for a crash of its own (never for an escalation).
+ * What onCrash gets. The actors answer with `reset`, `resetChild`, `stopChild` or `escalate`,
+ * and `resume` only for a crash of their own (never for an escalation).
  */
 export type SupervisionContext<Msg, ParentMsg> = nact.SupervisionContext<Msg, Ref<ParentMsg>> & Sender;
 

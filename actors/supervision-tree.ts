@@ -18,7 +18,7 @@ import type { Socket } from "node:net";
 import type { HandleListener, RunningChild } from "./child-actor.ts";
 import { killNow, sendSocketToChild, type ChildSpec, type SocketSent } from "./child-process.ts";
 import type { TreeSnapshot } from "./control-messages.ts";
-import { ActorQueryTimeoutError, SessionServerFailedError } from "./errors.ts";
+import { ActorQueryTimeoutError, SessionServerFailedError, type ChildInitError } from "./errors.ts";
 import { jsonlWriter, spawnEventLog, type EventLogMessage } from "./event-log.ts";
 import { EventRing, type EventListener, type SupervisionEvent } from "./events.ts";
 import type { RestartPolicyOptions } from "./restart-policy.ts";
@@ -59,6 +59,8 @@ export class SupervisionTree extends EventEmitter {
   /** The running (ready, not exited) process of each child, by name. */
   #running = new Map<string, RunningChild>();
   #stopping: Promise<void> | undefined;
+  /** The configuration error a child failed its start with, if one did (child-actor.ts). */
+  #initError: ChildInitError | undefined;
   #exitHook = () => {
     for (const proc of this.#live) killNow(proc);
   };
@@ -103,6 +105,7 @@ export class SupervisionTree extends EventEmitter {
       live: this.#live,
       running: this.#running,
       onHandle: options.onHandle,
+      onInitFailure: (err) => (this.#initError ??= err),
       onTree: (tree) => {
         this.#tree = tree;
         this.emit("tree", tree);
@@ -122,7 +125,11 @@ export class SupervisionTree extends EventEmitter {
       throw new SessionServerFailedError("session server is shut down");
   }
 
-  /** Resolves once every child is running; rejects if the tree fails first. */
+  /**
+   * Resolves once every child is running; rejects if the tree fails first: with the
+   * ChildInitError of a child that failed its start with a configuration error, else with
+   * SessionServerFailedError.
+   */
   whenRunning(): Promise<TreeSnapshot> {
     return new Promise((resolve, reject) => {
       const onTree = (tree: TreeSnapshot) => {
@@ -135,7 +142,10 @@ export class SupervisionTree extends EventEmitter {
           );
         } else if (tree.failure || tree.state === "stopped") {
           this.off("tree", onTree);
-          reject(new SessionServerFailedError(`session server failed to start: ${tree.failure ?? "stopped"}`));
+          reject(
+            this.#initError ??
+              new SessionServerFailedError(`session server failed to start: ${tree.failure ?? "stopped"}`),
+          );
         }
       };
       this.on("tree", onTree);

@@ -15,6 +15,7 @@ import {
   type RunningChild,
 } from "./child-actor.ts";
 import type { ChildSpec } from "./child-process.ts";
+import type { ChildInitError } from "./errors.ts";
 import type { HostToRouter, ShardRoute, TreeSnapshot } from "./control-messages.ts";
 import type { EventDraft, EventRing } from "./events.ts";
 import type { EventLogMessage } from "./event-log.ts";
@@ -33,6 +34,8 @@ export interface SupervisorConfig {
   /** The running process of each child (child-actor.ts), and who takes a message with a handle. */
   running: Map<string, RunningChild>;
   onHandle?: HandleListener;
+  /** Told when a child failed its start with a configuration error (child-actor.ts). */
+  onInitFailure?: (err: ChildInitError) => void;
   /** Called with every new view of the tree (the host keeps it for check()/tree()). */
   onTree(tree: TreeSnapshot): void;
 }
@@ -206,6 +209,7 @@ export function spawnSupervisor(system: ActorSystemRef, config: SupervisorConfig
           live: config.live,
           running: config.running,
           onHandle: config.onHandle,
+          onInitFailure: config.onInitFailure,
         });
         for (const spec of config.shards) children.set(spec.name, spawnChildActor(ctx.self, options(spec)));
         children.set(config.router.name, spawnChildActor(ctx.self, options(config.router)));

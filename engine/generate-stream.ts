@@ -15,7 +15,7 @@
 import { JsonScanner } from "../buffers/json-scan.ts";
 import { EngineReplyError } from "../sessions/errors.ts";
 import { weightVersionOf } from "./reply-scan.ts";
-import { abortOf, generateSpans, type GenerateSpans, type Span } from "./sglang-generate.ts";
+import { abortOf, generateSpans, type GenerateSpans, type Span } from "./generate-spans.ts";
 import type { TokenStep, TokenStreamReader, TokenStreamResult } from "./token-stream.ts";
 
 function scanChunk(data: Buffer): { scan: JsonScanner; spans: GenerateSpans } {

@@ -7,7 +7,7 @@ import { connect as netConnect, isIP, type TcpNetConnectOpts } from "node:net";
 import { connect as tlsConnect, type ConnectionOptions } from "node:tls";
 import { Connection, TOKEN, type Dial } from "./http-connection.ts";
 import { Exchange, httpError } from "./http-exchange.ts";
-import type { UpstreamRequest, UpstreamResponse } from "./upstream.ts";
+import type { UpstreamRequest, UpstreamResponse } from "./upstream-types.ts";
 
 export { POOLED_REPLY_MIN_BYTES } from "./http-connection.ts";
 

@@ -6,7 +6,7 @@
 import { crc32 } from "../buffers/crc32.ts";
 import type { ReplyCollector } from "./reply-buffers.ts";
 import type { ReplyStream } from "./reply-stream.ts";
-import type { UpstreamRequest, UpstreamResponse } from "./upstream.ts";
+import type { UpstreamRequest, UpstreamResponse } from "./upstream-types.ts";
 
 const QUOTE = 0x22;
 

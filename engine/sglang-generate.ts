@@ -6,10 +6,11 @@
 // routing replay, so it is scanned as bytes: only `text` and the few meta_info members a
 // turn needs are parsed, and the routing payload stays in the record, never in the reply.
 import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
-import { EngineAbortedError, EngineReplyError } from "../sessions/errors.ts";
+import { EngineReplyError } from "../sessions/errors.ts";
 import { JsonScanner } from "../buffers/json-scan.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
 import { GenerateStreamReader } from "./generate-stream.ts";
+import { abortOf, generateSpans } from "./generate-spans.ts";
 import { tokenOutcome } from "./token-reply.ts";
 import { weightVersionOf } from "./reply-scan.ts";
 import { streamTurn } from "./token-stream.ts";
@@ -26,53 +27,6 @@ interface GenerateFacts {
   promptTokens: number;
   /** meta_info.weight_version, when the engine reports its policy version. */
   weightVersion?: string;
-}
-
-export type Span = [number, number];
-
-/** Where the members we read sit in a /generate reply, or in one chunk of its stream (generate-stream.ts). */
-export interface GenerateSpans {
-  text?: Span;
-  outputIds?: Span;
-  error?: Span;
-  logprobs?: Span;
-  finish?: Span;
-  prompt?: Span;
-  completion?: Span;
-  version?: Span;
-}
-
-/** Scans one /generate reply object (or stream chunk) for its members; `end` is where the object ends. */
-export function generateSpans(scan: JsonScanner): { spans: GenerateSpans; end: number } {
-  const spans: GenerateSpans = {};
-  const take = (key: keyof GenerateSpans, start: number) => (spans[key] = [start, scan.skipValue(start)])[1];
-  const start = scan.ws(0);
-  if (scan.buf.at(start) !== 0x7b) scan.fail("expected a JSON object", start);
-  const end = scan.members(start, (m) => {
-    if (scan.keyIs(m, "text")) return take("text", m.valueStart);
-    if (scan.keyIs(m, "output_ids")) return take("outputIds", m.valueStart);
-    if (scan.keyIs(m, "error")) return take("error", m.valueStart);
-    if (!scan.keyIs(m, "meta_info") || scan.buf.at(m.valueStart) !== 0x7b) return;
-    return scan.members(m.valueStart, (mi) => {
-      if (scan.keyIs(mi, "output_token_logprobs")) return take("logprobs", mi.valueStart);
-      if (scan.keyIs(mi, "finish_reason")) return take("finish", mi.valueStart);
-      if (scan.keyIs(mi, "prompt_tokens")) return take("prompt", mi.valueStart);
-      if (scan.keyIs(mi, "completion_tokens")) return take("completion", mi.valueStart);
-      if (scan.keyIs(mi, "weight_version")) return take("version", mi.valueStart);
-    });
-  });
-  return { spans, end };
-}
-
-/**
- * Throws the engine's abort: SGLang ends an aborted request with meta_info.finish_reason
- * `{"type": "abort", "message", "status_code", "err_type"}` (FINISH_ABORT.to_json,
- * python/sglang/srt/managers/schedule_batch.py @ 000eaffacf048e51b64d4d72985ef8f0b7054b39),
- * in a 200 reply: the text so far is not a completion.
- */
-export function abortOf(finish: { type?: unknown; message?: unknown } | null | undefined): void {
-  if (finish?.type === "abort")
-    throw new EngineAbortedError(`finish_reason abort: ${String(finish.message ?? "no reason given")}`);
 }
 
 /** The members of a /generate reply a turn needs, each checked; any failure is a 502. */

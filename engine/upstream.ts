@@ -4,8 +4,7 @@
 // Wrapping behaviour (timeout, error mapping, metrics) is composed once around the raw
 // send. It reads reply bodies whole (as their chunk list) and never interprets them.
 import type { ConnectionOptions } from "node:tls";
-import type { ReplyBuffers } from "./reply-buffers.ts";
-import type { ReplyStream } from "./reply-stream.ts";
+import type { Send, UpstreamRequest } from "./upstream-types.ts";
 import { EngineHttpAgent } from "./http-client.ts";
 import {
   EngineRequestError,
@@ -14,37 +13,9 @@ import {
   UpstreamAbortedError,
   TitoError,
 } from "../sessions/errors.ts";
-import { Cancel, type CancelSignal } from "../buffers/cancel.ts";
+import { Cancel } from "../buffers/cancel.ts";
 
-export interface UpstreamRequest {
-  method: string;
-  /** Path below the engine root, with "?query" when there is one. */
-  path: string;
-  headers: Record<string, string>;
-  body?: Buffer;
-  signal?: CancelSignal;
-  /** Receive a large reply into these pooled buffers; the caller must then call `release`. */
-  pooled?: ReplyBuffers;
-  /** A 200 reply is handed on at its head, its body read from `stream` as it comes (an SSE stream). */
-  stream?: boolean;
-}
-
-export interface UpstreamResponse {
-  status: number;
-  headers: Record<string, string>;
-  /** The body as received, chunk by chunk: never concatenated (fresh memory is slow to fill). */
-  body: Buffer[];
-  /** Set when the body lives in pooled buffers: hands them back; the body is invalid after. */
-  release?: () => void;
-  /** The offsets of every '"' byte in the body, ascending, when the client indexed them. */
-  quotes?: readonly number[];
-  /** CRC-32 of the whole body, when the client computed it as the bytes arrived. */
-  crc?: number;
-  /** A streamed 200 (`stream` was asked for): the body, as it arrives; `body` is empty. */
-  stream?: ReplyStream;
-}
-
-export type Send = (req: UpstreamRequest) => Promise<UpstreamResponse>;
+export type { Send, UpstreamRequest, UpstreamResponse } from "./upstream-types.ts";
 
 const HOP_BY_HOP = new Set([
   "connection",

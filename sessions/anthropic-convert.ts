@@ -224,9 +224,14 @@ export function chatToMessage(reply: unknown, request: ConvertedRequest): Json {
 const anthropicEvent = (value: Json): Buffer =>
   Buffer.from(`event: ${String(value.type)}\ndata: ${JSON.stringify(value)}\n\n`, "utf8");
 
-/** Anthropic's error body for a status and message. */
-export function anthropicErrorBody(status: number, message: string): Json {
-  return { type: "error", error: { type: errorType(status), message } };
+/**
+ * Anthropic's error body for a status and message; our error code, when there is one, goes
+ * inside `error` beside Anthropic's own `type` (docs/http.md, "Anthropic Messages").
+ */
+export function anthropicErrorBody(status: number, message: string, code?: string): Json {
+  const error: Json = { type: errorType(status), message };
+  if (code !== undefined) error.code = code;
+  return { type: "error", error };
 }
 
 function errorType(status: number): string {

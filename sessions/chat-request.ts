@@ -10,6 +10,13 @@ import { parseJsonLossless } from "./lossless-json.ts";
 
 export type ClientApi = "chat" | "messages";
 
+/**
+ * The roles a chat message may have: the ones the chat-completions API defines (OpenAI's
+ * API refuses any other). A role outside them is a 400, never rendered: a template would
+ * otherwise drop it, or render it as it pleases, and the engine see what no client meant.
+ */
+export const CHAT_ROLES: readonly string[] = ["system", "developer", "user", "assistant", "tool"];
+
 export function parseChatBody(bytes: Buffer): Record<string, unknown> {
   let body: unknown;
   try {
@@ -27,6 +34,11 @@ export function parseChatBody(bytes: Buffer): Record<string, unknown> {
     if (!m || typeof m !== "object" || typeof (m as { role?: unknown }).role !== "string") {
       throw new InvalidChatRequestError(`messages[${i}] must be an object with a string \`role\``);
     }
+    const role = (m as { role: string }).role;
+    if (!CHAT_ROLES.includes(role))
+      throw new InvalidChatRequestError(
+        `messages[${i}].role must be one of ${CHAT_ROLES.join(", ")}, got ${JSON.stringify(role)}`,
+      );
     // Every family's renderer (jinja or code) then sees text only.
     checkContent((m as { content?: unknown }).content, `messages[${i}]`);
   });

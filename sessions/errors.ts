@@ -166,16 +166,13 @@ export class StreamDivergedError extends TitoError {
  * is never committed, and the same request can be sent again.
  */
 export class EngineAbortedError extends TitoError {
-  /** The reply's headers: Retry-After, the seconds the client should wait before sending the turn again. */
-  static readonly HEADERS: Readonly<Record<string, string>> = {
-    "content-type": "application/json",
-    "retry-after": "1",
-  };
   constructor(detail: string) {
     super(
       "TITO_ERR_ENGINE_ABORTED",
       503,
       `the engine aborted the generation (${detail}); nothing was recorded, send the turn again`,
+      // Retry-After: the seconds the client should wait before sending the turn again.
+      { headers: { "retry-after": "1" } },
     );
   }
 }

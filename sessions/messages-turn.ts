@@ -75,9 +75,11 @@ export function asAnthropicError(res: CoreResponse): CoreResponse {
   if (res.status < 400 || isStream(res.body)) return res;
   const text = concat(res.body).toString("utf8");
   let message = text;
+  let code: string | undefined;
   try {
-    const body = JSON.parse(text) as { type?: unknown; error?: unknown; message?: unknown };
+    const body = JSON.parse(text) as { type?: unknown; error?: unknown; message?: unknown; code?: unknown };
     if (body.type === "error") return res;
+    if (typeof body.code === "string") code = body.code;
     const inner = body.error as { message?: unknown } | undefined;
     if (typeof body.error === "string") message = body.error;
     else if (typeof inner?.message === "string") message = inner.message;
@@ -87,7 +89,7 @@ export function asAnthropicError(res: CoreResponse): CoreResponse {
   }
   // Anthropic's overloaded_error is HTTP 529 (the official SDKs retry it, as they do 503).
   const status = res.status === 503 ? 529 : res.status;
-  const out = json(status, withRequestId(anthropicErrorBody(status, message)));
+  const out = json(status, withRequestId(anthropicErrorBody(status, message, code)));
   if (res.headers["retry-after"] !== undefined) out.headers["retry-after"] = res.headers["retry-after"];
   return out;
 }
@@ -109,7 +111,7 @@ async function* events(chat: AsyncIterable<Buffer>, request: ConvertedRequest): 
           yield* out.end();
           continue;
         }
-        const value = JSON.parse(data) as { error?: { message?: unknown; code?: unknown } };
+        const value = JSON.parse(data) as { error?: { message?: unknown; type?: unknown; code?: unknown } };
         if (value.error !== undefined) {
           yield errorEvent(value.error);
           continue;
@@ -123,12 +125,12 @@ async function* events(chat: AsyncIterable<Buffer>, request: ConvertedRequest): 
 /** Anthropic's error bodies carry the request's id (`request_id`) beside the error. */
 const withRequestId = (body: object) => ({ ...body, request_id: `req_${randomBytes(12).toString("hex")}` });
 
-/** Chat's mid-stream error event (`{"error":{message,type,code}}`, code the status) as Anthropic's. */
-function errorEvent(error: { message?: unknown; code?: unknown }): Buffer {
-  const code = typeof error.code === "number" ? error.code : 500;
-  const status = code === 503 ? 529 : code;
-  const body = withRequestId(
-    anthropicErrorBody(status, typeof error.message === "string" ? error.message : "stream failed"),
-  );
+/** Chat's mid-stream error event (`{"error":{message,type,code}}`: type our code, code the status) as Anthropic's. */
+function errorEvent(error: { message?: unknown; type?: unknown; code?: unknown }): Buffer {
+  const given = typeof error.code === "number" ? error.code : 500;
+  const status = given === 503 ? 529 : given;
+  const message = typeof error.message === "string" ? error.message : "stream failed";
+  const code = typeof error.type === "string" && error.type.startsWith("TITO_ERR_") ? error.type : undefined;
+  const body = withRequestId(anthropicErrorBody(status, message, code));
   return Buffer.from(`event: error\ndata: ${JSON.stringify(body)}\n\n`, "utf8");
 }

@@ -210,7 +210,7 @@ function constantPromptKey(ctx: PromptContext): ConstantPrompt | undefined {
 
 /**
  * The ids of the generation prompt: the difference between the whole request rendered
- * with it and without it (TITO.md, building the prompt ids, step d). When that difference
+ * with it and without it (docs/architecture.md, "The token algorithm"). When that difference
  * is a proven constant suffix whose ids are known, no render is needed for the ids; the
  * conversation is still rendered when the template can refuse it as a whole (mayRefuse),
  * so such a refusal stays a 400. A template that cannot gets the known ids without

@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import type { ChatMessage } from "./chat-template.ts";
 import { probedContext } from "./append-probe.ts";
 import { driftOf } from "./drift.ts";
-import { EngineAbortedError, SessionNotFoundError, TitoError, UpstreamAbortedError } from "./errors.ts";
+import { SessionNotFoundError, TitoError, UpstreamAbortedError } from "./errors.ts";
 import { checkClientApi, parseChatBody, type ClientApi } from "./chat-request.ts";
 import type { MessageMatcher } from "./message-compare.ts";
 import { IdleExpiry } from "./idle-expiry.ts";
@@ -31,6 +31,7 @@ import { serverKwargs, TurnKwargs } from "./template-kwargs.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 import type { Trajectory } from "./trajectory.ts";
 import type { CancelSignal } from "../buffers/cancel.ts";
+import type { CodedError } from "../buffers/coded-error.ts";
 
 export interface CoreRequest {
   method: string;
@@ -91,12 +92,11 @@ const json = (status: number, value: unknown): CoreResponse => ({
   body: Buffer.from(JSON.stringify(value)),
 });
 
-/** A coded error as `{"error": message}` with its status (an engine abort: its code, Retry-After); else a 500. */
-export function errorResponse(err: unknown): CoreResponse {
-  if (err instanceof EngineAbortedError)
-    return { ...json(err.status, { error: err.message, code: err.code }), headers: { ...EngineAbortedError.HEADERS } };
-  if (err instanceof TitoError) return json(err.status, { error: err.message });
-  return json(500, { error: `internal error: ${err instanceof Error ? err.message : String(err)}` });
+/** A coded error as `{"error": message, "code": code}` with its class's status and headers (docs/http.md). */
+export function errorResponse(err: CodedError): CoreResponse {
+  const res = json(err.status, { error: err.message, code: err.code });
+  Object.assign(res.headers, err.headers);
+  return res;
 }
 
 interface PreparedTurn {

@@ -19,7 +19,7 @@ export const LAYERS: readonly Layer[] = [
   { name: "sessions", path: "sessions/" },
   { name: "engine", path: "engine/" },
   { name: "shard-protocol", path: "server/shard-protocol.ts" },
-  { name: "raw-http", path: "server/raw-http-response.ts" },
+  { name: "handoff", path: "server/handoff/" },
   { name: "router", path: "server/router/" },
   { name: "worker", path: "server/worker/" },
   { name: "host", path: "server/host/" },
@@ -61,26 +61,29 @@ export const RULES: Readonly<Record<string, LayerRule>> = {
     uses: ["transport", "buffers"],
     says: "server/shard-protocol.ts imports only transport/ and buffers/ (the router imports it, so it must not pull in sessions/ or engine/)",
   },
-  // The records handoff's response writer (docs/architecture.md): the worker writes a records
-  // GET to the client's socket with it, the host its 503 when that worker is gone.
-  "raw-http": {
+  // The records handoff (docs/architecture.md): its IPC message, which router, host and
+  // worker share, and the response writer with which the worker writes a records GET to the
+  // client's socket, and the host its 503 when that worker is gone.
+  handoff: {
     uses: ["buffers"],
-    says: "server/raw-http-response.ts imports only buffers/ (the host loads it, so it must not pull in sessions/ or engine/)",
+    says: "server/handoff/ imports only buffers/ (the host loads it, so it must not pull in sessions/ or engine/)",
   },
   router: {
     // actors/: router-main runs the child side of supervision (startChildRuntime).
     uses: ["transport", "buffers", "actors", "shard-protocol"],
-    says: "server/router/ imports transport/, buffers/, actors/ and server/shard-protocol.ts — never sessions/, engine/ or a tokenizer",
+    // The records handoff's message type; the response writer is the worker's and the host's.
+    types: ["handoff"],
+    says: "server/router/ imports transport/, buffers/, actors/ and server/shard-protocol.ts (and the handoff message's type) — never sessions/, engine/ or a tokenizer",
   },
   worker: {
     // actors/: worker-main runs the child side of supervision (startChildRuntime).
-    uses: ["sessions", "engine", "transport", "buffers", "actors", "shard-protocol", "raw-http"],
+    uses: ["sessions", "engine", "transport", "buffers", "actors", "shard-protocol", "handoff"],
     says: "server/worker/ joins sessions/, engine/ and transport/ (plus buffers/, actors/ for the child runtime, the shard protocol, and the records handoff's response writer)",
   },
   host: {
-    // raw-http: the host's 503 when a records handoff finds its worker gone.
+    // handoff: the records handoff's message, and the host's 503 when it finds its worker gone.
     // family-names: the one list of --tito-family values.
-    uses: ["actors", "buffers", "raw-http", "family-names"],
+    uses: ["actors", "buffers", "handoff", "family-names"],
     // The children's entry files are started by path, never imported; their config types are.
     types: ["router", "worker", "sessions"],
     onDemand: ["sim-engine"],

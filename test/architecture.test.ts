@@ -1,7 +1,7 @@
 // The dependency rules of docs/architecture.md, enforced: every source file's imports
 // (static, type-only, dynamic, require, new URL(…, import.meta.url)) are read and checked
 // against test/architecture-rules.ts, and a forbidden edge fails with its file, line and
-// rule. The checker is itself tested on made-up files, so it cannot pass by reading nothing.
+// rule; so does an import cycle between files, printed file by file. The checker is itself tested on made-up files, so it cannot pass by reading nothing.
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -179,8 +179,8 @@ test("each rule rejects what it forbids", () => {
     ["server/host/x.ts", 'import { createSessionCore } from "../../sessions/index.ts";', "host"],
     ["server/sim-engine/x.ts", 'import { createUpstream } from "../../engine/upstream.ts";', "sim-engine"],
     ["server/shard-protocol.ts", 'import type { CoreRequest } from "../sessions/index.ts";', "shard-protocol"],
-    ["server/raw-http-response.ts", 'import type { CoreResponse } from "../sessions/index.ts";', "raw-http"],
-    ["server/router/x.ts", 'import { writeRawResponse } from "../raw-http-response.ts";', "router"],
+    ["server/handoff/x.ts", 'import type { CoreResponse } from "../../sessions/index.ts";', "handoff"],
+    ["server/router/x.ts", 'import { writeRawResponse } from "../handoff/raw-http-response.ts";', "router"],
     ["index.ts", 'import { createSessionCore } from "./sessions/index.ts";', "package-entry"],
     ["sessions/x.ts", 'import { Pool } from "undici";', "dependencies"],
     ["transport/x.ts", 'import { spawn } from "nact";', "package nact"],
@@ -216,14 +216,56 @@ test("each rule allows what it allows", () => {
     ["server/host/x.ts", 'import type { SimEngine } from "../sim-engine/sim-engine.ts";'],
     ["server/host/x.ts", 'import type { WorkerConfig } from "../worker/worker-main.ts";'],
     ["server/host/x.ts", 'import type { TrainingSample } from "../../sessions/index.ts";'],
-    ["server/host/x.ts", 'import { writeErrorResponse } from "../raw-http-response.ts";'],
-    ["server/worker/x.ts", 'import { writeRawResponse } from "../raw-http-response.ts";'],
-    ["server/raw-http-response.ts", 'import { release } from "../buffers/release.ts";'],
+    ["server/host/x.ts", 'import { writeErrorResponse } from "../handoff/raw-http-response.ts";'],
+    ["server/worker/x.ts", 'import { writeRawResponse } from "../handoff/raw-http-response.ts";'],
+    ["server/handoff/x.ts", 'import { release } from "../../buffers/release.ts";'],
+    ["server/router/x.ts", 'import type { RecordsHandoff } from "../handoff/records-handoff-message.ts";'],
     ["server/sim-engine/x.ts", 'import { renderChat } from "../../sessions/chat-template.ts";'],
     ["index.ts", 'export { startSessionServer } from "./server/host/session-server.ts";'],
     ["index.ts", 'export type { TrainingSample } from "./sessions/index.ts";'],
   ];
   for (const [path, line] of allowed) assert.equal(check(path, line), [], `${path}: ${line}`);
+});
+
+test("the tree has no import cycle", () => {
+  assert.equal(result.cycles, [], `import cycles:\n${result.cycles.map((c) => `  ${c.join(" -> ")}`).join("\n")}`);
+});
+
+test("an import cycle is reported with its files, type-only imports included; a chain is not", () => {
+  const files = (texts: Record<string, string>) =>
+    checkArchitecture(
+      Object.entries(texts).map(([path, text]) => ({ path, text })),
+      dependencies,
+    );
+  const three = files({
+    "engine/a.ts": 'import { b } from "./b.ts";\n',
+    "engine/b.ts": '\nimport type { C } from "./c.ts";\n',
+    "engine/c.ts": 'export { a } from "./a.ts";\n',
+    "engine/d.ts": 'import { a } from "./a.ts";\n',
+  });
+  assert.equal(three.cycles, [["engine/a.ts", "engine/b.ts", "engine/c.ts", "engine/a.ts"]]);
+  assert.equal(
+    three.violations.map((v) => v.message),
+    [
+      "engine/a.ts:1 is in an import cycle: engine/a.ts -> engine/b.ts -> engine/c.ts -> engine/a.ts — no file imports itself through others, type-only imports included [rule: cycle]",
+    ],
+  );
+  const self = files({ "buffers/x.ts": 'import type { X } from "./x.ts";\n' });
+  assert.equal(self.cycles, [["buffers/x.ts", "buffers/x.ts"]]);
+  // Two cycles in one strongly connected component are reported once, by its shortest cycle.
+  const tangled = files({
+    "sessions/p.ts": 'import "./q.ts";\nimport "./r.ts";\n',
+    "sessions/q.ts": 'import "./p.ts";\n',
+    "sessions/r.ts": 'import "./q.ts";\n',
+  });
+  assert.equal(tangled.cycles, [["sessions/p.ts", "sessions/q.ts", "sessions/p.ts"]]);
+  const chain = files({
+    "engine/a.ts": 'import { b } from "./b.ts";\n',
+    "engine/b.ts": 'import { c } from "../sessions/c.ts";\n',
+    "sessions/c.ts": 'const d = await import("./d.ts");\n',
+    "sessions/d.ts": "export const d = 1;\n",
+  });
+  assert.equal([chain.cycles, chain.violations], [[], []]);
 });
 
 test(`a source file over ${MAX_LINES} lines is reported`, () => {

@@ -1,11 +1,12 @@
 // `tito-server serve`: the command-line front of startSessionServer(). Prints exactly one
 // line on stdout once ready (docs/operations.md); everything else — logs and one readable line
 // per supervision event — goes to stderr. Every flag is checked before anything starts; bad
-// flags exit 2, and their errors name the flag. SIGINT/SIGTERM shut down cleanly (exit 0):
+// flags exit 2, and their errors name the flag; so does a worker that fails its start with a
+// configuration error (never restarted: actors/child-actor.ts). SIGINT/SIGTERM shut down cleanly (exit 0):
 // later signals are ignored while it runs, but a third SIGINT forces the exit (130). A
 // failed tree prints why and exits 1.
 import { parseArgs } from "node:util";
-import { formatEvent } from "../../actors/index.ts";
+import { ChildInitError, formatEvent } from "../../actors/index.ts";
 import { InvalidOptionError } from "./errors.ts";
 import { resolveOptions, type SessionServerOptions } from "./options.ts";
 import { startSessionServer } from "./session-server.ts";
@@ -347,6 +348,12 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof InvalidOptionError) {
       process.stderr.write(`tito-server: ${err.message}\n(see tito-server serve --help)\n`);
+      return 2;
+    }
+    // A worker that could not start with these options (e.g. append roles its model family
+    // cannot take): a configuration error, like a bad flag, and never restarted.
+    if (err instanceof ChildInitError) {
+      process.stderr.write(`tito-server: ${err.message}\n`);
       return 2;
     }
     process.stderr.write(`tito-server: ${(err as Error).message}\n`);

@@ -1,6 +1,8 @@
 // The options of startSessionServer() and of `tito-server serve`, with their defaults
 // and validation in one place, so the CLI and the embedding API cannot disagree.
+import { existsSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { join } from "node:path";
 import { FAMILY_NAMES, type TitoFamilyName } from "../../sessions/families/names.ts";
 import type { MessageMatcher } from "../../sessions/index.ts";
 import { closestName } from "./closest-name.ts";
@@ -257,6 +259,17 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     }
   }
   oneOf("messageMatcher", resolved.messageMatcher, MESSAGE_MATCHERS);
+  // What the host can check before a worker is spawned, it checks: a worker that finds no
+  // tokenizer folder would fail its start anyway (a configuration error: not restarted).
+  if (resolved.tokenizerDir !== undefined) {
+    const dir = resolved.tokenizerDir;
+    if (!existsSync(dir) || !statSync(dir).isDirectory())
+      throw new InvalidOptionError(
+        `${label("tokenizerDir")} must be a tokenizer folder, got ${JSON.stringify(dir)} (no such directory)`,
+      );
+    if (!existsSync(join(dir, "tokenizer.json")))
+      throw new InvalidOptionError(`${label("tokenizerDir")} ${JSON.stringify(dir)} has no tokenizer.json`);
+  }
   if (resolved.allowedAppendRoles?.length === 0)
     throw new InvalidOptionError(`${label("allowedAppendRoles")} must name at least one role`);
   for (const path of resolved.agentProxyAllow)

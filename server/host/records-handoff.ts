@@ -6,8 +6,9 @@
 // gets the router's 503 from here and the socket is closed, so a dead worker never leaves a
 // request hanging. The host reads nothing from the socket and writes nothing else to it.
 import { Socket } from "node:net";
-import { isRecordsHandoff, type SupervisionTree } from "../../actors/index.ts";
-import { adoptSocket, writeErrorResponse } from "../raw-http-response.ts";
+import type { SupervisionTree } from "../../actors/index.ts";
+import { adoptSocket, writeErrorResponse } from "../handoff/raw-http-response.ts";
+import { isRecordsHandoff } from "../handoff/records-handoff-message.ts";
 
 const ROUTER = "router";
 
@@ -22,7 +23,7 @@ export function forwardRecordsHandoff(tree: SupervisionTree, from: string, messa
   // Sent, or lost with its worker: the worker has its own copy, or nobody will; ours goes.
   // Refused: nothing reached a worker, so the client gets the router's 503 from here.
   tree.sendSocket(`shard-${message.shard}`, message.epoch, message, handle, (outcome) => {
-    if (outcome === "refused") writeErrorResponse(handle, 503, message.headers, message.refusal);
+    if (outcome === "refused") writeErrorResponse(handle, message.headers, message.refusal);
     else handle.destroy();
   });
 }

@@ -6,14 +6,13 @@
 // channel to the host (router-main.ts); without one, every GET is relayed as before.
 import { Socket } from "node:net";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { RecordsHandoff } from "../../actors/index.ts";
+import type { RecordsHandoff } from "../handoff/records-handoff-message.ts";
 import { WorkerUnavailableError } from "./errors.ts";
+import { errorBody, JSON_TYPE } from "./error-reply.ts";
 import type { RouterMetrics } from "./router-metrics.ts";
 
 /** Sends the socket to the host; our copy stays open until `callback` (router-main.ts). */
 export type SendSocket = (message: RecordsHandoff, socket: Socket, callback: (err: Error | null) => void) => void;
-
-const JSON_TYPE = "application/json; charset=utf-8";
 
 export class SocketHandoff {
   readonly #send: SendSocket;
@@ -52,7 +51,8 @@ export class SocketHandoff {
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(reply.getHeaders()))
       if (value !== undefined) headers[name] = typeof value === "number" ? String(value) : value;
-    const refusal = new WorkerUnavailableError(to.shard, "exited before it took the records socket").message;
+    const refused = new WorkerUnavailableError(to.shard, "exited before it took the records socket");
+    const refusal = { status: refused.status, code: refused.code, message: refused.message };
     const message: RecordsHandoff = { type: "records-handoff", ...to, headers, refusal };
     this.#send(message, socket, (err) => {
       if (err === null) {
@@ -66,8 +66,8 @@ export class SocketHandoff {
         return;
       }
       // Not sent (the host is going away): the socket is still ours to answer on.
-      reply.raw.writeHead(503, { ...headers, "content-type": JSON_TYPE, connection: "close" });
-      reply.raw.end(JSON.stringify({ error: refusal }));
+      reply.raw.writeHead(refused.status, { ...headers, "content-type": JSON_TYPE, connection: "close" });
+      reply.raw.end(errorBody(refused));
     });
     return reply;
   }

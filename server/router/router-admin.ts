@@ -4,12 +4,11 @@
 // admin token: the auth hook lets a session token past nothing but chat and allowlisted
 // proxy GETs. Their small JSON bodies are the router's own API, read here; a session's
 // request and reply bodies never are.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Channel } from "../../transport/index.ts";
 import { requestShard } from "../shard-protocol.ts";
 import { InvalidAdminRequestError } from "./errors.ts";
 import { IN_FLIGHT_MODES, type InFlightMode, type RolloutDoor } from "./rollout-door.ts";
-import { sendError } from "./router-relay.ts";
 
 /** How long a pause with in_flight "abort" waits for one worker to take the abort. */
 const ABORT_TIMEOUT_MS = 5_000;
@@ -44,39 +43,22 @@ async function abortTurns(channels: Channel[]): Promise<void> {
 }
 
 export async function adminRoutes(app: FastifyInstance, { door }: { door: RolloutDoor }): Promise<void> {
-  const refuse = (reply: FastifyReply, err: unknown) => {
-    if (err instanceof InvalidAdminRequestError) return sendError(reply, err.status, err.message);
-    throw err;
-  };
-
   app.post("/admin/pause", async (request: FastifyRequest, reply) => {
-    let mode: InFlightMode;
-    try {
-      const given = adminBody(request.body, ["in_flight"]).in_flight ?? "drain";
-      if (!IN_FLIGHT_MODES.includes(given as InFlightMode))
-        throw new InvalidAdminRequestError(
-          `in_flight must be one of ${IN_FLIGHT_MODES.join(", ")}, got ${JSON.stringify(given)}`,
-        );
-      mode = given as InFlightMode;
-    } catch (err) {
-      return refuse(reply, err);
-    }
-    const outcome = await door.pause(mode, abortTurns);
+    const mode = adminBody(request.body, ["in_flight"]).in_flight ?? "drain";
+    if (!IN_FLIGHT_MODES.includes(mode as InFlightMode))
+      throw new InvalidAdminRequestError(
+        `in_flight must be one of ${IN_FLIGHT_MODES.join(", ")}, got ${JSON.stringify(mode)}`,
+      );
+    const outcome = await door.pause(mode as InFlightMode, abortTurns);
     return reply.send({ ...outcome, ...door.status() });
   });
 
   app.post("/admin/resume", async (request: FastifyRequest, reply) => {
-    let version: string;
-    try {
-      const given = adminBody(request.body, ["weight_version"]).weight_version;
-      if (typeof given !== "string" || given === "" || given.length > MAX_VERSION_CHARS)
-        throw new InvalidAdminRequestError(
-          `weight_version must be a non-empty string of at most ${MAX_VERSION_CHARS} characters, got ${JSON.stringify(given ?? null)}`,
-        );
-      version = given;
-    } catch (err) {
-      return refuse(reply, err);
-    }
+    const version = adminBody(request.body, ["weight_version"]).weight_version;
+    if (typeof version !== "string" || version === "" || version.length > MAX_VERSION_CHARS)
+      throw new InvalidAdminRequestError(
+        `weight_version must be a non-empty string of at most ${MAX_VERSION_CHARS} characters, got ${JSON.stringify(version ?? null)}`,
+      );
     const outcome = await door.resume(version);
     return reply.send({ ...outcome, ...door.status() });
   });

@@ -1,6 +1,7 @@
 // The router's Fastify app: the only HTTP listener of the tree. Bodies are taken as raw
 // bytes (every content type, JSON included) and never parsed here; route groups are
-// Fastify plugins. Errors are JSON `{"error": …}` with the right status.
+// Fastify plugins. Routes throw coded errors; one handler writes every error response
+// (error-reply.ts), `{"error": message, "code": code}` with the class's status.
 import Fastify, {
   LogController,
   type FastifyError,
@@ -12,12 +13,14 @@ import type { Logger } from "pino";
 import fp from "fastify-plugin";
 import { metricsRoutes, RouterMetrics } from "./router-metrics.ts";
 import { sessionRoutes } from "./router-sessions.ts";
-import { statusRoutes, type RouterStatus } from "./router-status.ts";
-import { sendError } from "./router-relay.ts";
+import { statusRoutes } from "./router-status.ts";
+import type { RouterStatus } from "./supervision-view.ts";
+import { errorHandler, notFound } from "./error-reply.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import { authHook, DEFAULT_AGENT_PROXY_ALLOW, SessionTokens } from "./router-auth.ts";
 import { adminRoutes } from "./router-admin.ts";
 import { RolloutDoor } from "./rollout-door.ts";
+import { Relay } from "./router-relay.ts";
 import type { SocketHandoff } from "./records-handoff.ts";
 import { loadUiAssets, uiRoutes } from "./router-ui.ts";
 
@@ -41,6 +44,7 @@ const DEFAULT_HOLD_TIMEOUT_MS = 600_000;
 
 export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   const { links, status, bodyLimit, authToken } = options;
+  const onError = errorHandler(bodyLimit);
   const app = Fastify({
     bodyLimit,
     loggerInstance: options.logger || undefined,
@@ -48,14 +52,8 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
     // Session ids and proxied engine paths are case-sensitive and may end in "/".
     routerOptions: { ignoreTrailingSlash: false, caseSensitive: true, maxParamLength: 256 },
     // Errors Fastify raises before routing, in our JSON shape, with the instance header.
-    frameworkErrors: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-      reply.header("x-tito-instance", status.instanceId);
-      // An id too long for the path parameter is still an invalid session id.
-      if (err.code === "FST_ERR_MAX_PARAM_LENGTH" && request.method === "PUT")
-        return sendError(reply, 400, "invalid session id: use 1-128 characters of [A-Za-z0-9._~-]");
-      const code = err.code === "FST_ERR_MAX_PARAM_LENGTH" ? 414 : 400;
-      return sendError(reply, code, err.message);
-    },
+    frameworkErrors: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) =>
+      onError(err, request, reply.header("x-tito-instance", status.instanceId)),
   } as never) as unknown as FastifyInstance;
 
   app.removeAllContentTypeParsers();
@@ -85,22 +83,13 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
     app.addHook("onRequest", authHook(policy, countRefusal));
   }
 
-  app.setNotFoundHandler((request, reply) =>
-    sendError(reply, 404, `route not found: ${request.method} ${request.url}`),
-  );
-  app.setErrorHandler((err: FastifyError, request, reply) => {
-    if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
-      return sendError(reply, 413, `request body too large: the limit is ${bodyLimit} bytes`);
-    }
-    const code = typeof err.statusCode === "number" && err.statusCode >= 400 ? err.statusCode : 500;
-    if (code >= 500) request.log.error({ err }, "router error");
-    return sendError(reply, code, code >= 500 ? `internal router error: ${err.message}` : err.message);
-  });
+  app.setNotFoundHandler((request, reply) => onError(notFound(request), request, reply));
+  app.setErrorHandler(onError);
 
   // fastify-plugin: the metrics hook must see every route, not only its own plugin's.
   app.register(fp(metricsRoutes), { links, metrics });
   app.register(statusRoutes, { links, status });
-  app.register(sessionRoutes, { links, metrics, tokens, door, handoff: options.handoff });
+  app.register(sessionRoutes, { relay: new Relay({ links, metrics, door, handoff: options.handoff }), tokens });
   app.register(adminRoutes, { door });
   app.register(uiRoutes, { assets: ui });
   return app;

@@ -110,7 +110,7 @@ function sessionTokenRefusal(
  */
 export function authHook(policy: AuthPolicy, countRefusal?: RefusalCounter) {
   const tokens = new SessionTokens(policy.adminToken);
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     const url = request.raw.url;
     if ((request.method === "GET" || request.method === "HEAD") && (url === "/health" || policy.openPaths?.has(url!)))
       return;
@@ -125,9 +125,6 @@ export function authHook(policy: AuthPolicy, countRefusal?: RefusalCounter) {
       err = new ForbiddenError(refusal);
     }
     countRefusal?.(route, err.status as 401 | 403);
-    await reply
-      .code(err.status)
-      .header("content-type", "application/json; charset=utf-8")
-      .send(JSON.stringify({ error: err.message }));
+    throw err; // the app's error handler writes it (error-reply.ts)
   };
 }

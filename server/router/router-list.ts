@@ -8,12 +8,13 @@
 // keeps the ids that start with it.
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { requestShard, type ListedSession, type ListPage } from "../shard-protocol.ts";
-import { sendError } from "./router-relay.ts";
+import { InvalidListRequestError, WorkerUnavailableError } from "./errors.ts";
 import type { ShardLinks } from "./shard-links.ts";
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 const LIST_TIMEOUT_MS = 10_000;
+const INCOMPLETE = "session worker unavailable: the listing would be incomplete";
 
 type ListRequest = FastifyRequest<{
   Querystring: { limit?: string; after?: string; detail?: string; prefix?: string };
@@ -26,30 +27,30 @@ export function listSessions(links: ShardLinks) {
     const { limit: rawLimit, after = "" } = request.query;
     const limit = rawLimit === undefined ? DEFAULT_LIMIT : Number(rawLimit);
     if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT)
-      return sendError(reply, 400, `limit must be an integer from 1 to ${MAX_LIMIT}, got ${JSON.stringify(rawLimit)}`);
-    if (typeof after !== "string") return sendError(reply, 400, "after must be one session id");
+      throw new InvalidListRequestError(
+        `limit must be an integer from 1 to ${MAX_LIMIT}, got ${JSON.stringify(rawLimit)}`,
+      );
+    if (typeof after !== "string") throw new InvalidListRequestError("after must be one session id");
     const { detail: rawDetail = "0" } = request.query;
     if (rawDetail !== "0" && rawDetail !== "1")
-      return sendError(reply, 400, `detail must be 0 or 1, got ${JSON.stringify(rawDetail)}`);
+      throw new InvalidListRequestError(`detail must be 0 or 1, got ${JSON.stringify(rawDetail)}`);
     const detail = rawDetail === "1";
     const { prefix = "" } = request.query;
-    if (typeof prefix !== "string") return sendError(reply, 400, "prefix must be one string");
+    if (typeof prefix !== "string") throw new InvalidListRequestError("prefix must be one string");
     const signal = AbortSignal.timeout(LIST_TIMEOUT_MS);
-    let pages: ListPage[];
-    try {
-      pages = await Promise.all(
-        Array.from({ length: links.size }, async (_, shard) => {
-          const channel = await links.acquire(shard, signal);
-          const res = await requestShard(channel, { op: "list", after, limit, detail, prefix }, undefined, signal);
-          const text = Buffer.concat(await res.body.collect()).toString("utf8");
-          if (res.status !== 200) throw new Error(`shard ${shard} answered ${res.status}: ${text}`);
-          return JSON.parse(text) as ListPage;
-        }),
-      );
-    } catch (err) {
-      request.log.warn({ err: String(err) }, "a shard could not list its sessions");
-      return sendError(reply, 503, "session worker unavailable: the listing would be incomplete");
-    }
+    const page = async (shard: number): Promise<ListPage> => {
+      try {
+        const channel = await links.acquire(shard, signal);
+        const res = await requestShard(channel, { op: "list", after, limit, detail, prefix }, undefined, signal);
+        const text = Buffer.concat(await res.body.collect()).toString("utf8");
+        if (res.status !== 200) throw new Error(`answered ${res.status}: ${text}`);
+        return JSON.parse(text) as ListPage;
+      } catch (err) {
+        request.log.warn({ shard, err: String(err) }, "a shard could not list its sessions");
+        throw new WorkerUnavailableError(shard, String(err), { cause: err, message: INCOMPLETE });
+      }
+    };
+    const pages = await Promise.all(Array.from({ length: links.size }, (_, shard) => page(shard)));
     const all = pages.flatMap((p): (string | ListedSession)[] => p.sessions);
     all.sort((a, b) => (idOf(a) < idOf(b) ? -1 : idOf(a) > idOf(b) ? 1 : 0));
     const sessions = all.slice(0, limit);

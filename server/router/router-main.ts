@@ -6,7 +6,7 @@ import pino from "pino";
 import { startChildRuntime, type HostToRouter, type RolloutState } from "../../actors/index.ts";
 import { RolloutDoor } from "./rollout-door.ts";
 import { buildRouterApp } from "./router-app.ts";
-import { addEvents, type RouterStatus } from "./router-status.ts";
+import { addEvents, type RouterStatus } from "./supervision-view.ts";
 import { ShardLinks } from "./shard-links.ts";
 import { SocketHandoff } from "./records-handoff.ts";
 

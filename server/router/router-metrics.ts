@@ -6,7 +6,7 @@
 import type { FastifyInstance } from "fastify";
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { requestShard } from "../shard-protocol.ts";
-import type { RouterStatus } from "./router-status.ts";
+import type { RouterStatus } from "./supervision-view.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import type { RolloutDoor } from "./rollout-door.ts";
 import { RolloutMetrics } from "./rollout-metrics.ts";

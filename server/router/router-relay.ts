@@ -3,9 +3,11 @@
 // the worker streams is written to the socket piece by piece (pipeBody). A chat turn
 // passes the rollout door first (rollout-door.ts). A records GET whose worker kept the
 // response for a handoff ticket is not relayed: the client's socket goes to that worker
-// (records-handoff.ts). Failure mapping (docs/http.md): no live
-// worker, or the worker died mid-request -> 503; held past --hold-timeout-ms -> 503 with
-// Retry-After; the worker failed the request -> 502.
+// (records-handoff.ts). A failure is thrown as the router's coded error, which fixes its
+// status (docs/http.md): no live worker, or the worker died mid-request, is
+// WorkerUnavailableError (503); held past --hold-timeout-ms, HoldTimeoutError (503 with
+// Retry-After); the worker failed the request otherwise, WorkerFailedError (502). The
+// app's error handler writes it (error-reply.ts).
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ChannelClosedError, RequestAbortedError, release } from "../../transport/index.ts";
 import { requestShard, type ShardRequest } from "../shard-protocol.ts";
@@ -18,124 +20,136 @@ import { drained } from "../../buffers/drained.ts";
 import { Cancel } from "../../buffers/cancel.ts";
 import { cutShort } from "../../buffers/cut-short.ts";
 
-const JSON_TYPE = "application/json; charset=utf-8";
-/** The Retry-After of a retryable 503 (a held turn that timed out, a turn a pause aborted). */
-export const RETRY_AFTER_S = 1;
-
-export function sendError(reply: FastifyReply, status: number, message: string): FastifyReply {
-  return reply
-    .code(status)
-    .header("content-type", JSON_TYPE)
-    .send(JSON.stringify({ error: message }));
+/** What every relayed request shares: given once, when the routes are built (router-app.ts). */
+export interface RelayDeps {
+  links: ShardLinks;
+  metrics?: RouterMetrics;
+  /** The rollout door chat turns pass (rollout-door.ts); without one, nothing waits. */
+  door?: RolloutDoor;
+  /** Hands a records GET's socket to its worker (records-handoff.ts); without it GETs are relayed. */
+  handoff?: SocketHandoff;
 }
 
-export interface RelayOptions {
-  metrics?: RouterMetrics;
+/** What differs between one relayed request and the next. */
+export interface RelayRequest {
+  /** The shard that owns the session. */
+  shard: number;
+  op: ShardRequest;
+  body?: Buffer;
   /** A reply the router writes itself instead of a whole (not streamed) one, or undefined to relay it (session creation). */
   rewrite?: (status: number) => { status: number; body: Buffer } | undefined;
-  /** Chat turns: pass the rollout door first; the op carries the weight version it is sent under. */
-  door?: RolloutDoor;
-  /** A records GET whose op carries `ticket`: if the worker kept the response, hand it the socket. */
-  handoff?: { via: SocketHandoff; ticket: string };
+  /** A chat turn: it passes the rollout door first, and the op carries the weight version it is sent under. */
+  turn?: boolean;
+  /** A records GET whose op carries this ticket: if the worker kept the response, hand it the socket. */
+  ticket?: string;
 }
 
-/** A retryable 503: the client should try the same request again later. */
-export function sendRetryable(reply: FastifyReply, message: string): FastifyReply {
-  return sendError(reply.header("retry-after", String(RETRY_AFTER_S)), 503, message);
-}
+export class Relay {
+  readonly links: ShardLinks;
+  readonly handoff: SocketHandoff | undefined;
+  readonly #metrics: RouterMetrics | undefined;
+  readonly #door: RolloutDoor | undefined;
 
-export async function relay(
-  links: ShardLinks,
-  shard: number,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  shardRequest: ShardRequest,
-  body?: Buffer,
-  { metrics, rewrite, door, handoff }: RelayOptions = {},
-): Promise<FastifyReply> {
-  const label = { shard: String(shard) };
-  reply.header("x-tito-shard", label.shard);
-  metrics?.inflight.inc(label);
-  const controller = new Cancel(); // not an AbortController: ~10 µs less per relayed request (buffers/cancel.ts)
-  reply.raw.once("close", () => {
-    metrics?.inflight.dec(label);
-    // The client went away before we answered: cancel the worker's work and its reply.
-    if (!reply.raw.writableFinished) controller.abort();
-  });
-  const turn = door?.enter(shard, controller.signal);
-  let channel;
-  let res;
-  let whole: Buffer[] | undefined;
-  try {
-    // A turn held while paused, or sent back to the queue by a pause while its shard was
-    // restarting, waits at the door again: nothing is sent while the door is closed.
-    for (;;) {
-      await turn?.ready();
-      channel = await links.acquire(shard, controller.signal);
-      if (turn === undefined || turn.state === "passed") break;
-    }
-  } catch (err) {
-    if (turn) door!.finish(turn);
-    if (err instanceof RequestAbortedError) return reply; // the client left while its turn was held
-    if (err instanceof HoldTimeoutError) return sendRetryable(reply, err.message);
-    request.log.warn({ shard, err: (err as WorkerUnavailableError).detail ?? String(err) }, "shard unavailable");
-    return sendError(reply, 503, new WorkerUnavailableError(shard, "unavailable").message);
+  constructor({ links, metrics, door, handoff }: RelayDeps) {
+    this.links = links;
+    this.#metrics = metrics;
+    this.#door = door;
+    this.handoff = handoff;
   }
-  const sent = turn ? { ...shardRequest, weightVersion: door!.send(turn, channel) } : shardRequest;
-  const answered = (t: NonNullable<typeof turn>, status: number) => {
-    door!.finish(t);
-    metrics?.rollout.turnAnswered(t.weightVersion, status);
-  };
-  try {
-    res = await requestShard(channel, sent, body, controller.signal);
-    // A streamed chat turn (`stream: true`) is in flight until its body is over: the engine
-    // is still generating it, and the worker commits it only at the end.
-    if (turn && !res.body.streaming) answered(turn, res.status);
-    if (!res.body.streaming) whole = await res.body.collect();
-  } catch (err) {
-    if (turn) door!.finish(turn);
-    if (err instanceof RequestAbortedError) return reply; // nobody is listening any more
-    if (err instanceof ChannelClosedError) {
-      request.log.warn({ shard }, "worker died with the request in flight");
-      return sendError(reply, 503, new WorkerUnavailableError(shard, "worker exited").message);
+
+  async relay(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    { shard, op, body, rewrite, turn: isTurn, ticket }: RelayRequest,
+  ): Promise<FastifyReply> {
+    const links = this.links;
+    const metrics = this.#metrics;
+    const door = isTurn ? this.#door : undefined;
+    const label = { shard: String(shard) };
+    reply.header("x-tito-shard", label.shard);
+    metrics?.inflight.inc(label);
+    const controller = new Cancel(); // not an AbortController: ~10 µs less per relayed request (buffers/cancel.ts)
+    reply.raw.once("close", () => {
+      metrics?.inflight.dec(label);
+      // The client went away before we answered: cancel the worker's work and its reply.
+      if (!reply.raw.writableFinished) controller.abort();
+    });
+    const turn = door?.enter(shard, controller.signal);
+    let channel;
+    let res;
+    let whole: Buffer[] | undefined;
+    try {
+      // A turn held while paused, or sent back to the queue by a pause while its shard was
+      // restarting, waits at the door again: nothing is sent while the door is closed.
+      for (;;) {
+        await turn?.ready();
+        channel = await links.acquire(shard, controller.signal);
+        if (turn === undefined || turn.state === "passed") break;
+      }
+    } catch (err) {
+      if (turn) door!.finish(turn);
+      if (err instanceof RequestAbortedError) return reply; // the client left while its turn was held
+      if (err instanceof HoldTimeoutError) throw err;
+      const detail = (err as WorkerUnavailableError).detail ?? String(err);
+      request.log.warn({ shard, err: detail }, "shard unavailable");
+      throw new WorkerUnavailableError(shard, "unavailable", { cause: err });
     }
-    return sendError(reply, 502, new WorkerFailedError((err as Error).message).message);
-  }
-  if (res.handoff) {
-    // The worker kept the response (only ever for a ticket this router sent).
-    if (handoff === undefined) return sendError(reply, 502, new WorkerFailedError("unasked records handoff").message);
-    return handoff.via.handOff(reply, { shard, epoch: links.epochOf(channel), ticket: handoff.ticket }, metrics);
-  }
-  let { status } = res;
-  const { headers } = res;
-  if (whole) {
-    let bytes: Buffer;
-    if (whole.length === 1) {
-      bytes = whole[0]!;
-      // A view of the channel's read slab: the slab is reused once the response is out.
-      onceDone(reply.raw, () => release(bytes));
-    } else {
-      bytes = Buffer.concat(whole);
-      for (const piece of whole) release(piece);
+    const sent = turn ? { ...op, weightVersion: door!.send(turn, channel) } : op;
+    const answered = (t: NonNullable<typeof turn>, status: number) => {
+      door!.finish(t);
+      metrics?.rollout.turnAnswered(t.weightVersion, status);
+    };
+    try {
+      res = await requestShard(channel, sent, body, controller.signal);
+      // A streamed chat turn (`stream: true`) is in flight until its body is over: the engine
+      // is still generating it, and the worker commits it only at the end.
+      if (turn && !res.body.streaming) answered(turn, res.status);
+      if (!res.body.streaming) whole = await res.body.collect();
+    } catch (err) {
+      if (turn) door!.finish(turn);
+      if (err instanceof RequestAbortedError) return reply; // nobody is listening any more
+      if (err instanceof ChannelClosedError) {
+        request.log.warn({ shard }, "worker died with the request in flight");
+        throw new WorkerUnavailableError(shard, "worker exited", { cause: err });
+      }
+      throw new WorkerFailedError((err as Error).message, { cause: err });
     }
-    const own = rewrite?.(status);
-    if (own) {
-      if (whole.length === 1) release(bytes);
-      ({ status, body: bytes } = own);
-      delete headers["content-length"];
+    if (res.handoff) {
+      // The worker kept the response (only ever for a ticket this router sent).
+      if (this.handoff === undefined || ticket === undefined) throw new WorkerFailedError("unasked records handoff");
+      return this.handoff.handOff(reply, { shard, epoch: links.epochOf(channel), ticket }, metrics);
     }
-    metrics?.relayedBytes.inc(label, bytes.length);
-    return reply.code(status).headers(headers).send(bytes);
+    let { status } = res;
+    const { headers } = res;
+    if (whole) {
+      let bytes: Buffer;
+      if (whole.length === 1) {
+        bytes = whole[0]!;
+        // A view of the channel's read slab: the slab is reused once the response is out.
+        onceDone(reply.raw, () => release(bytes));
+      } else {
+        bytes = Buffer.concat(whole);
+        for (const piece of whole) release(piece);
+      }
+      const own = rewrite?.(status);
+      if (own) {
+        if (whole.length === 1) release(bytes);
+        ({ status, body: bytes } = own);
+        delete headers["content-length"];
+      }
+      metrics?.relayedBytes.inc(label, bytes.length);
+      return reply.code(status).headers(headers).send(bytes);
+    }
+    return pipeBody(
+      request,
+      reply,
+      status,
+      headers,
+      res.body,
+      metrics === undefined ? undefined : (n) => metrics.relayedBytes.inc(label, n),
+      turn && (() => answered(turn, status)),
+    );
   }
-  return pipeBody(
-    request,
-    reply,
-    status,
-    headers,
-    res.body,
-    metrics === undefined ? undefined : (n) => metrics.relayedBytes.inc(label, n),
-    turn && (() => answered(turn, status)),
-  );
 }
 
 /** Runs `fn` once, when the response has been handed to the socket or was torn down. */

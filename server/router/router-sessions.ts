@@ -6,13 +6,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { randomBytes } from "node:crypto";
 import { shardOf, type ShardOp } from "../shard-protocol.ts";
-import { relay } from "./router-relay.ts";
+import type { Relay } from "./router-relay.ts";
 import { listSessions } from "./router-list.ts";
-import type { ShardLinks } from "./shard-links.ts";
-import type { RouterMetrics } from "./router-metrics.ts";
 import type { SessionTokens } from "./router-auth.ts";
-import type { RolloutDoor } from "./rollout-door.ts";
-import type { SocketHandoff } from "./records-handoff.ts";
 
 /** A new session id: 32 lower-case hex characters. */
 export function mintSessionId(): string {
@@ -20,14 +16,10 @@ export function mintSessionId(): string {
 }
 
 export interface SessionRoutesOptions {
-  links: ShardLinks;
-  metrics?: RouterMetrics;
+  /** Relays to the shards (router-relay.ts), with the links, metrics, door and handoff it holds. */
+  relay: Relay;
   /** With an admin token: POST /sessions answers the new session's token beside its id. */
   tokens?: SessionTokens;
-  /** The rollout door every chat turn passes (rollout-door.ts). */
-  door?: RolloutDoor;
-  /** Hands a records GET's socket to its worker (records-handoff.ts); without it GETs are relayed. */
-  handoff?: SocketHandoff;
 }
 
 const PROXY_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"] as const;
@@ -43,26 +35,23 @@ function rawPathAndQuery(request: FastifyRequest, sessionId: string): { path: st
   return { path: rest, query: q < 0 ? "" : url.slice(q + 1) };
 }
 
-export async function sessionRoutes(
-  app: FastifyInstance,
-  { links, metrics, tokens, door, handoff }: SessionRoutesOptions,
-): Promise<void> {
+export async function sessionRoutes(app: FastifyInstance, { relay, tokens }: SessionRoutesOptions): Promise<void> {
+  const { links, handoff } = relay;
   const n = links.size;
   type IdRequest = FastifyRequest<{ Params: { id: string } }>;
   const bySessionId = (op: Extract<ShardOp, "get" | "delete">) => (request: IdRequest, reply: FastifyReply) => {
     const sessionId = request.params.id;
     const body = request.body as Buffer | undefined;
-    return relay(links, shardOf(sessionId, n), request, reply, { op, sessionId }, body, { metrics });
+    return relay.relay(request, reply, { shard: shardOf(sessionId, n), op: { op, sessionId }, body });
   };
   // The records: the worker writes them to the client's socket itself when it can be handed over.
   const relayRecords = bySessionId("get");
   const records = (request: IdRequest, reply: FastifyReply) => {
     const ticket = handoff?.ticketFor(request);
-    if (handoff === undefined || ticket === undefined) return relayRecords(request, reply);
+    if (ticket === undefined) return relayRecords(request, reply);
     const sessionId = request.params.id;
     const op = { op: "get", sessionId, handoff: ticket } as const;
-    const options = { metrics, handoff: { via: handoff, ticket } };
-    return relay(links, shardOf(sessionId, n), request, reply, op, undefined, options);
+    return relay.relay(request, reply, { shard: shardOf(sessionId, n), op, ticket });
   };
   const forward = (op: Extract<ShardOp, "chat" | "samples" | "proxy">) => (request: IdRequest, reply: FastifyReply) => {
     const sessionId = request.params.id;
@@ -70,8 +59,7 @@ export async function sessionRoutes(
     const shardRequest = { op, sessionId, method: request.method, path, query, headers: request.headers };
     const body = request.body as Buffer | undefined;
     // Only chat turns reach the engine's generation: they alone pass the rollout door.
-    const options = op === "chat" ? { metrics, door } : { metrics };
-    return relay(links, shardOf(sessionId, n), request, reply, shardRequest, body, options);
+    return relay.relay(request, reply, { shard: shardOf(sessionId, n), op: shardRequest, body, turn: op === "chat" });
   };
 
   // The router knows the id, so it writes the created body itself (with the session token
@@ -85,7 +73,7 @@ export async function sessionRoutes(
       return { status: created, body: Buffer.from(JSON.stringify(body)) };
     };
     const op = { op: "create", sessionId } as const;
-    return relay(links, shardOf(sessionId, n), request, reply, op, undefined, { metrics, rewrite });
+    return relay.relay(request, reply, { shard: shardOf(sessionId, n), op, rewrite });
   };
   app.post("/sessions", (request, reply) => create(mintSessionId(), 200)(request, reply));
   app.put("/sessions/:id", (request: IdRequest, reply) => create(request.params.id, 201)(request, reply));

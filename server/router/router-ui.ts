@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { sendError } from "./router-relay.ts";
+import { ViewerFileNotFoundError } from "./errors.ts";
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
   ".html": "text/html; charset=utf-8",
@@ -59,7 +59,7 @@ export function loadUiAssets(root = packageRoot()): UiAssets {
 export async function uiRoutes(app: FastifyInstance, { assets }: { assets: UiAssets }): Promise<void> {
   const send = (path: string, reply: FastifyReply) => {
     const asset = assets.get(path);
-    if (!asset) return sendError(reply, 404, `viewer file not found: ${path} (is the package built? npm run build)`);
+    if (!asset) throw new ViewerFileNotFoundError(path);
     // Revalidated on every load: a server upgrade must not leave the page on old modules.
     return reply.header("content-type", asset.type).header("cache-control", "no-cache").send(asset.bytes);
   };

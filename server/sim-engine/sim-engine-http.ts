@@ -3,7 +3,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Readable } from "node:stream";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { SimEngineOptions } from "./sim-engine.ts";
 
 /** An event stream, written as the generator yields (a client that goes away stops it). */
 export function sendStream(reply: FastifyReply, events: AsyncGenerator<Buffer>): FastifyReply {
@@ -12,7 +11,7 @@ export function sendStream(reply: FastifyReply, events: AsyncGenerator<Buffer>):
 }
 
 /** A reply that is not streamed comes after all its tokens. */
-export const tokensTime = (options: SimEngineOptions, tokens: number) =>
+export const tokensTime = (options: { tokenMs?: number }, tokens: number) =>
   options.tokenMs ? sleep(options.tokenMs * tokens) : undefined;
 
 export function send(reply: FastifyReply, chunks: Buffer[], length?: number): FastifyReply {

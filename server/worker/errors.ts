@@ -13,6 +13,9 @@ export class ShardRequestError extends WorkerError {
   }
 }
 
+/** Seconds a client should wait before sending an aborted turn again (the router's Retry-After too). */
+const RETRY_AFTER_S = 1;
+
 /** A pause with in_flight "abort" (POST /admin/pause) stopped this chat turn before it committed; retryable. */
 export class TurnAbortedError extends WorkerError {
   constructor() {
@@ -20,6 +23,14 @@ export class TurnAbortedError extends WorkerError {
       "TITO_ERR_TURN_ABORTED",
       503,
       "turn aborted: the server paused for a weight update (in_flight abort) and nothing was committed; send the same request again after resume",
+      { headers: { "retry-after": String(RETRY_AFTER_S) } },
     );
+  }
+}
+
+/** A records streamer could not open the journal files of a records GET; the client gets this before any byte of the body. */
+export class RecordsUnreadableError extends WorkerError {
+  constructor(detail: string) {
+    super("TITO_ERR_RECORDS_UNREADABLE", 500, `the session's records could not be read: ${detail}`);
   }
 }

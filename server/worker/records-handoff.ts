@@ -2,15 +2,15 @@
 // a get op with a ticket keeps its 200 response here (the snapshot the core took under the
 // session lock), and the router is told so instead of being sent the body. When the host
 // passes on the client's socket for that ticket, the response is written to it directly
-// (server/raw-http-response.ts) — by the worker's records streamer when the body is read
+// (server/handoff/raw-http-response.ts) — by the worker's records streamer when the body is read
 // from the journal (records-streamer.ts), by the worker itself otherwise. A response nobody
 // claims in time is dropped and its buffers released; a socket whose ticket is unknown is
 // closed.
 import type { Socket } from "node:net";
-import type { RecordsHandoff } from "../../actors/index.ts";
+import type { RecordsHandoff } from "../handoff/records-handoff-message.ts";
 import { release } from "../../buffers/release.ts";
 import { RecordStream, type CoreResponse } from "../../sessions/index.ts";
-import { adoptSocket, cutShort, writeRawResponse, type RawHeaders } from "../raw-http-response.ts";
+import { adoptSocket, cutShort, writeRawResponse, type RawHeaders } from "../handoff/raw-http-response.ts";
 import type { RecordsStreamer } from "./records-streamer.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
 

@@ -7,7 +7,7 @@ import { Socket } from "node:net";
 import { setPriority } from "node:os";
 import { startChildRuntime } from "../../actors/child-runtime.ts";
 import { openRecordStream } from "../../sessions/journal/record-stream.ts";
-import { adoptSocket, cutShort, writeErrorResponse, writeRawResponse } from "../raw-http-response.ts";
+import { adoptSocket, cutShort, writeErrorResponse, writeRawResponse } from "../handoff/raw-http-response.ts";
 import {
   fromWire,
   isStreamRecords,
@@ -15,6 +15,7 @@ import {
   type StreamRecords,
   type StreamerConfig,
 } from "./records-streamer-protocol.ts";
+import { RecordsUnreadableError } from "./errors.ts";
 
 const runtime = startChildRuntime<StreamerConfig, RecordsStreamed>();
 const { name, nice } = runtime.config;
@@ -44,12 +45,7 @@ async function stream(message: StreamRecords, socket: Socket): Promise<void> {
   const opened = await openRecordStream(fromWire(message.parts), process.ppid).catch((err: Error) => err);
   if (opened instanceof Error) {
     // Nothing is written yet, so the client gets a clear error instead of a cut response.
-    writeErrorResponse(
-      socket,
-      500,
-      message.headers[0] ?? {},
-      `the session's records could not be read: ${opened.message}`,
-    );
+    writeErrorResponse(socket, message.headers[0] ?? {}, new RecordsUnreadableError(opened.message));
   } else {
     // No chat turns wait on this event loop, so pieces go out whole: fewer system calls and
     // loop turns per MiB; the kernel's scheduler, not slicing, keeps turns first.

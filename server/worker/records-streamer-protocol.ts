@@ -1,7 +1,7 @@
 // What a worker and its records streamer say over their IPC channel (records-streamer.ts).
 // Small JSON messages; the one handle is the client's socket, sent with StreamRecords.
 import type { PortablePart } from "../../sessions/journal/record-stream.ts";
-import type { RawHeaders } from "../raw-http-response.ts";
+import type { RawHeaders } from "../handoff/raw-http-response.ts";
 
 /** A body part on the IPC channel (JSON): bytes as base64, file ranges by path. */
 export type WirePart = { base64: string } | { path: string; fd: number; position: number; length: number };

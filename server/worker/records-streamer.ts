@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import type { Logger } from "pino";
 import { isAlive, sendSocketToChild, spawnChild, stopChild } from "../../actors/index.ts";
 import type { PortablePart } from "../../sessions/index.ts";
-import type { RawHeaders } from "../raw-http-response.ts";
+import type { RawHeaders } from "../handoff/raw-http-response.ts";
 import { isRecordsStreamed, toWire, type StreamRecords } from "./records-streamer-protocol.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
 

@@ -6,7 +6,7 @@
 // so a pause with in_flight "abort" (op abort-turns) can stop them before they commit. A
 // get with a handoff ticket keeps a 200 response for the client's socket (records-handoff.ts).
 import type { Handler, IncomingBody, Reply } from "../../transport/index.ts";
-import { asAnthropicError, messagesTurn } from "../../sessions/index.ts";
+import { asAnthropicError, errorResponse, messagesTurn } from "../../sessions/index.ts";
 import type { CoreRequest, CoreResponse, SessionCore } from "../../sessions/index.ts";
 import { readShardRequest, type ListPage, type ShardReply, type ShardRequest } from "../shard-protocol.ts";
 import { ShardRequestError, TurnAbortedError } from "./errors.ts";
@@ -43,9 +43,6 @@ async function coreRequest(request: ForwardRequest, body: IncomingBody): Promise
 /** The path (below /sessions/{id}) of the Anthropic Messages route, which the router sends as a chat op. */
 const MESSAGES_PATH = "/v1/messages";
 
-/** Seconds a client should wait before sending an aborted turn again (the router's Retry-After too). */
-const RETRY_AFTER_S = "1";
-
 /**
  * Runs one chat turn that abort-turns can stop: registered before its first await, so an
  * abort-turns behind it on the channel finds it. Stopped before its commit, it answers a
@@ -77,10 +74,7 @@ async function abortableTurn(
       return { ...res, body: whileOpen(res.body, caller, over) };
     }
     if (!pause.signal.aborted || res.status === 200) return res;
-    const err = new TurnAbortedError();
-    const aborted = jsonResponse(err.status, { error: err.message });
-    aborted.headers["retry-after"] = RETRY_AFTER_S;
-    return aborted;
+    return errorResponse(new TurnAbortedError());
   } finally {
     // A stream's engine request runs on until its body is over (whileOpen above).
     if (!streaming) {

@@ -5,7 +5,8 @@
 import { join } from "node:path";
 import pino from "pino";
 import { Socket } from "node:net";
-import { isRecordsHandoff, startChildRuntime } from "../../actors/index.ts";
+import { startChildRuntime } from "../../actors/index.ts";
+import { isRecordsHandoff } from "../handoff/records-handoff-message.ts";
 import { createEngine, type EngineApi } from "../../engine/index.ts";
 import {
   createSessionCore,
@@ -14,6 +15,8 @@ import {
   type FsyncPolicy,
   type RecordStore,
   type SessionCoreOptions,
+  SessionConfigError,
+  TokenizerLoadError,
 } from "../../sessions/index.ts";
 import { listenChannels } from "../../transport/index.ts";
 import { workerHandler } from "./worker-handler.ts";
@@ -56,13 +59,17 @@ const logger = pino(
   pino.destination(2),
 );
 
-// Bad configuration (e.g. a tokenizer folder without tokenizer.json) or a corrupt journal:
-// one clear line, then a non-zero exit that supervision records and, past its limit, escalates.
-function cannotStart(err: unknown): never {
+// Bad configuration (e.g. a tokenizer folder without tokenizer.json, append roles the family
+// cannot take) or a corrupt journal: one clear line, then an exit. A configuration error is
+// reported to the host first, which then fails the start at once instead of restarting a
+// worker that would fail the same way (OTP's init rule, actors/child-actor.ts); anything
+// else is a non-zero exit that supervision records and, past its limit, escalates.
+async function cannotStart(err: unknown): Promise<never> {
   logger.fatal(
     { code: (err as { code?: string }).code },
     `shard-${config.index} cannot start: ${(err as Error).message}`,
   );
+  if (err instanceof SessionConfigError || err instanceof TokenizerLoadError) return runtime.initFailed(err);
   process.exit(1);
 }
 
@@ -130,7 +137,7 @@ try {
   if (config.durability === "journal")
     logger.info({ sessions, turns, ms: Date.now() - started }, `shard-${config.index} replayed its journal`);
 } catch (err) {
-  cannotStart(err);
+  await cannotStart(err);
 }
 
 // Loading the tokenizer leaves tens of MB of garbage (the parsed tokenizer.json, its source

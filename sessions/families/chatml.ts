@@ -1,7 +1,7 @@
 // What the ChatML families (qwen3, qwennext, qwen35, nemotron3) share: `<|im_start|>{role}\n`
 // opens a message and the template writes `<|im_end|>\n` after it, but the model stops at
-// `<|im_end|>`, so the boundary puts the newline back before what follows (FAMILIES.md §0,
-// §2.1); the newline is the trailing id drift reports strip. A segment is the assistant's
+// `<|im_end|>`, so the boundary puts the newline back before what follows (docs/models.md);
+// the newline is the trailing id drift reports strip. A segment is the assistant's
 // when it follows `<|im_start|>` and starts with the family's assistant role text, or
 // follows an in-turn tag (`<think>`, `<tool_call>`, …) that the tokenizer flags special.
 import { SessionConfigError } from "../errors.ts";

@@ -1,7 +1,7 @@
 // What the DeepSeek V3.2 and V4 encoders (deepseekv32-encoder.ts, deepseekv4-encoder.ts)
 // share: the sentinel texts, the and its alias kwargs, message text, tool lists, tool-call arguments and
 // the DSML tool-call block. DeepSeek ships these encoders as Python code, not as a jinja
-// template; the format facts are in FAMILIES.md §2.8/§2.9. Everything here reads its
+// template; the format facts are in docs/models.md. Everything here reads its
 // inputs and builds new strings: nothing the caller passed is ever changed. JSON is
 // written as Python's json.dumps writes it (tool-args.ts templateJson).
 import { templateJson } from "./tool-args.ts";

@@ -1,4 +1,4 @@
-// The DeepSeek-V3.2 and DeepSeek-V4 families (FAMILIES.md §2.8, §2.9). Both render with an
+// The DeepSeek-V3.2 and DeepSeek-V4 families (docs/models.md). Both render with an
 // encoder written in code (deepseekv32-encoder.ts, deepseekv4-encoder.ts; the models ship
 // Python encoders, no jinja template), stop at <｜end▁of▁sentence｜>, which the encoders
 // also write after every assistant turn (no boundary fix), split drift segments only at

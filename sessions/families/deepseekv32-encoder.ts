@@ -1,4 +1,4 @@
-// The DeepSeek-V3.2 prompt encoder (FAMILIES.md §2.8), in code: V3.2 ships a Python
+// The DeepSeek-V3.2 prompt encoder (docs/models.md), in code: V3.2 ships a Python
 // encoder, not a jinja template. BOS, the system text raw (the request's tools appended
 // as a "## Tools" section), `<｜User｜>{c}<｜Assistant｜>` + `<think>` or `</think>`, the
 // assistant's `{reasoning}</think>{content}` + a DSML `function_calls` block + EOS, and

@@ -1,4 +1,4 @@
-// The DeepSeek-V4 prompt encoder (FAMILIES.md §2.9), in code: V4 ships a Python encoder,
+// The DeepSeek-V4 prompt encoder (docs/models.md), in code: V4 ships a Python encoder,
 // not a jinja template. V4 has no tool role: a run of consecutive tool and user messages
 // is folded into one `<｜User｜>` block, tool results as `<tool_result>{c}</tool_result>`
 // (sorted by the calling assistant's call order) and user texts, joined by "\n\n". A user

@@ -1,6 +1,6 @@
 // Splits a DeepSeek V3.2/V4 completion's text (decoded with special tokens kept) into
 // reasoning, DSML tool calls and content, as SGLang's `deepseek-v3`/`deepseekv32` and
-// `deepseek-v4`/`deepseekv4` parsers do (FAMILIES.md §3):
+// `deepseek-v4`/`deepseekv4` parsers do (docs/models.md):
 //   [reasoning</think>]content\n\n<｜DSML｜{block}>\n<｜DSML｜invoke name="N">\n
 //   <｜DSML｜parameter name="K" string="true|false">V</｜DSML｜parameter>\n…</｜DSML｜invoke>\n</｜DSML｜{block}>
 // In thinking mode the prompt ended with `<think>`, so the text starts inside the

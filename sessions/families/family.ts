@@ -4,7 +4,7 @@
 // roles a later turn may append, the template kwargs it pins, the renderer it needs when
 // the folder's own template is not append-only, and how a completion's decoded text splits
 // into content, reasoning and tool calls (for the token-level engine APIs, whose replies
-// carry only text). Facts per family: ../shared/design/FAMILIES.md, docs/models.md.
+// carry only text). Facts per family: docs/models.md.
 // A family never tokenizes anything itself.
 import type { ChatRenderer } from "../chat-template.ts";
 import type { TokenizerFolder } from "../tokenizer-folder.ts";

@@ -1,4 +1,4 @@
-// The GLM-4.7 / GLM-5.x family (HF native template; FAMILIES.md §2.5). Role tokens
+// The GLM-4.7 / GLM-5.x family (HF native template; docs/models.md). Role tokens
 // (`<|system|>`, `<|user|>`, `<|assistant|>`, `<|observation|>`) open a message with no
 // newline and nothing ends one: the model stops by writing the next message's opener,
 // `<|observation|>` after a tool call or `<|user|>` after an answer. The next prompt

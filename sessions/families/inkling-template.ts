@@ -1,4 +1,4 @@
-// The append-only chat template of the inkling family (FAMILIES.md §2.10), as jinja source.
+// The append-only chat template of the inkling family (docs/models.md), as jinja source.
 // Every block is `{role token}{author}{kind token}{payload}<|end_message|>`:
 //   <|message_system|>tool_declare<|content_xml|>{tool specs}<|end_message|>           (with tools)
 //   <|message_system|><|content_text|>{content}<|end_message|>

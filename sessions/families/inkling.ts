@@ -1,4 +1,4 @@
-// The Inkling family (FAMILIES.md §2.10; e.g. Inkling-Small). Messages are typed blocks,
+// The Inkling family (docs/models.md; e.g. Inkling-Small). Messages are typed blocks,
 // `{role token}{author}{kind token}{payload}<|end_message|>`; a model turn is a run of
 // `<|message_model|>` blocks closed by `<|content_model_end_sampling|>`, which is where the
 // model stops, and the next message starts right after it: no boundary fix, no trim. The

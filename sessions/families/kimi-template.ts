@@ -1,4 +1,4 @@
-// The append-only chat template of the kimi25 family (FAMILIES.md §2.6), as jinja source:
+// The append-only chat template of the kimi25 family (docs/models.md), as jinja source:
 // Kimi K2.5's layout plus a `preserve_thinking` switch, which K2.6's own template has and
 // K2.5's lacks. Without it (default false), every assistant up to and including the last
 // one without tool calls is rendered with an empty think block: a final answer rewrites

@@ -1,4 +1,4 @@
-// The Moonshot Kimi K2.5 and K2.6 families (FAMILIES.md §2.6). A message is
+// The Moonshot Kimi K2.5 and K2.6 families (docs/models.md). A message is
 // `<|im_user|>` / `<|im_assistant|>` / `<|im_system|>` (tool results too), its name,
 // `<|im_middle|>`, the body and `<|im_end|>`, with nothing after it: the model stops at
 // `<|im_end|>` and the next message starts right there, so no boundary fix and no trim.

@@ -1,4 +1,4 @@
-// The append-only chat template of the MiniMax M2.5 / M2.7 families (FAMILIES.md §2.7), as
+// The append-only chat template of the MiniMax M2.5 / M2.7 families (docs/models.md), as
 // jinja source: the models' own layout, plus a `clear_thinking` switch (default true: keep
 // the reasoning only of assistants after the last user message, as the models' template
 // does; the family pins false so a new user turn never rewrites earlier turns).

@@ -1,4 +1,4 @@
-// The MiniMax M2.5 and M2.7 families (FAMILIES.md §2.7): one tokenizer, one layout, two
+// The MiniMax M2.5 and M2.7 families (docs/models.md): one tokenizer, one layout, two
 // fixed templates that differ only in the default identity sentence (minimax-template.ts).
 // `]~b]` opens a message (role word as plain text after it), `[e~[` ends it and is the stop
 // token; the template writes `[e~[\n`, so the boundary puts the newline back. A system

@@ -1,16 +1,16 @@
-// The NVIDIA Nemotron 3 family (FAMILIES.md §2.4): ChatML turns, the boundary inherited from
+// The NVIDIA Nemotron 3 family (docs/models.md): ChatML turns, the boundary inherited from
 // Qwen3 (the newline after <|im_end|> put back), the model's own (HF) template with
 // truncate_history_thinking pinned false (its default, true, empties the think block of
 // every assistant before the last user message), tool calls in Qwen3-Coder XML. The
 // assistant start is `<|im_start|>assistant\n`, newline included. In the template's format
-// (FAMILIES.md §2.4) an assistant is `<think>\n{reasoning}</think>{content}`, or
+// (docs/models.md) an assistant is `<think>\n{reasoning}</think>{content}`, or
 // `<think></think>{content}` with no reasoning; a tool-call turn is the trimmed content and
 // `\n`, then each call followed by `\n`. The generation prompt is
 // `<|im_start|>assistant\n<think>\n` (thinking) or `…<think></think>` (enable_thinking=false).
 //
 // Reasoning split (SGLang `nemotron_3`): the reasoning ends at `</think>`, or at a
 // `<tool_call>` when it never closes; leading newlines are stripped and the trailing newline
-// is KEPT, as SGLang's parser keeps it. In the §2.4 format that is what round-trips: the
+// is KEPT, as SGLang's parser keeps it. In Nemotron's format that is what round-trips: the
 // model writes `<think>\n` (the prompt) + `r\n</think>`, and `<think>\n` + "r\n" + `</think>`
 // renders it back byte for byte. Miles reports the plain-text turn as a soft assistant_text
 // drift with the real template, which would then strip the reasoning itself (UNCONFIRMED:

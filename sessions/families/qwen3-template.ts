@@ -1,4 +1,4 @@
-// The append-only chat templates of the qwen3 and qwennext families (FAMILIES.md §2.1–2.2),
+// The append-only chat templates of the qwen3 and qwennext families (docs/models.md),
 // as jinja source. The models' own layout, with three changes that keep every rendering a
 // prefix of the next one:
 //   * no `loop.last` case: the stock template writes an empty think block for an assistant

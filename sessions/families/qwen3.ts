@@ -1,4 +1,4 @@
-// The Qwen3 families (ChatML turns, FAMILIES.md §2.1–2.2): `qwen3` (hybrid thinking, the
+// The Qwen3 families (ChatML turns, docs/models.md): `qwen3` (hybrid thinking, the
 // enable_thinking switch) and `qwennext` (Qwen3-Thinking-2507 / Qwen3-Next-Thinking: the
 // generation prompt always opens `<think>\n`, so the completion starts inside its
 // reasoning). Both render with their own append-only template (qwen3-template.ts) with

@@ -1,4 +1,4 @@
-// The append-only chat template of the qwen35 family (Qwen3.5, FAMILIES.md §2.3), as jinja
+// The append-only chat template of the qwen35 family (Qwen3.5, docs/models.md), as jinja
 // source: the model's layout plus a `clear_thinking` switch (true, the default, keeps the
 // model's rule — a think block only for assistants after the last real user query —; the
 // family pins false so every assistant keeps `<think>\n{reasoning}\n</think>\n\n`).

@@ -1,4 +1,4 @@
-// The Qwen3.5 family (FAMILIES.md §2.3): ChatML turns on a new ~248k vocabulary, tool calls
+// The Qwen3.5 family (docs/models.md): ChatML turns on a new ~248k vocabulary, tool calls
 // in Qwen3-Coder XML, its own append-only template (qwen35-template.ts) with clear_thinking
 // pinned false. The template refuses a system message after the first, so a later turn may
 // append tool, user and assistant messages only. With thinking on (the default) the

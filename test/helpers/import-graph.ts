@@ -139,6 +139,83 @@ export interface CheckResult {
   violations: Violation[];
   /** Every module reference read, per file. */
   edges: Map<string, ImportEdge[]>;
+  /** Every import cycle between files, each as the files in import order, the first repeated at the end. */
+  cycles: string[][];
+}
+
+/** The repository path a relative specifier of `from` names, or undefined for a package or builtin. */
+function targetOf(from: string, specifier: string): string | undefined {
+  if (!specifier.startsWith(".") && !specifier.startsWith("/")) return undefined;
+  return posix.normalize(posix.join(posix.dirname(from), specifier));
+}
+
+/**
+ * The import cycles among `files`: one per strongly connected component of the import
+ * graph (Tarjan's algorithm), printed as a shortest cycle through the component's first
+ * file. Every kind of reference counts, type-only ones included: a type cycle is still two
+ * files that cannot be understood one without the other.
+ */
+export function findCycles(edges: ReadonlyMap<string, readonly ImportEdge[]>): string[][] {
+  const next = new Map<string, string[]>();
+  for (const [from, list] of edges) {
+    const targets = new Set<string>();
+    for (const e of list) {
+      const to = targetOf(from, e.specifier);
+      if (to !== undefined && edges.has(to)) targets.add(to);
+    }
+    next.set(from, [...targets].sort());
+  }
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const components: string[][] = [];
+  let counter = 0;
+  const connect = (v: string): void => {
+    index.set(v, counter);
+    low.set(v, counter++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next.get(v)!) {
+      if (!index.has(w)) {
+        connect(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1 || next.get(v)!.includes(v)) components.push(component.sort());
+  };
+  for (const v of [...next.keys()].sort()) if (!index.has(v)) connect(v);
+  return components.map((component) => shortestCycle(component[0]!, new Set(component), next));
+}
+
+/** A shortest path from `start` back to itself inside `members` (breadth first). */
+function shortestCycle(start: string, members: ReadonlySet<string>, next: ReadonlyMap<string, string[]>): string[] {
+  const from = new Map<string, string>();
+  const queue = [start];
+  for (let i = 0; i < queue.length; i++) {
+    const v = queue[i]!;
+    for (const w of next.get(v)!) {
+      if (!members.has(w)) continue;
+      if (w === start) {
+        const path = [start];
+        for (let u = v; u !== start; u = from.get(u)!) path.splice(1, 0, u);
+        return [...path, start];
+      }
+      if (!from.has(w)) {
+        from.set(w, v);
+        queue.push(w);
+      }
+    }
+  }
+  return [start, start];
 }
 
 /**
@@ -211,5 +288,17 @@ export function checkArchitecture(files: readonly SourceText[], dependencies: Re
       }
     }
   }
-  return { violations, edges };
+  const cycles = findCycles(edges);
+  for (const cycle of cycles) {
+    const first = cycle[0]!;
+    const line = edges.get(first)!.find((e) => targetOf(first, e.specifier) === cycle[1])?.line ?? 1;
+    violations.push({
+      file: first,
+      line,
+      target: "cycle",
+      rule: "cycle",
+      message: `${first}:${line} is in an import cycle: ${cycle.join(" -> ")} — no file imports itself through others, type-only imports included [rule: cycle]`,
+    });
+  }
+  return { violations, edges, cycles };
 }

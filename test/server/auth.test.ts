@@ -124,7 +124,7 @@ test("an Anthropic agent with its session token (authToken) takes turns on its o
   });
   assert.is(reply.type, "message");
   const other = await created(run.url);
-  const res = await call<{ error: string }>(
+  const res = await call<{ type: string; error: { type: string; message: string; code: string } }>(
     run.url,
     "POST",
     `/sessions/${other.session_id}/v1/messages`,
@@ -132,7 +132,13 @@ test("an Anthropic agent with its session token (authToken) takes turns on its o
     { authorization: `Bearer ${token}` },
   );
   assert.is(res.status, 403);
-  assert.match(res.json.error, /may only POST \/sessions\/\{its id\}\/v1\/chat\/completions \(or \/v1\/messages\)/);
+  // The router's refusal on the Messages route is in Anthropic's shape, our code inside.
+  assert.is(res.json.type, "error");
+  assert.equal([res.json.error.type, res.json.error.code], ["permission_error", "TITO_ERR_FORBIDDEN"]);
+  assert.match(
+    res.json.error.message,
+    /may only POST \/sessions\/\{its id\}\/v1\/chat\/completions \(or \/v1\/messages\)/,
+  );
 });
 
 test("a session token may do nothing else: 403 naming what it may do, 401 without a token", async () => {

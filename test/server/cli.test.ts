@@ -11,6 +11,7 @@ import { runCli, spawnCli, startCli, type CliRun } from "../helpers/cli.ts";
 import { LOCK_FILE } from "../../server/host/data-dir-lock.ts";
 import type { SessionCreatedBody, SupervisionBody } from "../helpers/bodies.ts";
 import { call } from "../helpers/server.ts";
+import { npmTokenizerDir } from "../sessions/fixtures.ts";
 import { MESSAGE_MATCHERS as HOST_MATCHERS, TITO_FAMILIES } from "../../server/host/options.ts";
 import { FLAG_OF, FLAGS } from "../../server/host/cli.ts";
 import { FAMILY_NAMES } from "../../sessions/families/index.ts";
@@ -73,6 +74,20 @@ test("every value is checked before anything starts, and errors name the flag", 
     assert.is(run.stderr, `tito-server: ${message}\n(see tito-server serve --help)\n`);
     assert.is(run.stdout, "");
   }
+});
+
+test("a worker's configuration error exits 2 at once with its message; the worker is not restarted", async () => {
+  // The gemma3 family appends only user messages: "tool" is refused by the session core
+  // before the worker is ready. Without the init rule the worker was restarted 3 times.
+  const args = ["--engine", engine.url, "--workers", "1", "--tokenizer", npmTokenizerDir("gemma3")];
+  const run = await runCli(["serve", "--port", "0", ...args, "--allowed-append-roles", "tool,user"]);
+  assert.is(run.code, 2, run.stderr);
+  assert.match(
+    run.stderr,
+    /tito-server: shard-0 could not start: allowed append role "tool" is not one the gemma3 family can append/,
+  );
+  assert.not.match(run.stderr, /restarting/, "no restart was attempted");
+  assert.is(run.stdout, "");
 });
 
 test("without --workers, one worker per available core, at most 8", async () => {
@@ -167,7 +182,7 @@ test("ready line, a working session, SIGTERM exits 0 and leaves no child", async
     assert.is((await call(run.url, "GET", path)).status, 401, `only the exact /health is open, not ${path}`);
   const refused = await call(run.url, "POST", "/sessions");
   assert.is(refused.status, 401);
-  assert.equal(refused.json, { error: "missing or invalid bearer token" });
+  assert.equal(refused.json, { error: "missing or invalid bearer token", code: "TITO_ERR_UNAUTHORIZED" });
   assert.is((await call(run.url, "POST", "/sessions", undefined, { authorization: "Bearer wrong" })).status, 401);
   const created = await call<SessionCreatedBody>(run.url, "POST", "/sessions", undefined, auth);
   assert.is(created.status, 200);

@@ -7,7 +7,7 @@ import type { AddressInfo } from "node:net";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { releasable } from "../../buffers/release.ts";
-import type { RecordsHandoff } from "../../actors/index.ts";
+import type { RecordsHandoff } from "../../server/handoff/records-handoff-message.ts";
 import { ParkedResponses } from "../../server/worker/records-handoff.ts";
 import { WorkerMetrics } from "../../server/worker/worker-metrics.ts";
 import { rawGet } from "../helpers/raw-http.ts";
@@ -30,7 +30,7 @@ const handoff = (ticket: string): RecordsHandoff => ({
   epoch: 1,
   ticket,
   headers: { "x-tito-shard": "0" },
-  refusal: "session worker unavailable",
+  refusal: { status: 503, code: "TITO_ERR_WORKER_UNAVAILABLE", message: "session worker unavailable" },
 });
 
 async function outcomes(metrics: WorkerMetrics): Promise<Record<string, number>> {

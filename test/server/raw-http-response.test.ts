@@ -14,7 +14,7 @@ import {
   writeRawResponse,
   type RawBody,
   type RawHeaders,
-} from "../../server/raw-http-response.ts";
+} from "../../server/handoff/raw-http-response.ts";
 import { rawGet, type RawResponse } from "../helpers/raw-http.ts";
 
 let server: Server;
@@ -142,10 +142,11 @@ test("a client that leaves midway stops the stream and releases what was not sen
 });
 
 test("writeErrorResponse: the router's JSON error shape, its headers first", async () => {
-  respond = (socket) => writeErrorResponse(socket, 503, { "x-tito-instance": "abc" }, "session worker unavailable");
+  const refusal = { status: 503, code: "TITO_ERR_WORKER_UNAVAILABLE", message: "session worker unavailable" };
+  respond = (socket) => writeErrorResponse(socket, { "x-tito-instance": "abc" }, refusal);
   const res = await rawGet(url, "/");
   assert.is(res.status, 503);
-  assert.equal(JSON.parse(res.body.toString()), { error: "session worker unavailable" });
+  assert.equal(JSON.parse(res.body.toString()), { error: "session worker unavailable", code: refusal.code });
   assert.is(res.headers["content-type"], "application/json; charset=utf-8");
   assert.is(res.headers["x-tito-instance"], "abc");
   assert.is(res.headers["connection"], "close");

@@ -127,7 +127,10 @@ test("the worker killed between its reply and the handoff: a 503 or a closed con
     assert.match(res.message, /no response head|ECONNRESET|socket hang up/);
   } else {
     assert.is(res.status, 503);
-    assert.equal(JSON.parse(res.body.toString()), { error: "session worker unavailable" });
+    assert.equal(JSON.parse(res.body.toString()), {
+      error: "session worker unavailable",
+      code: "TITO_ERR_WORKER_UNAVAILABLE",
+    });
     assert.is(res.headers["connection"], "close");
     assert.is(res.headers["x-tito-shard"], "0");
   }

@@ -48,7 +48,10 @@ function handOff(shard: number, epoch: number | "current"): Promise<string> {
 function assertRefused(text: string): void {
   const res = parseResponse(Buffer.from(text, "latin1"));
   assert.is(res.status, 503);
-  assert.equal(JSON.parse(res.body.toString()), { error: "session worker unavailable" });
+  assert.equal(JSON.parse(res.body.toString()), {
+    error: "session worker unavailable",
+    code: "TITO_ERR_WORKER_UNAVAILABLE",
+  });
   assert.is(res.headers["x-fixture"], "router", "the router's headers come first");
   assert.is(res.headers["connection"], "close");
   assert.ok(res.complete);

@@ -131,12 +131,15 @@ test("404, 401 and HEAD are answered by the router as before, never handed off",
   const before = await handoffs();
   const unknown = await call(memory.url, "GET", "/sessions/no-such-session", undefined, admin);
   assert.is(unknown.status, 404);
-  assert.equal(unknown.json, { error: "session not found: session_id=no-such-session" });
+  assert.equal(unknown.json, {
+    error: "session not found: session_id=no-such-session",
+    code: "TITO_ERR_SESSION_NOT_FOUND",
+  });
   assert.is(unknown.headers.get("x-tito-shard") !== null, true);
 
   const anonymous = await call(memory.url, "GET", `/sessions/${id}`);
   assert.is(anonymous.status, 401);
-  assert.equal(anonymous.json, { error: "missing or invalid bearer token" });
+  assert.equal(anonymous.json, { error: "missing or invalid bearer token", code: "TITO_ERR_UNAUTHORIZED" });
 
   const head = await fetch(`${memory.url}/sessions/${id}`, { method: "HEAD", headers: admin });
   assert.is(head.status, 200);

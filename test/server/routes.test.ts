@@ -78,7 +78,7 @@ test("POST /sessions mints a 32-hex id routed to its shard; GET, DELETE, then 40
   for (const method of ["GET", "DELETE"]) {
     const gone = await call(base, method, `/sessions/${id}`);
     assert.is(gone.status, 404);
-    assert.equal(gone.json, { error: `session not found: session_id=${id}` });
+    assert.equal(gone.json, { error: `session not found: session_id=${id}`, code: "TITO_ERR_SESSION_NOT_FOUND" });
   }
 });
 
@@ -155,7 +155,10 @@ test("chat errors: invalid JSON 400, disallowed role 400, unknown session 404", 
   assert.match(appendUser.res.json.error, /'tool', 'user', 'system', 'assistant'|tool.*user.*system.*assistant/);
   const missing = await chat(base, "f".repeat(32), [{ role: "user", content: "hi" }]);
   assert.is(missing.res.status, 404);
-  assert.equal(missing.res.json, { error: `session not found: session_id=${"f".repeat(32)}` });
+  assert.equal(missing.res.json, {
+    error: `session not found: session_id=${"f".repeat(32)}`,
+    code: "TITO_ERR_SESSION_NOT_FOUND",
+  });
   const records = await call<SessionBody>(base, "GET", `/sessions/${id}`);
   assert.is(records.json.records.length, 1, "failed turns record nothing");
 });

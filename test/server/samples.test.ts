@@ -62,11 +62,17 @@ test("the route answers from the owning shard: JSON, safetensors by Accept or ?f
   }
 
   const bad = await call(server.url, "POST", `/sessions/${id}/samples`, { max_seq_len: -1 });
-  assert.equal([bad.status, bad.json], [400, { error: "max_seq_len must be a positive integer, got -1" }]);
+  assert.equal(
+    [bad.status, bad.json],
+    [400, { error: "max_seq_len must be a positive integer, got -1", code: "TITO_ERR_INVALID_SAMPLE_REQUEST" }],
+  );
   const unknown = await call(server.url, "POST", "/sessions/0123456789abcdef0123456789abcdef/samples");
   assert.equal(
     [unknown.status, unknown.json],
-    [404, { error: "session not found: session_id=0123456789abcdef0123456789abcdef" }],
+    [
+      404,
+      { error: "session not found: session_id=0123456789abcdef0123456789abcdef", code: "TITO_ERR_SESSION_NOT_FOUND" },
+    ],
   );
   // Other methods on /samples are proxied to the engine, as documented.
   assert.is((await call(server.url, "GET", `/sessions/${id}/samples`)).status, 404);

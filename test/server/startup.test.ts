@@ -1,11 +1,12 @@
-// Starting and stopping the tree through the embedding API: a failed start rejects with
-// the child's exit code and leaves no process behind; the events iterable and listener
+// Starting and stopping the tree through the embedding API: a worker's configuration error
+// fails the start at once with its coded error (no restart) and leaves no process behind; the events iterable and listener
 // see the same ordered log; shutdown is idempotent and shared.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { dirname } from "node:path";
 import {
+  ChildInitError,
   InvalidOptionError,
-  SessionServerFailedError,
   startSessionServer,
   type SessionServerOptions,
   type SupervisionEvent,
@@ -13,6 +14,7 @@ import {
 import { closestName, editDistance } from "../../server/host/closest-name.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitGone } from "../helpers/events.ts";
+import { npmTokenizerDir } from "../sessions/fixtures.ts";
 
 let engine: SimEngine;
 test.before(async () => {
@@ -22,26 +24,63 @@ test.after(async () => {
   await engine?.close();
 });
 
-test("a worker that cannot start fails the start with its exit code; nothing is left", async () => {
+test("a worker with a configuration error is not restarted: the start rejects at once with its coded error", async () => {
   const events: SupervisionEvent[] = [];
   try {
+    // The gemma3 family appends only user messages (docs/models.md): the session core
+    // refuses "tool" (TITO_ERR_CONFIG) before the worker is ever ready.
     await startSessionServer({
       engineUrl: engine.url,
       workers: 2,
-      tokenizerDir: "/nonexistent-tokenizer",
-      maxRestarts: 0,
+      tokenizerDir: npmTokenizerDir("gemma3"),
+      allowedAppendRoles: ["tool", "user"],
+      maxRestarts: 3,
       logLevel: "silent",
       onEvent: (e) => events.push(e),
     });
     assert.unreachable("the start must fail");
   } catch (err) {
-    assert.instance(err, SessionServerFailedError);
-    assert.match((err as Error).message, /shard-\d .*exit code 1/);
+    assert.instance(err, ChildInitError);
+    assert.is((err as ChildInitError).code, "TITO_ERR_CONFIG");
+    assert.match(
+      (err as Error).message,
+      /^shard-\d could not start: allowed append role "tool" is not one the gemma3 family can append/,
+    );
   }
-  const pids = events.filter((e) => e.kind === "spawned").map((e) => e.pid!);
-  assert.ok(pids.length >= 2);
-  assert.equal(await waitGone(pids, 5_000), []);
-  assert.ok(events.some((e) => e.kind === "escalated"));
+  assert.equal(
+    events.filter((e) => e.kind === "restarting" || e.kind === "restarted"),
+    [],
+    "no worker was restarted",
+  );
+  const spawned = events.filter((e) => e.kind === "spawned" && e.actor.startsWith("shard-"));
+  assert.ok(spawned.length >= 1 && spawned.length <= 2, "each shard started once at most");
+  assert.ok(events.some((e) => e.kind === "escalated" && /not restarted/.test(String(e.detail.reason))));
+  assert.equal(
+    await waitGone(
+      events.filter((e) => e.kind === "spawned").map((e) => e.pid!),
+      5_000,
+    ),
+    [],
+  );
+});
+
+test("a tokenizer folder that is not there is refused by the host before anything is spawned", async () => {
+  const events: SupervisionEvent[] = [];
+  for (const tokenizerDir of ["/nonexistent-tokenizer", dirname(npmTokenizerDir("gemma3"))]) {
+    try {
+      await startSessionServer({
+        engineUrl: engine.url,
+        tokenizerDir,
+        logLevel: "silent",
+        onEvent: (e) => events.push(e),
+      });
+      assert.unreachable("the start must fail");
+    } catch (err) {
+      assert.instance(err, InvalidOptionError);
+      assert.match((err as Error).message, /^tokenizerDir /);
+    }
+  }
+  assert.equal(events, [], "no tree was started");
 });
 
 test("bad options are refused before anything starts", async () => {

@@ -69,7 +69,7 @@ test("kill -9 of a worker with a chat in flight: 503 at once, then a clean resta
   const { res } = await inFlight; // resolves while the engine still holds the reply
   gate.release();
   assert.is(res.status, 503);
-  assert.equal(res.json, { error: "session worker unavailable" });
+  assert.equal(res.json, { error: "session worker unavailable", code: "TITO_ERR_WORKER_UNAVAILABLE" });
 
   await waitForEvent(server, seen, (e) => e.actor === actor && e.kind === "restarted");
   const mine = allEvents.filter((e) => e.actor === actor);

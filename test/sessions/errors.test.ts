@@ -1,4 +1,4 @@
-// Every session error code is documented in docs/errors.md (STYLE.md 2) with the status
+// Every session error code is documented in docs/errors.md with the status
 // and class a constructed error carries, and no code is used by two classes.
 import { test } from "uvu";
 import * as assert from "uvu/assert";

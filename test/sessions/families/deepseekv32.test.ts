@@ -1,6 +1,6 @@
 // The deepseekv32 family on the real DeepSeek V3 BPE (npm) with V3.2's <think>/</think>
 // remap: detection by model_type, the family's constants, the encoder's format facts and
-// edge cases (FAMILIES.md §2.8, §6 test_deepseek_v32.py), drift classes, and multi-turn
+// edge cases (docs/models.md; the cases of upstream test_deepseek_v32.py), drift classes, and multi-turn
 // TITO loops whose accumulated ids must equal the canonical render's.
 import { test } from "uvu";
 import * as assert from "uvu/assert";

@@ -1,6 +1,6 @@
 // The deepseekv4 family: detection (synthetic folder and the remapped V3 BPE with model_type
 // deepseek_v4), constants, the encoder's folding/sorting/transition rules and kwargs
-// (FAMILIES.md §2.9, §6 test_deepseek_v4.py), and TITO loops rendered as a diff of the
+// (docs/models.md; the cases of upstream test_deepseek_v4.py), and TITO loops rendered as a diff of the
 // real history (tool results fold into the user block that follows them).
 import { test } from "uvu";
 import * as assert from "uvu/assert";

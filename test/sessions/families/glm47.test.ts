@@ -1,5 +1,5 @@
 // The glm47 family (GLM-4.7 / GLM-5.x) on a synthetic folder with a GLM-4.7-format
-// template: its settings and boundary drop (FAMILIES.md §6), drift classes, the pinned
+// template: its settings and boundary drop (docs/models.md), drift classes, the pinned
 // clear_thinking, the completion parser against the template, and a TITO loop through
 // tool calls, a user append and a system append after a failed call, down to the sample.
 import { test } from "uvu";

@@ -1,5 +1,5 @@
 // The inkling family on a synthetic Inkling folder (control tokens at their real ids):
-// settings and the comparator's special set (FAMILIES.md §6), the fixed template's cases
+// settings and the comparator's special set (docs/models.md), the fixed template's cases
 // (no empty text block, thinking → call → end-sampling order, an empty assistant renders
 // nothing, the one-time effort block, tool names from earlier calls), the inkling parser
 // against the template, and why later turns render against the real history. The TITO

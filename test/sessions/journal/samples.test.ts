@@ -240,7 +240,7 @@ test("bad requests are 400, unknown sessions 404", async () => {
   await core.delete(id);
   const gone = await core.samples(id, req(""));
   assert.is(gone.status, 404);
-  assert.equal(json(gone), { error: `session not found: session_id=${id}` });
+  assert.equal(json(gone), { error: `session not found: session_id=${id}`, code: "TITO_ERR_SESSION_NOT_FOUND" });
 });
 
 test("journal store: records read back from disk give the same sample, also after a restart (replay)", async () => {

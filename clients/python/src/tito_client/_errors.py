@@ -145,9 +145,9 @@ def error_from_reply(
 ) -> TitoError:
     """The error for a non-2xx reply.
 
-    Bodies the server makes (docs/http.md): ``{"error": "<message>"}``, with ``"code":
-    "TITO_ERR_…"`` where the server sends one; the Anthropic route's
-    ``{"type": "error", "error": {"type", "message"}}``; and the stream error event's
+    Bodies the server makes (docs/http.md): ``{"error": "<message>", "code":
+    "TITO_ERR_…"}``; the Anthropic route's ``{"type": "error", "error": {"type", "message",
+    "code": "TITO_ERR_…"}}``; and the stream error event's
     ``{"error": {"message", "type": "TITO_ERR_…", "code": <status>}}``. Anything else (an
     engine's own error relayed unchanged) keeps its raw text as the message.
     """
@@ -165,9 +165,9 @@ def error_from_reply(
             message = err
         elif isinstance(err, dict) and isinstance(err.get("message"), str):
             message = err["message"]
-            inner = err.get("type")
-            if isinstance(inner, str) and inner.startswith("TITO_ERR_"):
-                code = inner
+            for inner in (err.get("type"), err.get("code")):
+                if isinstance(inner, str) and inner.startswith("TITO_ERR_"):
+                    code = inner
         if isinstance(body.get("code"), str):
             code = body["code"]
     cls = _BY_STATUS.get(status, ServerError if status >= 500 else TitoError)

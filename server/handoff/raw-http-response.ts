@@ -12,10 +12,10 @@
 // client to check.
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
-import { release } from "../buffers/release.ts";
-import { drained } from "../buffers/drained.ts";
-import { crc32 } from "../buffers/crc32.ts";
-import { cutShort } from "../buffers/cut-short.ts";
+import { release } from "../../buffers/release.ts";
+import { drained } from "../../buffers/drained.ts";
+import { crc32 } from "../../buffers/crc32.ts";
+import { cutShort } from "../../buffers/cut-short.ts";
 
 export { cutShort };
 
@@ -108,10 +108,17 @@ export async function writeRawResponse(
   return complete;
 }
 
-/** A JSON error response, `{"error": message}`, in the router's shape (its headers first). */
-export function writeErrorResponse(socket: Socket, status: number, headers: RawHeaders, message: string): void {
-  const body = Buffer.from(JSON.stringify({ error: message }));
-  void writeRawResponse(socket, status, [headers, { "content-type": "application/json; charset=utf-8" }], body);
+/** An error as the HTTP contract writes it: a coded error, or its fields as they crossed IPC. */
+export interface ErrorReply {
+  status: number;
+  code: string;
+  message: string;
+}
+
+/** A JSON error response, `{"error": message, "code": code}`, in the router's shape (its headers first). */
+export function writeErrorResponse(socket: Socket, headers: RawHeaders, err: ErrorReply): void {
+  const body = Buffer.from(JSON.stringify({ error: err.message, code: err.code }));
+  void writeRawResponse(socket, err.status, [headers, { "content-type": "application/json; charset=utf-8" }], body);
 }
 
 function responseHead(status: number, headers: readonly RawHeaders[], framing: string): Buffer {
