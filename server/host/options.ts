@@ -3,6 +3,7 @@
 import { availableParallelism } from "node:os";
 import { FAMILY_NAMES, type TitoFamilyName } from "../../sessions/families/names.ts";
 import type { MessageMatcher } from "../../sessions/index.ts";
+import { DEFAULT_PING_MS } from "../../sessions/index.ts";
 import { closestName } from "./closest-name.ts";
 import { InvalidOptionError } from "./errors.ts";
 
@@ -66,6 +67,8 @@ export interface SessionServerOptions {
   holdTimeoutMs?: number;
   /** Sessions idle longer than this many seconds are deleted (journalled like a DELETE); later requests get 404 `session expired`. 0 = never. Default 0. */
   sessionIdleTtlS?: number;
+  /** A streamed Anthropic Messages turn whose engine has not answered within this starts its events and sends a `ping` this often until it does. Default 5000. */
+  anthropicPingMs?: number;
   /** SIGTERM -> SIGKILL grace when stopping a child. Default 5000. */
   shutdownGraceMs?: number;
   /** Give up starting after this long. Default 120000. */
@@ -153,6 +156,7 @@ const OPTION_NAMES: readonly string[] = Object.keys({
   shardWaitMs: 1,
   holdTimeoutMs: 1,
   sessionIdleTtlS: 1,
+  anthropicPingMs: 1,
   shutdownGraceMs: 1,
   startTimeoutMs: 1,
   onEvent: 1,
@@ -227,6 +231,7 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     shardWaitMs: int("shardWaitMs", options.shardWaitMs ?? 10_000, 0),
     holdTimeoutMs: int("holdTimeoutMs", options.holdTimeoutMs ?? 600_000, 1),
     sessionIdleTtlS: int("sessionIdleTtlS", options.sessionIdleTtlS ?? 0, 0),
+    anthropicPingMs: int("anthropicPingMs", options.anthropicPingMs ?? DEFAULT_PING_MS, 1),
     shutdownGraceMs: int("shutdownGraceMs", options.shutdownGraceMs ?? 5_000, 0),
     startTimeoutMs: int("startTimeoutMs", options.startTimeoutMs ?? 120_000, 1),
     simLatencyMs: int("simLatencyMs", options.simLatencyMs ?? 0, 0),
