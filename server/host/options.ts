@@ -3,7 +3,6 @@
 import { availableParallelism } from "node:os";
 import { FAMILY_NAMES, type TitoFamilyName } from "../../sessions/families/names.ts";
 import type { MessageMatcher } from "../../sessions/index.ts";
-import { DEFAULT_PING_MS } from "../../sessions/index.ts";
 import { closestName } from "./closest-name.ts";
 import { InvalidOptionError } from "./errors.ts";
 
@@ -109,6 +108,7 @@ export type ResolvedOptions = Required<
     | "authToken"
     | "onEvent"
     | "dataDir"
+    | "anthropicPingMs"
   >
 > &
   Pick<
@@ -122,6 +122,7 @@ export type ResolvedOptions = Required<
     | "authToken"
     | "onEvent"
     | "dataDir"
+    | "anthropicPingMs"
   >;
 
 /**
@@ -231,7 +232,9 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     shardWaitMs: int("shardWaitMs", options.shardWaitMs ?? 10_000, 0),
     holdTimeoutMs: int("holdTimeoutMs", options.holdTimeoutMs ?? 600_000, 1),
     sessionIdleTtlS: int("sessionIdleTtlS", options.sessionIdleTtlS ?? 0, 0),
-    anthropicPingMs: int("anthropicPingMs", options.anthropicPingMs ?? DEFAULT_PING_MS, 1),
+    // Unset: the worker's default (sessions/messages-turn.ts, DEFAULT_PING_MS).
+    anthropicPingMs:
+      options.anthropicPingMs === undefined ? undefined : int("anthropicPingMs", options.anthropicPingMs, 1),
     shutdownGraceMs: int("shutdownGraceMs", options.shutdownGraceMs ?? 5_000, 0),
     startTimeoutMs: int("startTimeoutMs", options.startTimeoutMs ?? 120_000, 1),
     simLatencyMs: int("simLatencyMs", options.simLatencyMs ?? 0, 0),
