@@ -3,7 +3,7 @@
 // per step whose `choices[0]` holds only what is new — `text`, `token_ids` (with
 // `return_token_ids`; the first chunk also carries `prompt_token_ids`), and the `logprobs`
 // of the new tokens (`tokens` spelled `token_id:N` under `return_tokens_as_token_ids`,
-// `text_offset` counted from the start of the completion) — and `finish_reason` set on the
+// `text_offset` counted from the start of the completion text) — and `finish_reason` set on the
 // last one; then a usage chunk with no choices when `stream_options.include_usage` asked for
 // one (tito-server does not), and `data: [DONE]`. A failure midway is `data: {"error": {…}}`
 // (older releases: a top-level `{"object": "error", "message": …}`), still followed by
@@ -145,7 +145,7 @@ export class CompletionsStreamReader implements TokenStreamReader {
         {
           index: 0,
           text: this.#text,
-          logprobs: this.#withLogprobs ? this.#logprobs : null,
+          logprobs: this.#withLogprobs ? { ...this.#logprobs, text_offset: unstreamedOffsets(this.#logprobs) } : null,
           finish_reason: finish.reason,
           stop_reason: finish.stop,
           token_ids: this.#withIds ? this.#ids : null,
@@ -171,4 +171,26 @@ export class CompletionsStreamReader implements TokenStreamReader {
       response: [Buffer.from(JSON.stringify(reply), "utf8")],
     };
   }
+}
+
+/**
+ * `text_offset` as a `stream: false` reply has it. vLLM counts a reply's offsets from 0, each
+ * the one before plus the length of the token before (Python `len`: code points) — of the
+ * "token_id:N" spelling under return_tokens_as_token_ids — but starts each streamed chunk at
+ * the length of the text streamed so far (OpenAIServingCompletion._create_completion_logprobs
+ * and its callers, vllm/entrypoints/openai/completion/serving.py @
+ * cc139d8ea6ff4db984778a3e77e95e1d1c7f1362), so the chunks' offsets put together differ from
+ * the reply's. Rebuilt from the tokens when each is a string; else kept as they came.
+ */
+function unstreamedOffsets(logprobs: { text_offset: unknown[]; tokens: unknown[] }): unknown[] {
+  const tokens = logprobs.tokens;
+  if (tokens.length !== logprobs.text_offset.length || !tokens.every((t) => typeof t === "string"))
+    return logprobs.text_offset;
+  const offsets: number[] = [];
+  let at = 0;
+  for (const token of tokens as string[]) {
+    offsets.push(at);
+    at += [...token].length;
+  }
+  return offsets;
 }

@@ -271,6 +271,11 @@ export class AnthropicEvents {
     this.#request = request;
   }
 
+  /** `message_start` now, before any chunk (a turn still at the engine): later chunks add none. */
+  start(): Buffer {
+    return this.#start(undefined);
+  }
+
   /** The events for one parsed chunk (message_start before the first). */
   chunk(chunk: unknown): Buffer[] {
     const out: Buffer[] = [];

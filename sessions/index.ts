@@ -2,7 +2,7 @@
 // their value types, and the coded errors. Nothing here starts a server or a process.
 export { createSessionCore, errorResponse, SessionCore } from "./session-core.ts";
 export type { CoreRequest, CoreResponse, SessionCoreOptions, TurnContext } from "./session-core.ts";
-export { asAnthropicError, messagesTurn } from "./messages-turn.ts";
+export { asAnthropicError, DEFAULT_PING_MS, messagesTurn, type MessagesTurnOptions } from "./messages-turn.ts";
 export * from "./errors.ts";
 export { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 export { MemoryRecordStore, sessionBodyEnds, type RecordStore, type TurnRecord } from "./journal/records.ts";

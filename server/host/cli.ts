@@ -78,6 +78,9 @@ Options:
   --session-idle-ttl-s N       delete sessions idle longer than N seconds, journalled
                                like a DELETE; later requests get 404 "session expired"
                                (default 0: never)
+  --anthropic-ping-ms N        a streamed Anthropic Messages turn still at the engine
+                               after N ms starts its events and sends a ping every N ms
+                               until the engine answers (default 5000)
   --sim-latency-ms N           simulated generation time of the built-in engine (default 0)
   --sim-token-ms N             simulated time per generated token of the built-in engine (default 0)
   --log-level LEVEL            pino level: fatal|error|warn|info|debug|trace|silent (default info)
@@ -117,6 +120,7 @@ export const FLAGS = {
   "shard-wait-ms": { type: "string" },
   "hold-timeout-ms": { type: "string" },
   "session-idle-ttl-s": { type: "string" },
+  "anthropic-ping-ms": { type: "string" },
   "sim-latency-ms": { type: "string" },
   "sim-token-ms": { type: "string" },
   "log-level": { type: "string" },
@@ -155,6 +159,7 @@ export const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
   shardWaitMs: "--shard-wait-ms",
   holdTimeoutMs: "--hold-timeout-ms",
   sessionIdleTtlS: "--session-idle-ttl-s",
+  anthropicPingMs: "--anthropic-ping-ms",
   simLatencyMs: "--sim-latency-ms",
   simTokenMs: "--sim-token-ms",
   logLevel: "--log-level",
@@ -247,6 +252,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     shardWaitMs: num("shard-wait-ms", values["shard-wait-ms"]),
     holdTimeoutMs: num("hold-timeout-ms", values["hold-timeout-ms"]),
     sessionIdleTtlS: num("session-idle-ttl-s", values["session-idle-ttl-s"]),
+    anthropicPingMs: num("anthropic-ping-ms", values["anthropic-ping-ms"]),
     simLatencyMs: num("sim-latency-ms", values["sim-latency-ms"]),
     simTokenMs: num("sim-token-ms", values["sim-token-ms"]),
     logLevel: values["log-level"],

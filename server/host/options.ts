@@ -68,6 +68,8 @@ export interface SessionServerOptions {
   holdTimeoutMs?: number;
   /** Sessions idle longer than this many seconds are deleted (journalled like a DELETE); later requests get 404 `session expired`. 0 = never. Default 0. */
   sessionIdleTtlS?: number;
+  /** A streamed Anthropic Messages turn whose engine has not answered within this starts its events and sends a `ping` this often until it does. Default 5000. */
+  anthropicPingMs?: number;
   /** SIGTERM -> SIGKILL grace when stopping a child. Default 5000. */
   shutdownGraceMs?: number;
   /** Give up starting after this long. Default 120000. */
@@ -108,6 +110,7 @@ export type ResolvedOptions = Required<
     | "authToken"
     | "onEvent"
     | "dataDir"
+    | "anthropicPingMs"
   >
 > &
   Pick<
@@ -121,6 +124,7 @@ export type ResolvedOptions = Required<
     | "authToken"
     | "onEvent"
     | "dataDir"
+    | "anthropicPingMs"
   >;
 
 /**
@@ -155,6 +159,7 @@ const OPTION_NAMES: readonly string[] = Object.keys({
   shardWaitMs: 1,
   holdTimeoutMs: 1,
   sessionIdleTtlS: 1,
+  anthropicPingMs: 1,
   shutdownGraceMs: 1,
   startTimeoutMs: 1,
   onEvent: 1,
@@ -229,6 +234,9 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     shardWaitMs: int("shardWaitMs", options.shardWaitMs ?? 10_000, 0),
     holdTimeoutMs: int("holdTimeoutMs", options.holdTimeoutMs ?? 600_000, 1),
     sessionIdleTtlS: int("sessionIdleTtlS", options.sessionIdleTtlS ?? 0, 0),
+    // Unset: the worker's default (sessions/messages-turn.ts, DEFAULT_PING_MS).
+    anthropicPingMs:
+      options.anthropicPingMs === undefined ? undefined : int("anthropicPingMs", options.anthropicPingMs, 1),
     shutdownGraceMs: int("shutdownGraceMs", options.shutdownGraceMs ?? 5_000, 0),
     startTimeoutMs: int("startTimeoutMs", options.startTimeoutMs ?? 120_000, 1),
     simLatencyMs: int("simLatencyMs", options.simLatencyMs ?? 0, 0),

@@ -255,6 +255,7 @@ function childSpecs(
       recordsNice: opts.recordsNice,
       recordsStreamer: opts.recordsStreamer,
       sessionIdleTtlS: opts.sessionIdleTtlS,
+      anthropicPingMs: opts.anthropicPingMs,
     };
     // --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
     return {

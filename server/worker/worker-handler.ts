@@ -7,7 +7,7 @@
 // get with a handoff ticket keeps a 200 response for the client's socket (records-handoff.ts).
 import type { Handler, IncomingBody, Reply } from "../../transport/index.ts";
 import { asAnthropicError, errorResponse, messagesTurn } from "../../sessions/index.ts";
-import type { CoreRequest, CoreResponse, SessionCore } from "../../sessions/index.ts";
+import type { CoreRequest, CoreResponse, MessagesTurnOptions, SessionCore } from "../../sessions/index.ts";
 import { readShardRequest, type ListPage, type ShardReply, type ShardRequest } from "../shard-protocol.ts";
 import { ShardRequestError, TurnAbortedError } from "./errors.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
@@ -107,7 +107,12 @@ function whileOpen(body: AsyncIterable<Buffer>, caller: CancelSignal, done: () =
 }
 
 /** Without `parked`, a get's handoff ticket is ignored and the body goes back on the channel. */
-export function workerHandler(core: SessionCore, metrics: WorkerMetrics, parked?: ParkedResponses): Handler {
+export function workerHandler(
+  core: SessionCore,
+  metrics: WorkerMetrics,
+  parked?: ParkedResponses,
+  messages: MessagesTurnOptions = {},
+): Handler {
   const turns = new Set<Cancel>();
   return async (req) => {
     const read = readShardRequest(req.meta);
@@ -147,7 +152,7 @@ export function workerHandler(core: SessionCore, metrics: WorkerMetrics, parked?
           const turn = await coreRequest(request, req.body);
           const context = { weightVersion: request.weightVersion ?? null };
           return anthropic
-            ? messagesTurn(core, request.sessionId, turn, signal, context)
+            ? messagesTurn(core, request.sessionId, turn, signal, context, messages)
             : core.chat(request.sessionId, turn, signal, context);
         };
         return track(() =>

@@ -50,6 +50,8 @@ export type WorkerConfig = Omit<
   recordsNice: number;
   /** False: no streamer, the worker writes every records GET itself. */
   recordsStreamer: boolean;
+  /** `--anthropic-ping-ms`: a streamed Anthropic turn's ping interval while it waits on the engine (messages-turn.ts). */
+  anthropicPingMs?: number;
 };
 
 const runtime = startChildRuntime<WorkerConfig>();
@@ -163,7 +165,9 @@ runtime.onMessage((message, handle) => {
 });
 
 const socketPath = join(config.socketDir, `shard-${config.index}.${config.epoch}.sock`);
-const server = await listenChannels(socketPath, (channel) => channel.serve(workerHandler(core, metrics, parked)));
+const server = await listenChannels(socketPath, (channel) =>
+  channel.serve(workerHandler(core, metrics, parked, { pingMs: config.anthropicPingMs })),
+);
 runtime.onClose(async () => {
   await server.close();
   parked.close();

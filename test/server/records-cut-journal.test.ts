@@ -1,6 +1,6 @@
 // A records body that cannot be read to its end never looks complete (docs/http.md, "GET
 // /sessions/{id}"), judged by an outside client (test/helpers/records-get.ts): the writer
-// (server/raw-http-response.ts) over real journal-like files and real TCP sockets, when the
+// (server/handoff/raw-http-response.ts) over real journal-like files and real TCP sockets, when the
 // stream is stopped early by someone else, when its file is truncated under it, or when a
 // read fails (a file that cannot be read, like a disk error); and a real server whose
 // journal segment is truncated under a streaming GET, handed off and relayed.
@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer } from "../../index.ts";
-import { adoptSocket, writeRawResponse } from "../../server/raw-http-response.ts";
+import { adoptSocket, writeRawResponse } from "../../server/handoff/raw-http-response.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { RecordStream, type BodyPart } from "../../sessions/journal/record-stream.ts";
 import { recordsGet, type RecordsGet } from "../helpers/records-get.ts";
