@@ -242,8 +242,12 @@ export async function startTree(options: TreeOptions = {}): Promise<InProcessTre
               undefined,
               headers(),
             );
-      if (res.status !== (sessionId === undefined ? 200 : 201)) throw new CreateSessionError(res.status, errorText(res.text));
-      const created: CreatedSession = { sessionId: res.json.session_id, shard: Number(res.headers.get("x-tito-shard")) };
+      if (res.status !== (sessionId === undefined ? 200 : 201))
+        throw new CreateSessionError(res.status, errorText(res.text));
+      const created: CreatedSession = {
+        sessionId: res.json.session_id,
+        shard: Number(res.headers.get("x-tito-shard")),
+      };
       if (res.json.session_token !== undefined) created.sessionToken = res.json.session_token;
       return created;
     },
