@@ -121,7 +121,7 @@ async function startShard(
   engineUrl: string,
   socketDir: string,
 ): Promise<Shard> {
-  const logger = options.logLevel ? pino({ level: options.logLevel, base: { proc: `shard-${index}` } }) : undefined;
+  const logger = options.logLevel ? pino({ level: options.logLevel, base: { proc: `shard-${index}` } }, pino.destination(2)) : undefined;
   const recordStore: RecordStore =
     options.durability === "journal"
       ? await JournalRecordStore.open({ dir: join(options.dataDir!, `shard-${index}`), fsync: "never", logger })
@@ -208,7 +208,7 @@ export async function startTree(options: TreeOptions = {}): Promise<InProcessTre
     bodyLimit: options.bodyLimit ?? 64 * 1024 * 1024,
     authToken: options.authToken,
     agentProxyAllow: options.agentProxyAllow,
-    logger: options.logLevel ? pino({ level: options.logLevel, base: { proc: "router" } }) : false,
+    logger: options.logLevel ? pino({ level: options.logLevel, base: { proc: "router" } }, pino.destination(2)) : false,
   });
   await app.listen({ host: "127.0.0.1", port: 0 });
   const address = app.server.address();
