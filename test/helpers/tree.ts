@@ -66,6 +66,8 @@ export interface TreeOptions {
   sim?: Omit<SimEngineOptions, "tokenizerFolder" | "tokenizerDir">;
   engineApi?: EngineApi;
   tokenizerDir?: string;
+  /** A folder already loaded in this process (wins over tokenizerDir). */
+  tokenizerFolder?: TokenizerFolder;
   titoFamily?: TitoFamilyName;
   chatTemplateKwargs?: Record<string, unknown>;
   allowedAppendRoles?: string[];
@@ -121,7 +123,9 @@ async function startShard(
   engineUrl: string,
   socketDir: string,
 ): Promise<Shard> {
-  const logger = options.logLevel ? pino({ level: options.logLevel, base: { proc: `shard-${index}` } }, pino.destination(2)) : undefined;
+  const logger = options.logLevel
+    ? pino({ level: options.logLevel, base: { proc: `shard-${index}` } }, pino.destination(2))
+    : undefined;
   const recordStore: RecordStore =
     options.durability === "journal"
       ? await JournalRecordStore.open({ dir: join(options.dataDir!, `shard-${index}`), fsync: "never", logger })
@@ -159,7 +163,7 @@ async function startShard(
 /** Starts the tree; close it with shutdown(). */
 export async function startTree(options: TreeOptions = {}): Promise<InProcessTree> {
   const workers = options.workers ?? 2;
-  const folder = sharedFolder(options.tokenizerDir);
+  const folder = options.tokenizerFolder ?? sharedFolder(options.tokenizerDir);
   const engine = options.engineUrl
     ? undefined
     : await startSimEngine({ ...options.sim, tokenizerFolder: folder, titoFamily: options.sim?.titoFamily });
