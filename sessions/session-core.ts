@@ -29,6 +29,7 @@ import { serverKwargs, TurnKwargs } from "./template-kwargs.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 import type { Trajectory } from "./trajectory.ts";
 import type { CancelSignal } from "../buffers/cancel.ts";
+import type { Clock } from "../buffers/clock.ts";
 
 export interface CoreRequest {
   method: string;
@@ -68,6 +69,8 @@ export interface SessionCoreOptions {
   sessionIdleTtlS?: number;
   /** Called once per session idle expiry deleted (a metric). */
   onSessionExpired?: () => void;
+  /** The clock idle expiry runs on (default the system clock; tests pass a manual one). */
+  clock?: Clock;
   /** How a request's history is matched against the stored messages (docs/agents.md); default strict. */
   messageMatcher?: MessageMatcher;
   /** Fill unset sampling fields from the tokenizer folder's generation_config.json (default true; `--generation-config`). */

@@ -7,6 +7,9 @@
 //
 //   node --import tsx test/run.ts [--fast] [--jobs N] [--timeout S] [regex …]
 //
+// --timeout (or TITO_TEST_TIMEOUT_S) is each file's limit in seconds, default 600: the
+// longest files (chaos, durability, the CLI) take minutes on a loaded 2-core machine.
+//
 // --fast leaves out the files that start process trees (the CLI, startSessionServer,
 // npm): the edit loop. Regexes filter test files by path (any one must match).
 import { spawn, type ChildProcess } from "node:child_process";
@@ -26,7 +29,12 @@ interface Options {
 }
 
 function parseArgs(argv: string[]): Options {
-  const options: Options = { fast: false, jobs: availableParallelism(), timeoutMs: 300_000, filters: [] };
+  const options: Options = {
+    fast: false,
+    jobs: availableParallelism(),
+    timeoutMs: Number(process.env.TITO_TEST_TIMEOUT_S ?? 600) * 1000,
+    filters: [],
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === "--fast") options.fast = true;

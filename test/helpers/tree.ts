@@ -40,6 +40,7 @@ import { WorkerMetrics } from "../../server/worker/worker-metrics.ts";
 import { RolloutClient, type PauseOptions } from "../../server/host/rollout-client.ts";
 import { startSimEngine, type SimEngine, type SimEngineOptions } from "../../server/sim-engine/sim-engine.ts";
 import type { TreeSnapshot } from "../../actors/index.ts";
+import type { Clock } from "../../buffers/clock.ts";
 import type { CreatedSession } from "../../server/host/session-server.ts";
 import { CreateSessionError, SamplesRequestError } from "../../server/host/errors.ts";
 import { errorText } from "../../server/host/http-text.ts";
@@ -87,6 +88,8 @@ export interface TreeOptions {
   dataDir?: string;
   /** pino level of the router's and the cores' logs (stderr); default: no logs. */
   logLevel?: string;
+  /** The clock of idle expiry and the door's hold timeouts (test/helpers/manual-clock.ts); default the system's. */
+  clock?: Clock;
 }
 
 export interface InProcessTree {
@@ -152,6 +155,7 @@ async function startShard(
     recordStore,
     sessionIdleTtlS: options.sessionIdleTtlS,
     onSessionExpired: () => metrics.sessionExpired(),
+    clock: options.clock,
   });
   const metrics: WorkerMetrics = new WorkerMetrics(index, () => core.sessionCount());
   await core.recover();
@@ -204,7 +208,7 @@ export async function startTree(options: TreeOptions = {}): Promise<InProcessTre
       socketPath: join(socketDir, `shard-${index}.1.sock`),
     })),
   );
-  const door = new RolloutDoor({ holdTimeoutMs: options.holdTimeoutMs ?? 600_000 });
+  const door = new RolloutDoor({ holdTimeoutMs: options.holdTimeoutMs ?? 600_000, clock: options.clock });
   const app = buildRouterApp({
     links,
     status,
