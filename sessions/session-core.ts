@@ -69,8 +69,7 @@ export interface SessionCoreOptions {
   sessionIdleTtlS?: number;
   /** Called once per session idle expiry deleted (a metric). */
   onSessionExpired?: () => void;
-  /** The clock idle expiry runs on (default the system clock; tests pass a manual one). */
-  clock?: Clock;
+  clock?: Clock; // idle expiry's (default the system clock; tests pass a manual one)
   /** How a request's history is matched against the stored messages (docs/agents.md); default strict. */
   messageMatcher?: MessageMatcher;
   /** Fill unset sampling fields from the tokenizer folder's generation_config.json (default true; `--generation-config`). */
