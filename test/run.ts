@@ -11,7 +11,7 @@
 // longest files (chaos, durability, the CLI) take minutes on a loaded 2-core machine.
 //
 // --fast leaves out the files that start process trees (the CLI, startSessionServer,
-// npm): the edit loop. Regexes filter test files by path (any one must match).
+// npm), the long HTTP fuzz and the all-tokenizers family loop: the edit loop. Regexes filter test files by path (any one must match).
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
@@ -58,6 +58,9 @@ function testFiles(): string[] {
 /** What starts a process tree: the embedding API, the CLI, npm, the example rollout program. */
 const TREE_CALL = /\b(startSessionServer|startCli|spawnCli|runCli|npmCommand)\(|examples\/rollout\.ts/;
 const LOCAL_IMPORT = /from\s+"(\.{1,2}\/[^"]+)"/g;
+
+/** Left out of --fast though they start no tree: the long fuzz, and every npm tokenizer loaded (~300 MB each). */
+const NOT_FAST = /server\/(http-fuzz|families-http)\.test\.ts$/;
 
 /** Whether `file` or a test-local module it imports starts a process tree. */
 function startsTree(file: string, seen = new Set<string>()): boolean {
@@ -158,7 +161,7 @@ function runFile(file: string, timeoutMs: number): Promise<Outcome> {
 async function main(): Promise<number> {
   const options = parseArgs(process.argv.slice(2));
   let files = testFiles().filter((f) => options.filters.length === 0 || options.filters.some((r) => r.test(rel(f))));
-  if (options.fast) files = files.filter((f) => !startsTree(f));
+  if (options.fast) files = files.filter((f) => !startsTree(f) && !NOT_FAST.test(rel(f)));
   files.sort((a, b) => rank(rel(a)) - rank(rel(b)));
   if (files.length === 0) {
     process.stdout.write("no test files matched\n0 passed, 1 failed\n");
