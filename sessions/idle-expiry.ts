@@ -6,6 +6,7 @@
 // registry's delete), so a request that arrives after it hears "expired", never half of a
 // session. It holds ids and times; the registry and the record store hold the sessions.
 import type { Logger } from "pino";
+import { systemClock, type Clock, type ClockTimer } from "../buffers/clock.ts";
 import { SessionExpiredError, SessionNotFoundError } from "./errors.ts";
 import type { RecordStore } from "./journal/records.ts";
 import type { SessionRegistry } from "./registry.ts";
@@ -17,8 +18,12 @@ export interface IdleExpiryOptions {
   /** Called once per session expired (a metric). */
   onSessionExpired?: () => void;
   logger?: Logger;
-  now?: () => number;
+  /** Time and the sweep's timer (default the system clock; tests move a manual one on). */
+  clock?: Clock;
 }
+
+/** A few sweeps per TTL: a session goes at most a quarter TTL (30 s at most) after it is due. */
+export const sweepPeriodMs = (ttlMs: number) => Math.min(30_000, Math.max(100, Math.floor(ttlMs / 4)));
 
 interface Use {
   last: number;
@@ -30,19 +35,17 @@ export class IdleExpiry {
   readonly #ttlMs: number;
   readonly #options: IdleExpiryOptions;
   readonly #log?: Logger;
-  readonly #now: () => number;
+  readonly #clock: Clock;
   readonly #uses = new Map<string, Use>();
-  readonly #timer: NodeJS.Timeout;
+  readonly #timer: ClockTimer;
   #sweeping = false;
 
   constructor(options: IdleExpiryOptions) {
     this.#ttlMs = options.ttlMs;
     this.#options = options;
     this.#log = options.logger;
-    this.#now = options.now ?? Date.now;
-    // A few sweeps per TTL: a session goes at most a quarter TTL (30 s at most) after it is due.
-    const period = Math.min(30_000, Math.max(100, Math.floor(this.#ttlMs / 4)));
-    this.#timer = setInterval(() => void this.sweep(), period);
+    this.#clock = options.clock ?? systemClock;
+    this.#timer = this.#clock.setInterval(() => void this.sweep(), sweepPeriodMs(this.#ttlMs));
     this.#timer.unref();
   }
 
@@ -94,7 +97,11 @@ export class IdleExpiry {
   }
 
   close(): void {
-    clearInterval(this.#timer);
+    this.#clock.clear(this.#timer);
+  }
+
+  #now(): number {
+    return this.#clock.now();
   }
 
   /** Deletes one idle session like a DELETE; a rejection (a failed journal write) is retried next sweep. */

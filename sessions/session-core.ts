@@ -31,6 +31,7 @@ import { serverKwargs, TurnKwargs } from "./template-kwargs.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 import type { Trajectory } from "./trajectory.ts";
 import type { CancelSignal } from "../buffers/cancel.ts";
+import type { Clock } from "../buffers/clock.ts";
 import type { CodedError } from "../buffers/coded-error.ts";
 
 export interface CoreRequest {
@@ -71,6 +72,7 @@ export interface SessionCoreOptions {
   sessionIdleTtlS?: number;
   /** Called once per session idle expiry deleted (a metric). */
   onSessionExpired?: () => void;
+  clock?: Clock; // idle expiry's (default the system clock; tests pass a manual one)
   /** How a request's history is matched against the stored messages (docs/agents.md); default strict. */
   messageMatcher?: MessageMatcher;
   /** Fill unset sampling fields from the tokenizer folder's generation_config.json (default true; `--generation-config`). */

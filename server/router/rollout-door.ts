@@ -11,6 +11,7 @@ import { RequestAbortedError, type Channel } from "../../transport/index.ts";
 import type { RolloutEvent, RolloutState } from "../../actors/index.ts";
 import { HoldTimeoutError } from "./errors.ts";
 import type { CancelSignal } from "../../buffers/cancel.ts";
+import { systemClock, type Clock } from "../../buffers/clock.ts";
 
 export type InFlightMode = "drain" | "abort" | "keep";
 export const IN_FLIGHT_MODES: readonly InFlightMode[] = ["drain", "abort", "keep"];
@@ -42,6 +43,8 @@ export interface DoorOptions {
   /** Tells the host; resolves once the report is on its way (it survives this process then). */
   report?: (state: RolloutState, event?: RolloutEvent) => Promise<void>;
   observer?: DoorObserver;
+  /** The clock hold timeouts run on (default the system clock; tests move a manual one on). */
+  clock?: Clock;
 }
 
 type TurnState = "held" | "passed" | "sent" | "done";
@@ -54,7 +57,8 @@ export class DoorTurn {
   /** The weight version it was sent under. */
   weightVersion: string | null = null;
   heldSince = 0;
-  timer: NodeJS.Timeout | undefined;
+  /** Clears its hold timer (the door sets it while the turn is held). */
+  stopTimer: () => void = () => undefined;
   #ready: Promise<void> = Promise.resolve();
   #settle: { resolve(): void; reject(err: Error): void } | undefined;
   readonly #done: { promise: Promise<void>; resolve(): void };
@@ -83,14 +87,14 @@ export class DoorTurn {
   }
 
   pass(): void {
-    clearTimeout(this.timer);
+    this.stopTimer();
     this.state = "passed";
     this.#settle?.resolve();
     this.#settle = undefined;
   }
 
   refuse(err: Error): void {
-    clearTimeout(this.timer);
+    this.stopTimer();
     this.#settle?.reject(err);
     this.#settle = undefined;
     this.finish();
@@ -105,6 +109,7 @@ export class DoorTurn {
 export class RolloutDoor {
   readonly #holdTimeoutMs: number;
   readonly #report: DoorOptions["report"];
+  readonly #clock: Clock;
   #rollout: RolloutState;
   /** Held turns, oldest first. */
   #queue: DoorTurn[] = [];
@@ -116,6 +121,7 @@ export class RolloutDoor {
   constructor(options: DoorOptions) {
     this.#holdTimeoutMs = options.holdTimeoutMs;
     this.#report = options.report;
+    this.#clock = options.clock ?? systemClock;
     this.observer = options.observer;
     this.#rollout = options.initial
       ? { ...options.initial }
@@ -238,7 +244,8 @@ export class RolloutDoor {
   #enqueue(turns: DoorTurn[], atFront: boolean): void {
     for (const turn of turns) {
       turn.hold();
-      turn.timer = setTimeout(() => this.#timeout(turn), this.#holdTimeoutMs);
+      const timer = this.#clock.setTimeout(() => this.#timeout(turn), this.#holdTimeoutMs);
+      turn.stopTimer = () => this.#clock.clear(timer);
     }
     this.#queue = atFront ? [...turns, ...this.#queue] : [...this.#queue, ...turns];
   }

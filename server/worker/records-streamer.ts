@@ -22,6 +22,7 @@ import type { PortablePart } from "../../sessions/index.ts";
 import type { RawHeaders } from "../handoff/raw-http-response.ts";
 import { isRecordsStreamed, toWire, type StreamRecords } from "./records-streamer-protocol.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
+import { systemClock, type Clock, type ClockTimer } from "../../buffers/clock.ts";
 
 /** Streamer deaths in a row, with no response finished in between, before the worker stops using one. */
 const FAILURES_TO_GIVE_UP = 3;
@@ -36,6 +37,8 @@ export interface RecordsStreamerOptions {
   nice: number;
   logger: Logger;
   metrics: WorkerMetrics;
+  /** The clock of the restart delay (default the system clock; tests move a manual one on). */
+  clock?: Clock;
 }
 
 /** An in-flight response: settles with how it ended (false when the streamer died first). */
@@ -43,12 +46,13 @@ type Settle = (complete: boolean) => void;
 
 export class RecordsStreamer {
   readonly #options: RecordsStreamerOptions;
+  readonly #clock: Clock;
   readonly #entry: string;
   readonly #pending = new Map<number, Settle>();
   #proc: ChildProcess | undefined;
   /** The running streamer has said it is ready (child-runtime's ready message). */
   #ready = false;
-  #restartTimer: NodeJS.Timeout | undefined;
+  #restartTimer: ClockTimer | undefined;
   #starts = 0;
   #failures = 0;
   #nextId = 0;
@@ -56,6 +60,7 @@ export class RecordsStreamer {
 
   constructor(options: RecordsStreamerOptions) {
     this.#options = options;
+    this.#clock = options.clock ?? systemClock;
     // The same kind of file as this one: .ts under tsx, .js when built.
     const here = fileURLToPath(import.meta.url);
     this.#entry = here.replace(/records-streamer\.[cm]?[jt]s$/, `records-streamer-main${extname(here)}`);
@@ -107,7 +112,7 @@ export class RecordsStreamer {
   /** Stops the streamer; responses in flight end cut short. */
   async close(): Promise<void> {
     this.#closed = true;
-    clearTimeout(this.#restartTimer);
+    this.#clock.clear(this.#restartTimer);
     await stopChild(this.#proc, CLOSE_GRACE_MS);
     for (const id of [...this.#pending.keys()]) this.#settle(id, false);
   }
@@ -155,7 +160,7 @@ export class RecordsStreamer {
         fields,
         `shard-${shard}: records streamer exited (${how}); its ${cut.length} response(s) were cut short; a new one starts, and until it is ready the worker writes records itself`,
       );
-      this.#restartTimer = setTimeout(() => this.start(), RESTART_DELAY_MS);
+      this.#restartTimer = this.#clock.setTimeout(() => this.start(), RESTART_DELAY_MS);
       this.#restartTimer.unref();
     });
   }

@@ -1,6 +1,8 @@
-// Starting the real `tito-server serve` CLI as a child process in tests.
+// Starting the real `tito-server serve` CLI as a child process in tests, and running its
+// main() in the test process for what needs no process (flag parsing, help, usage errors).
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { main } from "../../server/host/cli.ts";
 
 export const BIN = fileURLToPath(new URL("../../bin/tito-server.js", import.meta.url));
 
@@ -81,4 +83,24 @@ export function runCli(
   proc.stdout!.on("data", (d) => (stdout += d));
   proc.stderr!.on("data", (d) => (stderr += d));
   return new Promise((resolve) => proc.once("exit", (code) => resolve({ code, stdout, stderr })));
+}
+
+/**
+ * The CLI's main(ARGV) in this process, its stdout and stderr captured: for arguments that
+ * end before anything starts (help, a bad flag or value, an unknown command).
+ */
+export async function runMain(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = "";
+  let stderr = "";
+  const out = process.stdout.write;
+  const err = process.stderr.write;
+  process.stdout.write = ((chunk: string | Uint8Array) => ((stdout += String(chunk)), true)) as typeof out;
+  process.stderr.write = ((chunk: string | Uint8Array) => ((stderr += String(chunk)), true)) as typeof err;
+  try {
+    const code = await main(args);
+    return { code, stdout, stderr };
+  } finally {
+    process.stdout.write = out;
+    process.stderr.write = err;
+  }
 }

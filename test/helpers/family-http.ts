@@ -1,16 +1,16 @@
 // A model family end to end over HTTP: the simulated engine on a tokenizer folder (its
 // family detected from the folder, as the engine writes replies in that family's format),
-// a tito-server with `tokenizerDir` on the same folder (its family detected too) and one
-// worker, and a multi-turn loop a client drives: a tool loop where the family can call
+// a tito-server tree in this process (test/helpers/tree.ts) with one worker on the same
+// loaded folder (its family detected too; the folder is loaded once per process), and a multi-turn loop a client drives: a tool loop where the family can call
 // tools, else user turns. `checkFamilyLoop` asserts the TITO contract turn by turn from
 // the prompts the engine received. A new case is a folder and the family it must get.
 import * as assert from "uvu/assert";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { selectFamily, type TitoFamilyName } from "../../sessions/families/index.ts";
 import { loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import type { ChatCompletion, SampleBody, SessionBody, WireMessage } from "./bodies.ts";
 import { call, chat, newSession, WEATHER_TOOL } from "./server.ts";
+import { startTree, type InProcessTree } from "./tree.ts";
 
 export interface FamilyCase {
   /** The case's name in test titles. */
@@ -28,13 +28,13 @@ export interface FamilyCase {
 export interface FamilyHarness {
   folder: TokenizerFolder;
   engine: SimEngine;
-  server: SessionServer;
+  server: InProcessTree;
   /** The `input_ids` of every chat request the engine received, in order. */
   prompts: number[][];
   close(): Promise<void>;
 }
 
-/** Starts the engine and a one-worker server on the case's folder (one worker: big tokenizers load per process). */
+/** Starts the engine and a one-worker tree on the case's folder, loaded once. */
 export async function startFamilyHarness(c: FamilyCase): Promise<FamilyHarness> {
   const dir = typeof c.dir === "string" ? c.dir : c.dir();
   const folder = c.folder?.() ?? loadTokenizerFolder(dir);
@@ -46,15 +46,9 @@ export async function startFamilyHarness(c: FamilyCase): Promise<FamilyHarness> 
       if (Array.isArray(ids)) prompts.push(ids as number[]);
     },
   });
-  let server: SessionServer;
+  let server: InProcessTree;
   try {
-    server = await startSessionServer({
-      engineUrl: engine.url,
-      tokenizerDir: dir,
-      workers: 1,
-      durability: "memory",
-      logLevel: "warn",
-    });
+    server = await startTree({ engineUrl: engine.url, tokenizerDir: dir, tokenizerFolder: folder, workers: 1 });
   } catch (err) {
     await engine.close();
     throw err;

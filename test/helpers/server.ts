@@ -1,6 +1,6 @@
 // Shared bits of the server integration tests: a gated simulated engine in the test
 // process (the stand-in for the GPU engine), small HTTP helpers, and a Qwen tool.
-import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import { startSimEngine, type SimEngine, type SimEngineOptions } from "../../server/sim-engine/sim-engine.ts";
 import type { ChatCompletion, SessionCreatedBody, WireMessage } from "./bodies.ts";
 
 export const WEATHER_TOOL = {
@@ -18,9 +18,11 @@ export interface GatedEngine extends SimEngine {
   hold(): { arrived: Promise<void>; release(): void };
 }
 
-export async function startGatedEngine(): Promise<GatedEngine> {
+/** `options`: the simulated engine's (a loaded tokenizer folder to share, say), but beforeReply. */
+export async function startGatedEngine(options: Omit<SimEngineOptions, "beforeReply"> = {}): Promise<GatedEngine> {
   let gate: { arrived: () => void; released: Promise<void> } | undefined;
   const engine = await startSimEngine({
+    ...options,
     beforeReply: async () => {
       if (!gate) return;
       gate.arrived();

@@ -1,5 +1,5 @@
 // The `openai` client replaying history the way agent harnesses do, under each
-// --message-matcher, through the real tree against a thinking simulated engine: two turns
+// --message-matcher, through the in-process tree against a thinking simulated engine: two turns
 // (a tool call, then an answer), then a third whose history is the client's rewritten
 // copy. With a tool call's `index` (what streaming clients keep) or re-serialized
 // arguments, every matcher extends the trajectory exactly; tool calls re-id'd pass loose
@@ -8,10 +8,10 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import OpenAI from "openai";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { newSession, WEATHER_TOOL } from "../helpers/server.ts";
 import { exactTrajectory } from "../helpers/turn-records.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 type Matcher = "strict" | "loose" | "role-content";
 type Message = OpenAI.Chat.ChatCompletionMessageParam;
@@ -19,14 +19,14 @@ type Assistant = OpenAI.Chat.ChatCompletionAssistantMessageParam & { reasoning_c
 type ToolCall = OpenAI.Chat.ChatCompletionMessageFunctionToolCall;
 
 let engine: SimEngine;
-const servers = new Map<Matcher, SessionServer>();
+const servers = new Map<Matcher, InProcessTree>();
 
 test.before(async () => {
-  engine = await startSimEngine({ reasoning: true });
+  engine = await startSimEngine({ tokenizerFolder: sharedFolder(), reasoning: true });
   for (const messageMatcher of ["strict", "loose", "role-content"] as const)
     servers.set(
       messageMatcher,
-      await startSessionServer({
+      await startTree({
         engineUrl: engine.url,
         engineApi: "sglang-generate",
         workers: 1,

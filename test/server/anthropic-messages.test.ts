@@ -1,5 +1,5 @@
 // The Anthropic Messages route with the official `@anthropic-ai/sdk` client, baseURL the
-// session: a tool loop, streamed and not, through the real tree against the simulated
+// session: a tool loop, streamed and not, through the in-process tree against the simulated
 // engine (a thinking Qwen3 over /generate, so thinking blocks go round too), whose second prompt extends
 // the first prompt plus its completion exactly, with the same records and samples as a
 // chat session; stop reasons; errors in Anthropic's shape; one session, one API.
@@ -7,19 +7,19 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { call, newSession } from "../helpers/server.ts";
 import { exactTrajectory } from "../helpers/turn-records.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 type Api = "sglang-chat" | "sglang-generate" | "vllm-completions";
 let engine: SimEngine;
-const servers = new Map<Api, SessionServer>();
+const servers = new Map<Api, InProcessTree>();
 
 test.before(async () => {
-  engine = await startSimEngine({ reasoning: true });
+  engine = await startSimEngine({ tokenizerFolder: sharedFolder(), reasoning: true });
   for (const api of ["sglang-chat", "sglang-generate", "vllm-completions"] as const)
-    servers.set(api, await startSessionServer({ engineUrl: engine.url, engineApi: api, workers: 1, logLevel: "warn" }));
+    servers.set(api, await startTree({ engineUrl: engine.url, engineApi: api, workers: 1, logLevel: "warn" }));
 });
 test.after(async () => {
   for (const server of servers.values()) await server.shutdown();

@@ -1,5 +1,6 @@
-// The real CLI as a child process: ready line, flags, clean shutdown, no orphans,
-// fail-fast exit, and host death taking every child with it.
+// The real CLI as a child process: ready line, clean shutdown, no orphans, fail-fast exit,
+// and host death taking every child with it; flag parsing and usage errors through its
+// main() in this process, with one real process per exit code.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,7 +8,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitGone } from "../helpers/events.ts";
-import { runCli, spawnCli, startCli, type CliRun } from "../helpers/cli.ts";
+import { runCli, runMain, spawnCli, startCli, type CliRun } from "../helpers/cli.ts";
 import { LOCK_FILE } from "../../server/host/data-dir-lock.ts";
 import type { SessionCreatedBody, SupervisionBody } from "../helpers/bodies.ts";
 import { call } from "../helpers/server.ts";
@@ -33,8 +34,8 @@ async function treePids(url: string): Promise<number[]> {
   return [tree.router.pid!, ...tree.shards.map((s) => s.pid!)];
 }
 
-test("--help and bad flags", async () => {
-  const help = await runCli(["serve", "--help"]);
+test("--help and bad flags (main() in this process; one bad flag also through a real process: exit 2)", async () => {
+  const help = await runMain(["serve", "--help"]);
   assert.is(help.code, 0);
   assert.match(help.stdout, /--max-restarts/);
   assert.match(help.stdout, /--engine URL/);
@@ -42,16 +43,21 @@ test("--help and bad flags", async () => {
     help.stdout,
     /--workers N {18}worker processes \/ shards \(default: the available CPU\n\s+cores, at most 8\)/,
   );
-  const bad = await runCli(["serve", "--workers", "zero"]);
+  const bad = await runMain(["serve", "--workers", "zero"]);
   assert.is(bad.code, 2);
   assert.match(bad.stderr, /--workers must be a number/);
-  const unknown = await runCli(["serve", "--no-such-flag"]);
+  const unknown = await runMain(["serve", "--no-such-flag"]);
   assert.is(unknown.code, 2);
-  const command = await runCli(["frobnicate"]);
+  const command = await runMain(["frobnicate"]);
   assert.is(command.code, 2);
-  const family = await runCli(["serve", "--tito-family", "qwen4"]);
+  const family = await runMain(["serve", "--tito-family", "qwen4"]);
   assert.is(family.code, 2);
   assert.match(family.stderr, /--tito-family must be one of default, qwen3, qwennext, .*llama3, gemma3, got "qwen4"/);
+  // The exit code and the streams of a real process, for the usage-error class.
+  const spawned = await runCli(["serve", "--workers", "zero"]);
+  assert.is(spawned.code, 2);
+  assert.is(spawned.stderr, bad.stderr);
+  assert.is(spawned.stdout, "");
 });
 
 test("every value is checked before anything starts, and errors name the flag", async () => {
@@ -69,7 +75,7 @@ test("every value is checked before anything starts, and errors name the flag", 
     [["--message-matcher", "lenient"], '--message-matcher must be one of strict, loose, role-content, got "lenient"'],
   ];
   for (const [args, message] of cases) {
-    const run = await runCli(["serve", "--port", "0", ...args]);
+    const run = await runMain(["serve", "--port", "0", ...args]);
     assert.is(run.code, 2, `${args.join(" ")}: ${run.stderr}`);
     assert.is(run.stderr, `tito-server: ${message}\n(see tito-server serve --help)\n`);
     assert.is(run.stdout, "");

@@ -1,32 +1,30 @@
-// Every engine API through the real tree (router + a worker process) with the `openai`
-// client, against the simulated engine speaking that API: a multi-turn tool loop in which
-// every prompt extends the previous prompt plus its completion, samples whose completions
-// and logprobs are the engine's, reasoning split out of the text, finish reasons, routing
-// replay over /generate, and a session that survives its worker's restart (journal replay
-// of a token-level record, whose request holds only ids).
+// Every engine API through the tree in this process (test/helpers/tree.ts) with the
+// `openai` client, against the simulated engine speaking that API: a multi-turn tool loop
+// in which every prompt extends the previous prompt plus its completion, samples whose
+// completions and logprobs are the engine's, reasoning split out of the text, finish
+// reasons, routing replay over /generate. A session that survives its worker's restart is
+// test/server/engine-apis-restart.test.ts (real processes).
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import OpenAI from "openai";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { createServer, type Server } from "node:http";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { qwen3 } from "../sessions/fixtures.ts";
 import type { SampleBody } from "../helpers/bodies.ts";
 import { call, newSession, WEATHER_TOOL } from "../helpers/server.ts";
-import { waitForEvent } from "../helpers/events.ts";
 import { recordIds, type RawRecord } from "../helpers/turn-records.ts";
-import type { SupervisionEvent } from "../../actors/index.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 type Api = "sglang-chat" | "sglang-generate" | "vllm-completions";
 const APIS: Api[] = ["sglang-chat", "sglang-generate", "vllm-completions"];
 
 let engine: SimEngine;
 let thinking: SimEngine;
-const servers: SessionServer[] = [];
+const servers: InProcessTree[] = [];
 
 test.before(async () => {
-  engine = await startSimEngine({});
-  thinking = await startSimEngine({ reasoning: true });
+  engine = await startSimEngine({ tokenizerFolder: sharedFolder() });
+  thinking = await startSimEngine({ tokenizerFolder: sharedFolder(), reasoning: true });
 });
 test.after(async () => {
   for (const s of servers) await s.shutdown();
@@ -34,8 +32,8 @@ test.after(async () => {
   await thinking?.close();
 });
 
-async function serve(api: Api, engineUrl: string, extra: Record<string, unknown> = {}): Promise<SessionServer> {
-  const server = await startSessionServer({ engineUrl, engineApi: api, workers: 1, logLevel: "warn", ...extra });
+async function serve(api: Api, engineUrl: string, extra: Record<string, unknown> = {}): Promise<InProcessTree> {
+  const server = await startTree({ engineUrl, engineApi: api, workers: 1, ...extra });
   servers.push(server);
   return server;
 }
@@ -180,30 +178,5 @@ for (const api of ["sglang-generate", "vllm-completions"] as const) {
     }
   });
 }
-
-test("vllm-completions: a session survives its worker's restart (journal replay of an ids-only record)", async () => {
-  const server = await serve("vllm-completions", engine.url, { allowedAppendRoles: ["tool", "user"] });
-  const id = await newSession(server.url);
-  const client = new OpenAI({ baseURL: `${server.url}/sessions/${id}/v1`, apiKey: "unused" });
-  const messages: OpenAI.Chat.ChatCompletionMessageParam[] = [{ role: "user", content: "Hello" }];
-  const first = await client.chat.completions.create({ model: "m", messages });
-  const before = await call<{ metadata: { accumulated_token_ids: number[] } }>(server.url, "GET", `/sessions/${id}`);
-  const events: SupervisionEvent[] = [];
-  server.on("event", (e) => events.push(e));
-  process.kill(server.tree().shards[0]!.pid!, "SIGKILL");
-  await waitForEvent(
-    server,
-    () => events,
-    (e) => e.actor === "shard-0" && e.kind === "restarted",
-  );
-  const after = await call<{ metadata: { accumulated_token_ids: number[] } }>(server.url, "GET", `/sessions/${id}`);
-  assert.is(after.status, 200, after.text);
-  assert.equal(after.json.metadata.accumulated_token_ids, before.json.metadata.accumulated_token_ids);
-  messages.push(first.choices[0]!.message, { role: "user", content: "And again?" });
-  const next = await client.chat.completions.create({ model: "m", messages });
-  assert.ok(next.choices[0]!.message.content);
-  const records = await call<{ records: RawRecord[] }>(server.url, "GET", `/sessions/${id}`);
-  assert.is(records.json.records.length, 2, "the turn after the restart extended the replayed session");
-});
 
 test.run();

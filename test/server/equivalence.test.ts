@@ -2,16 +2,16 @@
 // indistinguishable from N=1 — same statuses, same bodies, ids and timestamps aside.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import type { ChatCompletion, SessionCreatedBody, WireMessage } from "../helpers/bodies.ts";
 import { call, WEATHER_TOOL } from "../helpers/server.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 let engine: SimEngine;
-const servers: SessionServer[] = [];
+const servers: InProcessTree[] = [];
 
 test.before(async () => {
-  engine = await startSimEngine();
+  engine = await startSimEngine({ tokenizerFolder: sharedFolder() });
 });
 test.after(async () => {
   await Promise.all(servers.map((s) => s.shutdown()));
@@ -86,11 +86,11 @@ async function script(base: string): Promise<Step[]> {
 }
 
 test("N=1 and N=4 give the same statuses and bodies", async () => {
-  const one = await startSessionServer({ engineUrl: engine.url, workers: 1, logLevel: "warn" });
+  const one = await startTree({ engineUrl: engine.url, workers: 1, logLevel: "warn" });
   servers.push(one);
   const a = await script(one.url);
   await one.shutdown();
-  const four = await startSessionServer({ engineUrl: engine.url, workers: 4, logLevel: "warn" });
+  const four = await startTree({ engineUrl: engine.url, workers: 4, logLevel: "warn" });
   servers.push(four);
   const b = await script(four.url);
   assert.is(a.length, b.length);

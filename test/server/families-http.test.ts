@@ -1,8 +1,9 @@
 // Each npm tokenizer end to end: the simulated engine writing in the detected family's
-// format, a one-worker tito-server on the same folder, and a multi-turn loop (a tool loop
-// where the family calls tools) checked turn by turn from the ids the engine received
-// (test/helpers/family-http.ts). Gemma 3's tokenizer takes ~2.5 s and ~300 MB per process,
-// hence one worker per server. A new case is a folder and the family it must be detected as.
+// format, a one-worker tito-server tree in this process on the same folder, and a
+// multi-turn loop (a tool loop where the family calls tools) checked turn by turn from the
+// ids the engine received (test/helpers/family-http.ts). Each folder is loaded once, for
+// the engine and the worker both (Gemma 3's takes ~2.5 s and ~300 MB). A new case is a
+// folder and the family it must be detected as.
 import { test } from "uvu";
 import { bundledQwen3Dir } from "../../sessions/tokenizer-folder.ts";
 import { deepseekFolder } from "../helpers/deepseek-folder.ts";

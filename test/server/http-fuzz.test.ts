@@ -1,4 +1,4 @@
-// Fuzzing the HTTP front door (fast-check), through the real router and workers: random
+// Fuzzing the HTTP front door (fast-check), through the router and workers of the in-process tree: random
 // JSON shapes for chat bodies (messages, tools, kwargs), random bodies, queries and
 // headers on every route of docs/http.md, the admin routes included. Never a 5xx; an
 // error is a 4xx (HEAD aside) with a JSON `{"error": "…"}`; the session under fire is
@@ -10,21 +10,21 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import fc from "fast-check";
 import { request } from "undici";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { WEATHER_TOOL } from "../helpers/server.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 const RUNS = { routes: 400, twoTurnChat: 200, firstTurn: 120 };
 const TOKEN = "fuzz-admin-token";
 const BODY_LIMIT = 64 * 1024;
 let engine: SimEngine;
-let server: SessionServer;
+let server: InProcessTree;
 let S = ""; // two committed turns
 let baseline = "";
 
 test.before(async () => {
-  engine = await startSimEngine();
-  server = await startSessionServer({
+  engine = await startSimEngine({ tokenizerFolder: sharedFolder() });
+  server = await startTree({
     engineUrl: engine.url,
     workers: 2,
     allowedAppendRoles: ["tool", "user"],

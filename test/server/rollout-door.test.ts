@@ -3,7 +3,8 @@
 // passed but was not sent goes back to the front, a client that leaves takes its turn out,
 // a drain waits for the sent turns, every change is reported, a restarted door starts from
 // its state; the admin routes validate their bodies, answer a held chat with a retryable
-// 503 after --hold-timeout-ms, and take only the admin token.
+// 503 after --hold-timeout-ms (on a manual clock: test/helpers/manual-clock.ts), and take
+// only the admin token.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { RolloutEvent, RolloutState } from "../../actors/index.ts";
@@ -14,6 +15,7 @@ import { RolloutDoor, type DoorTurn } from "../../server/router/rollout-door.ts"
 import { ShardLinks } from "../../server/router/shard-links.ts";
 import { parseServeArgs } from "../../server/host/cli.ts";
 import { resolveOptions } from "../../server/host/options.ts";
+import { ManualClock } from "../helpers/manual-clock.ts";
 
 const reports: Array<[RolloutState, RolloutEvent | undefined]> = [];
 const door = (holdTimeoutMs = 60_000, initial?: RolloutState) =>
@@ -87,8 +89,9 @@ test("abort hands the sent turns' channels to the caller once; keep answers at o
   assert.equal((await d.pause("keep", noAbort)).kept, 1);
 });
 
-test("a held turn leaves when its client goes away or its hold times out", async () => {
-  const d = door(30);
+test("a held turn leaves when its client goes away or its hold times out (on the door's clock)", async () => {
+  const clock = new ManualClock();
+  const d = new RolloutDoor({ holdTimeoutMs: 600_000, clock });
   await d.pause("keep", noAbort);
   const client = new AbortController();
   const gone = d.enter(0, client.signal);
@@ -96,15 +99,21 @@ test("a held turn leaves when its client goes away or its hold times out", async
   const goneErr = gone.ready().catch((err: Error) => err);
   client.abort();
   assert.match(String(await goneErr), /client went away/);
-  const timeoutErr = (await timesOut.ready().catch((err: Error) => err)) as Error & { status: number };
+  let timeoutErr: (Error & { status: number }) | undefined;
+  void timesOut.ready().catch((err: Error & { status: number }) => (timeoutErr = err));
+  await clock.advance(599_999);
+  assert.is(timeoutErr, undefined, "still held 1 ms before the hold timeout");
+  assert.is(d.status().held, 1);
+  await clock.advance(1);
   assert.equal(
-    [timeoutErr.status, timeoutErr.message],
+    [timeoutErr?.status, timeoutErr?.message],
     [
       503,
-      "turn held at the door for 30 ms while the server is paused for a weight update (--hold-timeout-ms); retry it after resume",
+      "turn held at the door for 600000 ms while the server is paused for a weight update (--hold-timeout-ms); retry it after resume",
     ],
   );
   assert.is(d.status().held, 0);
+  assert.is(clock.pending, 0, "no hold timer left behind");
 });
 
 test("every change is reported before it is answered; a door started from a report resumes it", async () => {
@@ -134,14 +143,14 @@ test("every change is reported before it is answered; a door started from a repo
   restarted.finish(held);
 });
 
-function app(options: { authToken?: string; holdTimeoutMs?: number } = {}) {
+function app(options: { authToken?: string; holdTimeoutMs?: number; clock?: ManualClock } = {}) {
   return buildRouterApp({
     links: new ShardLinks(1, 0),
     status: { instanceId: "0".repeat(32), tree: null, events: [] },
     bodyLimit: 1024,
     logger: false,
     authToken: options.authToken,
-    door: new RolloutDoor({ holdTimeoutMs: options.holdTimeoutMs ?? 60_000 }),
+    door: new RolloutDoor({ holdTimeoutMs: options.holdTimeoutMs ?? 60_000, clock: options.clock }),
   });
 }
 
@@ -170,14 +179,18 @@ test("admin routes validate their bodies", async () => {
 });
 
 test("a chat held past --hold-timeout-ms gets 503 with Retry-After; the door stays paused", async () => {
-  const a = app({ holdTimeoutMs: 50 });
+  const clock = new ManualClock();
+  const a = app({ holdTimeoutMs: 600_000, clock });
   await a.inject({ method: "POST", url: "/admin/pause", payload: '{"in_flight":"keep"}' });
-  const res = await a.inject({ method: "POST", url: "/sessions/s1/v1/chat/completions", payload: "{}" });
+  const held = a.inject({ method: "POST", url: "/sessions/s1/v1/chat/completions", payload: "{}" });
+  const rollout = async () => (await a.inject({ method: "GET", url: "/admin/rollout" })).json();
+  while ((await rollout()).held === 0) await new Promise((resolve) => setImmediate(resolve));
+  await clock.advance(600_000);
+  const res = await held;
   assert.is(res.statusCode, 503);
   assert.is(res.headers["retry-after"], "1");
-  assert.match(res.json().error, /^turn held at the door for 50 ms/);
-  const status = await a.inject({ method: "GET", url: "/admin/rollout" });
-  assert.equal(status.json(), { state: "paused", weight_version: null, held: 0, in_flight: 0 });
+  assert.match(res.json().error, /^turn held at the door for 600000 ms/);
+  assert.equal(await rollout(), { state: "paused", weight_version: null, held: 0, in_flight: 0 });
   await a.close();
 });
 

@@ -1,19 +1,18 @@
-// Every route of docs/http.md through the real tree: router + 2 workers as child
-// processes, the simulated engine as the stand-in for the GPU engine.
+// Every route of docs/http.md through the tree in this process (test/helpers/tree.ts: the
+// router app, 2 workers over Unix sockets, the simulated engine as the stand-in for the GPU
+// engine). /supervision and the workers' memory metrics need real processes: they are in
+// test/server/supervision.test.ts.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import OpenAI from "openai";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { shardOf } from "../../server/shard-protocol.ts";
 import type {
   ErrorBody,
-  EventsBody,
   HealthBody,
   MetaInfo,
   ModelsBody,
   SessionBody,
   SessionCreatedBody,
-  SupervisionBody,
   WireMessage,
 } from "../helpers/bodies.ts";
 import {
@@ -25,21 +24,17 @@ import {
   WEATHER_TOOL,
   type GatedEngine,
 } from "../helpers/server.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 let engine: GatedEngine;
-let server: SessionServer;
+let server: InProcessTree;
 let base: string;
 const WORKERS = 2;
 const BODY_LIMIT = 1024 * 1024;
 
 test.before(async () => {
-  engine = await startGatedEngine();
-  server = await startSessionServer({
-    engineUrl: engine.url,
-    workers: WORKERS,
-    bodyLimit: BODY_LIMIT,
-    logLevel: "warn",
-  });
+  engine = await startGatedEngine({ tokenizerFolder: sharedFolder() });
+  server = await startTree({ engineUrl: engine.url, workers: WORKERS, bodyLimit: BODY_LIMIT });
   base = server.url;
 });
 
@@ -186,27 +181,6 @@ test("bodies above the limit are 413; unknown routes are 404 JSON", async () => 
   assert.match(nowhere.json.error, /route not found/);
 });
 
-test("GET /supervision and /supervision/events describe the tree", async () => {
-  const tree = await call<SupervisionBody>(base, "GET", "/supervision");
-  assert.is(tree.status, 200);
-  assert.is(tree.json.state, "running");
-  assert.is(tree.json.host_pid, process.pid);
-  assert.is(tree.json.failure, null);
-  assert.is(tree.json.shards.length, WORKERS);
-  assert.ok(tree.json.router.pid! > 0);
-  for (const shard of tree.json.shards) assert.is(shard.state, "running");
-  const events = await call<EventsBody>(base, "GET", "/supervision/events?since=0");
-  const kinds = events.json.events.map((e) => `${e.actor}:${e.kind}`);
-  for (const actor of ["router", "shard-0", "shard-1"]) {
-    assert.ok(kinds.includes(`${actor}:spawned`) && kinds.includes(`${actor}:ready`), kinds.join(" "));
-  }
-  const last = events.json.events.at(-1)!.seq;
-  const none = await call<EventsBody>(base, "GET", `/supervision/events?since=${last}`);
-  assert.equal(none.json.events, []);
-  const bad = await call(base, "GET", "/supervision/events?since=abc");
-  assert.is(bad.status, 400);
-});
-
 test("16 sessions x 3 turns concurrently, spread over shards, every op on the owner", async () => {
   const shardsSeen = new Set<string>();
   await Promise.all(
@@ -255,33 +229,6 @@ function sample(text: string, name: string, labels: Record<string, string>): num
   }
   return 0;
 }
-
-test("GET /metrics: every worker's memory; with ?gc=1 read after a full GC, so a deleted session's memory is gone", async () => {
-  const MEMORY = [
-    "process_resident_memory_bytes",
-    "nodejs_heap_size_used_bytes",
-    "nodejs_heap_size_total_bytes",
-    "nodejs_external_memory_bytes",
-  ];
-  const plain = (await call(base, "GET", "/metrics")).text;
-  for (let shard = 0; shard < WORKERS; shard++)
-    for (const name of MEMORY)
-      assert.ok(sample(plain, name, { shard: String(shard) }) > 0, `${name} of shard ${shard}`);
-  // A session holding ~600 KB of text and ~100k token ids on its worker, then deleted.
-  const id = await newSession(base);
-  const shard = { shard: String(shardOf(id, WORKERS)) };
-  const turn = await chat(base, id, [{ role: "user", content: "hello ".repeat(100_000) }]);
-  assert.is(turn.res.status, 200);
-  const live = (text: string) =>
-    sample(text, "nodejs_heap_size_used_bytes", shard) + sample(text, "nodejs_external_memory_bytes", shard);
-  const held = (await call(base, "GET", "/metrics?gc=1")).text;
-  assert.ok(sample(held, "nodejs_heap_size_used_bytes", shard) <= sample(held, "nodejs_heap_size_total_bytes", shard));
-  assert.ok(sample(held, "process_resident_memory_bytes", shard) > sample(held, "nodejs_heap_size_used_bytes", shard));
-  assert.is((await call(base, "DELETE", `/sessions/${id}`)).status, 204);
-  const gone = (await call(base, "GET", "/metrics?gc=1")).text;
-  // Without the forced GC the deleted session's strings and ids would still be counted.
-  assert.ok(live(held) - live(gone) > 500_000, `heap + external went from ${live(held)} to ${live(gone)}`);
-});
 
 test("GET /metrics: Prometheus text whose counters move with traffic", async () => {
   const before = await call(base, "GET", "/metrics");

@@ -1,4 +1,4 @@
-// `stream: true` when things go wrong, through the real tree on every engine API: events
+// `stream: true` when things go wrong, through the in-process tree on every engine API: events
 // reach the client while the engine is still generating (held at a token until the client
 // has seen one); a client that leaves mid-stream stops the engine request and nothing is
 // committed, and the same turn then goes through; an engine that fails mid-stream ends the
@@ -7,10 +7,10 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import OpenAI from "openai";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine, type SimRoute } from "../../server/sim-engine/sim-engine.ts";
 import { qwen3 } from "../sessions/fixtures.ts";
 import { call, newSession } from "../helpers/server.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 type Api = "sglang-chat" | "sglang-generate" | "vllm-completions";
 const APIS: Api[] = ["sglang-chat", "sglang-generate", "vllm-completions"];
@@ -34,20 +34,18 @@ let onChunk: ((route: SimRoute, index: number) => void | Promise<void>) | undefi
 let onClosed: ((route: SimRoute, whole: boolean) => void) | undefined;
 let beforeReply: (() => void | Promise<void>) | undefined;
 let engine: SimEngine;
-const servers = new Map<Api, SessionServer>();
+const servers = new Map<Api, InProcessTree>();
 
 test.before(async () => {
   engine = await startSimEngine({
+    tokenizerFolder: sharedFolder(),
     reasoning: true,
     onStreamChunk: (route, index) => onChunk?.(route, index),
     onReplyClosed: (route, whole) => onClosed?.(route, whole),
     beforeReply: () => beforeReply?.(),
   });
   for (const api of APIS)
-    servers.set(
-      api,
-      await startSessionServer({ engineUrl: engine.url, engineApi: api, workers: 1, logLevel: "silent" }),
-    );
+    servers.set(api, await startTree({ engineUrl: engine.url, engineApi: api, workers: 1, logLevel: "silent" }));
 });
 test.after(async () => {
   for (const s of servers.values()) await s.shutdown();
@@ -73,7 +71,7 @@ const within = <T>(p: Promise<T>, what: string) =>
 const chatBody = (extra: Record<string, unknown> = {}) =>
   JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "Weather in Paris?" }], ...extra });
 
-async function post(server: SessionServer, id: string, body: string, abort?: AbortSignal) {
+async function post(server: InProcessTree, id: string, body: string, abort?: AbortSignal) {
   return fetch(`${server.url}/sessions/${id}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -99,7 +97,7 @@ async function readEvents(res: Response, onEvent: (data: string) => void | boole
   }
 }
 
-const recordCount = async (server: SessionServer, id: string) =>
+const recordCount = async (server: InProcessTree, id: string) =>
   (await call<{ records: unknown[] }>(server.url, "GET", `/sessions/${id}`)).json.records.length;
 
 for (const api of APIS.filter((a) => a !== "sglang-chat")) {

@@ -1,29 +1,30 @@
-// A streamed turn in the RL loop, with real processes: it is in flight until its stream is
+// A streamed turn in the RL loop, on the in-process tree: it is in flight until its stream is
 // over, not just until it began. A session whose turn is still streaming (the engine held
 // mid-stream past --session-idle-ttl-s 1) is not expired under it; a pause that drains
 // waits for the stream's [DONE]; a pause that aborts ends the stream with the retryable
 // turn-aborted error event (Anthropic's error event on /v1/messages), and nothing is committed.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { rolloutUntil, tracked } from "../helpers/rollout.ts";
 import { call, untilSessionGone } from "../helpers/server.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 let engine: SimEngine;
-let server: SessionServer;
+let server: InProcessTree;
 let hold: Promise<void> | undefined;
 let reached: () => void = () => {};
 
 test.before(async () => {
   engine = await startSimEngine({
+    tokenizerFolder: sharedFolder(),
     onStreamChunk: (_route, index) => {
       if (index !== 3 || !hold) return;
       reached();
       return hold;
     },
   });
-  server = await startSessionServer({
+  server = await startTree({
     engineUrl: engine.url,
     engineApi: "sglang-generate",
     workers: 1,

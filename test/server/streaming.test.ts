@@ -1,4 +1,4 @@
-// `stream: true` through the real tree (router + a worker process) on every engine API,
+// `stream: true` through the tree in this process (test/helpers/tree.ts) on every engine API,
 // against the simulated engine streaming in that API's wire format: the `openai` client
 // streaming a tool loop (`for await`, and the `.stream()` helper), the raw event stream
 // parsed by the SSE grammar, a streamed session whose trajectory, samples and messages
@@ -8,10 +8,10 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import OpenAI from "openai";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import type { SampleBody } from "../helpers/bodies.ts";
 import { call, newSession, WEATHER_TOOL } from "../helpers/server.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 type Api = "sglang-chat" | "sglang-generate" | "vllm-completions";
 const APIS: Api[] = ["sglang-chat", "sglang-generate", "vllm-completions"];
@@ -19,27 +19,27 @@ type Message = OpenAI.Chat.ChatCompletionMessageParam & { reasoning_content?: st
 type Chunk = OpenAI.Chat.ChatCompletionChunk;
 
 let thinking: SimEngine; // completions that open with a <think> block
-const servers = new Map<string, SessionServer>();
+const servers = new Map<string, InProcessTree>();
 
 test.before(async () => {
-  thinking = await startSimEngine({ reasoning: true });
+  thinking = await startSimEngine({ tokenizerFolder: sharedFolder(), reasoning: true });
 });
 test.after(async () => {
   for (const s of servers.values()) await s.shutdown();
   await thinking?.close();
 });
 
-async function serve(api: Api, engine: SimEngine): Promise<SessionServer> {
+async function serve(api: Api, engine: SimEngine): Promise<InProcessTree> {
   const key = `${api} ${engine.url}`;
   let server = servers.get(key);
   if (!server) {
-    server = await startSessionServer({ engineUrl: engine.url, engineApi: api, workers: 1, logLevel: "silent" });
+    server = await startTree({ engineUrl: engine.url, engineApi: api, workers: 1, logLevel: "silent" });
     servers.set(key, server);
   }
   return server;
 }
 
-const clientFor = (server: SessionServer, id: string) =>
+const clientFor = (server: InProcessTree, id: string) =>
   new OpenAI({ baseURL: `${server.url}/sessions/${id}/v1`, apiKey: "unused", maxRetries: 0 });
 
 /** The assistant message a client puts together from a stream's chunks (content, reasoning, tool calls). */
@@ -89,7 +89,7 @@ interface Got {
   records: Array<{ request: Record<string, unknown>; response: Record<string, unknown> }>;
   metadata: { accumulated_token_ids: number[] };
 }
-const records = async (server: SessionServer, id: string) =>
+const records = async (server: InProcessTree, id: string) =>
   (await call<Got>(server.url, "GET", `/sessions/${id}`)).json;
 
 for (const api of APIS) {

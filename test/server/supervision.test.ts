@@ -1,12 +1,12 @@
-// Supervision of the real tree: kill -9 of a worker (with a chat in flight) and of the
-// router, requests during a restart, and lost sessions reported as such. Events are
-// awaited, never slept on.
+// Supervision of the real tree: /supervision and the workers' memory metrics (real
+// processes), kill -9 of a worker (with a chat in flight) and of the router, requests
+// during a restart, and lost sessions reported as such. Events are awaited, never slept on.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer, type SupervisionEvent } from "../../index.ts";
 import { shardOf } from "../../server/shard-protocol.ts";
 import { waitForEvent } from "../helpers/events.ts";
-import type { ErrorBody, SupervisionBody } from "../helpers/bodies.ts";
+import type { ErrorBody, EventsBody, SupervisionBody } from "../helpers/bodies.ts";
 import { call, chat, newSession, startGatedEngine, type GatedEngine } from "../helpers/server.ts";
 
 let engine: GatedEngine;
@@ -55,6 +55,64 @@ async function sessionOnShard(shard: number): Promise<string> {
   }
   throw new Error(`no session landed on shard ${shard}`);
 }
+
+/** The value of one sample line of Prometheus text, 0 when absent. */
+function sample(text: string, name: string, labels: Record<string, string>): number {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name + "{") && !line.startsWith(name + " ")) continue;
+    const inner = /\{(.*)\}/.exec(line)?.[1] ?? "";
+    if (Object.entries(labels).every(([k, v]) => inner.includes(`${k}="${v}"`))) return Number(line.split(" ").at(-1));
+  }
+  return 0;
+}
+
+test("GET /supervision and /supervision/events describe the tree", async () => {
+  const tree = await call<SupervisionBody>(base, "GET", "/supervision");
+  assert.is(tree.status, 200);
+  assert.is(tree.json.state, "running");
+  assert.is(tree.json.host_pid, process.pid);
+  assert.is(tree.json.failure, null);
+  assert.is(tree.json.shards.length, WORKERS);
+  assert.ok(tree.json.router.pid! > 0);
+  for (const shard of tree.json.shards) assert.is(shard.state, "running");
+  const events = await call<EventsBody>(base, "GET", "/supervision/events?since=0");
+  const kinds = events.json.events.map((e) => `${e.actor}:${e.kind}`);
+  for (const actor of ["router", "shard-0", "shard-1"]) {
+    assert.ok(kinds.includes(`${actor}:spawned`) && kinds.includes(`${actor}:ready`), kinds.join(" "));
+  }
+  const last = events.json.events.at(-1)!.seq;
+  const none = await call<EventsBody>(base, "GET", `/supervision/events?since=${last}`);
+  assert.equal(none.json.events, []);
+  const bad = await call(base, "GET", "/supervision/events?since=abc");
+  assert.is(bad.status, 400);
+});
+
+test("GET /metrics: every worker's memory; with ?gc=1 read after a full GC, so a deleted session's memory is gone", async () => {
+  const MEMORY = [
+    "process_resident_memory_bytes",
+    "nodejs_heap_size_used_bytes",
+    "nodejs_heap_size_total_bytes",
+    "nodejs_external_memory_bytes",
+  ];
+  const plain = (await call(base, "GET", "/metrics")).text;
+  for (let shard = 0; shard < WORKERS; shard++)
+    for (const name of MEMORY)
+      assert.ok(sample(plain, name, { shard: String(shard) }) > 0, `${name} of shard ${shard}`);
+  // A session holding ~600 KB of text and ~100k token ids on its worker, then deleted.
+  const id = await newSession(base);
+  const shard = { shard: String(shardOf(id, WORKERS)) };
+  const turn = await chat(base, id, [{ role: "user", content: "hello ".repeat(100_000) }]);
+  assert.is(turn.res.status, 200);
+  const live = (text: string) =>
+    sample(text, "nodejs_heap_size_used_bytes", shard) + sample(text, "nodejs_external_memory_bytes", shard);
+  const held = (await call(base, "GET", "/metrics?gc=1")).text;
+  assert.ok(sample(held, "nodejs_heap_size_used_bytes", shard) <= sample(held, "nodejs_heap_size_total_bytes", shard));
+  assert.ok(sample(held, "process_resident_memory_bytes", shard) > sample(held, "nodejs_heap_size_used_bytes", shard));
+  assert.is((await call(base, "DELETE", `/sessions/${id}`)).status, 204);
+  const gone = (await call(base, "GET", "/metrics?gc=1")).text;
+  // Without the forced GC the deleted session's strings and ids would still be counted.
+  assert.ok(live(held) - live(gone) > 500_000, `heap + external went from ${live(held)} to ${live(gone)}`);
+});
 
 test("kill -9 of a worker with a chat in flight: 503 at once, then a clean restart", async () => {
   const stop = collect();

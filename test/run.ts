@@ -1,0 +1,213 @@
+// The test runner behind `npm test` and `npm run test:fast`: every test file in its own
+// process (uvu run per file, as Fastify runs its suites), as many at once as the machine
+// has cores. A file is its own world: a timer one leaks cannot hold the others, a crash
+// fails only that file, and both cores work. Each file gets a time limit; a file that
+// crashes, hangs, or does not exit after its summary is a failure that names the file.
+// The last line is `N passed, N failed`, and the exit code is 1 on any failure.
+//
+//   node --import tsx test/run.ts [--fast] [--jobs N] [--timeout S] [regex …]
+//
+// --timeout (or TITO_TEST_TIMEOUT_S) is each file's limit in seconds, default 600: the
+// longest files (chaos, durability, the CLI) take minutes on a loaded 2-core machine.
+//
+// --fast leaves out the files that start process trees (the CLI, startSessionServer,
+// npm), the long HTTP fuzz and the all-tokenizers family loop: the edit loop. Regexes filter test files by path (any one must match).
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const testDir = join(root, "test");
+
+interface Options {
+  fast: boolean;
+  jobs: number;
+  timeoutMs: number;
+  filters: RegExp[];
+}
+
+function parseArgs(argv: string[]): Options {
+  const options: Options = {
+    fast: false,
+    jobs: availableParallelism(),
+    timeoutMs: Number(process.env.TITO_TEST_TIMEOUT_S ?? 600) * 1000,
+    filters: [],
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === "--fast") options.fast = true;
+    else if (arg === "--jobs") options.jobs = Math.max(1, Number(argv[++i]));
+    else if (arg === "--timeout") options.timeoutMs = Number(argv[++i]) * 1000;
+    else options.filters.push(new RegExp(arg));
+  }
+  if (!Number.isFinite(options.jobs) || !Number.isFinite(options.timeoutMs)) throw new Error("bad --jobs or --timeout");
+  return options;
+}
+
+const rel = (path: string) => relative(root, path).split(sep).join("/");
+
+function testFiles(): string[] {
+  return readdirSync(testDir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith(".test.ts"))
+    .map((e) => join(e.parentPath, e.name))
+    .sort();
+}
+
+/** What starts a process tree: the embedding API, the CLI, npm, the example rollout program. */
+const TREE_CALL = /\b(startSessionServer|startCli|spawnCli|runCli|npmCommand)\(|examples\/rollout\.ts/;
+const LOCAL_IMPORT = /from\s+"(\.{1,2}\/[^"]+)"/g;
+
+/** Left out of --fast though they start no tree: the long fuzz, and every npm tokenizer loaded (~300 MB each). */
+const NOT_FAST = /server\/(http-fuzz|families-http)\.test\.ts$/;
+
+/** Whether `file` or a test-local module it imports starts a process tree. */
+function startsTree(file: string, seen = new Set<string>()): boolean {
+  if (seen.has(file)) return false;
+  seen.add(file);
+  if (file === join(root, "index.ts")) return true;
+  // Test text may hold made-up import lines (the architecture test's): follow real files only.
+  if (!file.startsWith(testDir + sep) || !existsSync(file)) return false;
+  const text = readFileSync(file, "utf8");
+  if (TREE_CALL.test(text)) return true;
+  for (const [, spec] of text.matchAll(LOCAL_IMPORT)) {
+    if (startsTree(resolve(dirname(file), spec!), seen)) return true;
+  }
+  return false;
+}
+
+/** Files that take longest go first, so the run does not end on one long file alone. */
+const SLOW_FIRST = [
+  /server\/(chaos|http-fuzz|durability|cli|records-|reshard|supervision|rollout|streaming)/,
+  /server\//,
+];
+const rank = (file: string) => {
+  const i = SLOW_FIRST.findIndex((r) => r.test(file));
+  return i < 0 ? SLOW_FIRST.length : i;
+};
+
+interface Outcome {
+  file: string;
+  passed: number;
+  failed: number;
+  skipped: number;
+  ms: number;
+  /** Why the file failed as a whole (crash, hang, no summary), if it did. */
+  problem?: string;
+  output: string;
+}
+
+const SUMMARY = /Total:\s+(\d+)\s+Passed:\s+(\d+)\s+Skipped:\s+(\d+)/;
+/** ANSI colour codes, should a child force colours (built from a string: no control character in a regex literal). */
+const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
+/** How long a file may take to exit after it printed its summary (its after-hooks are done by then). */
+const EXIT_GRACE_MS = 10_000;
+
+const running = new Set<ChildProcess>();
+
+function runFile(file: string, timeoutMs: number): Promise<Outcome> {
+  const started = Date.now();
+  const child = spawn(process.execPath, ["--import", "tsx", file], {
+    cwd: root,
+    // Its own process group, so a timeout also ends the processes the file started.
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, NODE_DISABLE_COLORS: "1" },
+  });
+  running.add(child);
+  let output = "";
+  let problem: string | undefined;
+  let grace: NodeJS.Timeout | undefined;
+  const kill = (why: string) => {
+    problem ??= why;
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  };
+  const limit = setTimeout(() => kill(`timed out after ${timeoutMs / 1000} s`), timeoutMs);
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString();
+    if (!grace && SUMMARY.test(output.replace(ANSI, ""))) {
+      grace = setTimeout(
+        () => kill(`did not exit ${EXIT_GRACE_MS / 1000} s after its summary (a leaked timer or handle)`),
+        EXIT_GRACE_MS,
+      );
+    }
+  };
+  child.stdout!.on("data", onData);
+  child.stderr!.on("data", onData);
+  return new Promise((resolveOutcome) => {
+    child.once("close", (code, signal) => {
+      clearTimeout(limit);
+      clearTimeout(grace);
+      running.delete(child);
+      const ms = Date.now() - started;
+      const summary = SUMMARY.exec(output.replace(ANSI, ""));
+      const total = summary ? Number(summary[1]) : 0;
+      const passed = summary ? Number(summary[2]) : 0;
+      const skipped = summary ? Number(summary[3]) : 0;
+      let failed = total - passed;
+      if (!summary) problem ??= `no test summary (exit code ${code}, signal ${signal})`;
+      else if (code !== 0 && !problem && failed === 0) problem = `exit code ${code}, signal ${signal}`;
+      if (problem && failed === 0) failed = 1;
+      resolveOutcome({ file: rel(file), passed, failed, skipped, ms, problem, output });
+    });
+  });
+}
+
+async function main(): Promise<number> {
+  const options = parseArgs(process.argv.slice(2));
+  let files = testFiles().filter((f) => options.filters.length === 0 || options.filters.some((r) => r.test(rel(f))));
+  if (options.fast) files = files.filter((f) => !startsTree(f) && !NOT_FAST.test(rel(f)));
+  files.sort((a, b) => rank(rel(a)) - rank(rel(b)));
+  if (files.length === 0) {
+    process.stdout.write("no test files matched\n0 passed, 1 failed\n");
+    return 1;
+  }
+  const started = Date.now();
+  const queue = [...files];
+  const outcomes: Outcome[] = [];
+  const worker = async () => {
+    for (let file = queue.shift(); file; file = queue.shift()) {
+      const outcome = await runFile(file, options.timeoutMs);
+      outcomes.push(outcome);
+      const secs = (outcome.ms / 1000).toFixed(1);
+      if (outcome.failed === 0) {
+        process.stdout.write(`ok   ${outcome.file} (${outcome.passed} tests, ${secs} s)\n`);
+      } else {
+        process.stdout.write(`\nFAIL ${outcome.file} (${secs} s): ${outcome.problem ?? `${outcome.failed} failed`}\n`);
+        process.stdout.write(outcome.output.replace(/^/gm, "  | ") + "\n");
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(options.jobs, files.length) }, worker));
+  const passed = outcomes.reduce((n, o) => n + o.passed, 0);
+  const failed = outcomes.reduce((n, o) => n + o.failed, 0);
+  const skipped = outcomes.reduce((n, o) => n + o.skipped, 0);
+  const bad = outcomes.filter((o) => o.failed > 0).map((o) => o.file);
+  process.stdout.write(
+    `\n${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s, ${options.jobs} at once` +
+      (skipped ? `, ${skipped} skipped` : "") +
+      (bad.length ? `\nfailed files: ${bad.join(", ")}` : "") +
+      `\n${passed} passed, ${failed} failed\n`,
+  );
+  return failed > 0 ? 1 : 0;
+}
+
+const stopAll = () => {
+  for (const child of running) {
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  process.exit(130);
+};
+process.once("SIGINT", stopAll);
+process.once("SIGTERM", stopAll);
+
+process.exitCode = await main();
