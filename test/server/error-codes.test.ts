@@ -85,6 +85,10 @@ test("the router's own errors carry their codes", async () => {
     await expectError({ method: "PATCH", path: "/sessions" }, 404, "TITO_ERR_ROUTE_NOT_FOUND"),
     /route not found/,
   );
+  assert.match(
+    await expectError({ method: "GET", path: "/ui/missing.js" }, 404, "TITO_ERR_VIEWER_FILE_NOT_FOUND"),
+    /viewer file not found: \/ui\/missing\.js/,
+  );
   const big = { model: "m", messages: [{ role: "user", content: "x".repeat(BODY_LIMIT) }] };
   await expectError(
     { method: "POST", path: chatPath(created.json.session_id), body: big },

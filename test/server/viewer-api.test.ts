@@ -132,7 +132,7 @@ test("GET /sessions: prefix= filters ids; ids only without detail; detail must b
   assert.equal(seen, all);
   const bad = await call(base, "GET", "/sessions?detail=yes");
   assert.is(bad.status, 400);
-  assert.equal(bad.json, { error: 'detail must be 0 or 1, got "yes"' });
+  assert.equal(bad.json, { error: 'detail must be 0 or 1, got "yes"', code: "TITO_ERR_INVALID_LIST_REQUEST" });
 });
 
 test("samples ?token_text=1: each token's text, and the drift report's token spans", async () => {
@@ -160,7 +160,7 @@ test("samples ?token_text=1: each token's text, and the drift report's token spa
   for (const [query, message] of refusals) {
     const r = await call(base, "POST", `/sessions/${id}/samples${query}`, {});
     assert.is(r.status, 400);
-    assert.equal(r.json, { error: message });
+    assert.equal(r.json, { error: message, code: "TITO_ERR_INVALID_SAMPLE_REQUEST" });
   }
 
   // A tool loop on Qwen3 drifts where the template re-renders the assistant turns (docs/http.md, Metadata).
@@ -206,6 +206,7 @@ test("GET /ui: the page and its modules, open without the admin token; the rest 
     assert.is(missing.statusCode, 404);
     assert.equal(missing.json(), {
       error: "viewer file not found: /ui/secret.js (is the package built? npm run build)",
+      code: "TITO_ERR_VIEWER_FILE_NOT_FOUND",
     });
     // Only the files themselves are open: a query, another file or another route needs the token.
     for (const url of ["/ui?x=1", "/ui/secret.js", "/ui/app.js.map", "/sessions", "/supervision"])
