@@ -9,9 +9,9 @@
 import { InvalidSessionBudgetError, SessionBudgetError } from "./errors.ts";
 
 export interface SessionBudget {
-  /** Prompt plus completion tokens of the whole trajectory. */
+  /** Prompt plus completion tokens of the whole trajectory; 0 or absent: none. */
   maxTotalTokens?: number;
-  /** Committed assistant turns. */
+  /** Committed assistant turns; 0 or absent: none. */
   maxTurns?: number;
 }
 
@@ -55,12 +55,12 @@ export function checkBudget(
   promptTokens: number,
   turns: number,
 ): number | undefined {
-  if (budget.maxTurns !== undefined && turns + 1 > budget.maxTurns)
+  if (budget.maxTurns && turns + 1 > budget.maxTurns)
     throw new SessionBudgetError(
       `the session has ${turns} turns and max_turns is ${budget.maxTurns}: no turn is left in its budget`,
     );
   let room: number | undefined;
-  if (budget.maxTotalTokens !== undefined) {
+  if (budget.maxTotalTokens) {
     room = budget.maxTotalTokens - promptTokens;
     if (room < 1)
       throw new SessionBudgetError(
