@@ -65,6 +65,9 @@ export type ShardRequest =
   // A pause with in_flight "abort": every chat turn in flight on the worker aborts its
   // engine request and answers a retryable 503 unless it already committed.
   | { op: "abort-turns" }
+  // POST /sessions/{id}/abort: the session is finished (no more turns) and its chat turns in
+  // flight abort their engine requests and answer a retryable 503 unless already committed.
+  | SessionOp<"abort-session">
   | ListOp;
 
 /**
@@ -133,6 +136,7 @@ const SHAPES: { [O in ShardOp]: ShapeOf<Extract<ShardRequest, { op: O }>> } = {
   health: "bare",
   metrics: "bare",
   "abort-turns": "bare",
+  "abort-session": "session",
   list: "page",
 };
 

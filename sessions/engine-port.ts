@@ -130,6 +130,8 @@ export interface Engine {
    */
   modelInfo?(signal?: CancelSignal): Promise<EngineModelInfo>;
   generate(turn: EngineTurnRequest): Promise<EngineTurn>;
+  /** The model's context length in tokens when the engine said it (prompt plus completion); undefined when unknown. */
+  contextLength?(): number | undefined;
   proxy(req: EngineProxyRequest): Promise<EngineProxyReply>;
   close(): Promise<void>;
 }

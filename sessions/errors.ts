@@ -241,3 +241,28 @@ export class JournalCorruptError extends TitoError {
     super("TITO_ERR_JOURNAL_CORRUPT", 500, `journal corrupt: ${path} at byte offset ${offset}: ${reason}`, options);
   }
 }
+
+/** A turn over its session's budget (max_total_tokens, max_turns) or the engine's context length; the engine's own "prompt too long" too. */
+export class SessionBudgetError extends TitoError {
+  constructor(message: string) {
+    super("TITO_ERR_BUDGET", 400, message);
+  }
+}
+
+/** A session create body whose budget cannot be used (not a JSON object, an unknown key, a value that is not a positive integer). */
+export class InvalidSessionBudgetError extends TitoError {
+  constructor(message: string) {
+    super("TITO_ERR_INVALID_BUDGET", 400, message);
+  }
+}
+
+/** The session was finished (POST /sessions/{id}/abort or /admin/abort): it takes no more turns; its records and samples stay. */
+export class SessionFinishedError extends TitoError {
+  constructor(sessionId: string) {
+    super(
+      "TITO_ERR_SESSION_FINISHED",
+      409,
+      `session finished: session_id=${sessionId} was aborted and takes no more turns (its records and samples remain)`,
+    );
+  }
+}

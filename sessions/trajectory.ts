@@ -8,6 +8,7 @@ import type { ChatMessage } from "./chat-template.ts";
 import { Checkpoints, type CheckpointView } from "./checkpoints.ts";
 import { TokenizationError } from "./errors.ts";
 import type { TrajectoryView } from "./prompt-builder.ts";
+import type { SessionBudget } from "./budget.ts";
 
 interface CommittedTurn {
   /** Message count right after the turn (its assistant message is the last one). */
@@ -26,6 +27,10 @@ export class Trajectory implements TrajectoryView {
   closing = false;
   /** The client API its turns came through, from the first commit on (chat-request.ts). */
   clientApi?: "chat" | "messages";
+  /** Its token and turn budget (budget.ts), set at creation. */
+  budget: SessionBudget = {};
+  /** Set by an abort (POST /sessions/{id}/abort): later turns are refused, records stay. */
+  finished = false;
   #messages: ChatMessage[] = [];
   #turns: CommittedTurn[] = [];
   readonly #checkpoints = new Checkpoints();

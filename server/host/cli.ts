@@ -81,6 +81,15 @@ Options:
   --anthropic-ping-ms N        a streamed Anthropic Messages turn still at the engine
                                after N ms starts its events and sends a ping every N ms
                                until the engine answers (default 5000)
+  --max-session-tokens N       a session's token budget (prompt plus completion) when
+                               its create body gives none: a turn over it is a 400
+                               TITO_ERR_BUDGET (default 0: none; docs/operations.md)
+  --max-session-turns N        a session's turn budget when its create body gives none
+                               (default 0: none)
+  --max-inflight-turns N       chat turns this instance sends on at once; more wait at
+                               the router's door in arrival order (default 0: unlimited)
+  --max-queued-turns M         turns that may wait at the door; beyond, a 429 with
+                               Retry-After, TITO_ERR_OVERLOADED (default 0: unlimited)
   --sim-latency-ms N           simulated generation time of the built-in engine (default 0)
   --sim-token-ms N             simulated time per generated token of the built-in engine (default 0)
   --log-level LEVEL            pino level: fatal|error|warn|info|debug|trace|silent (default info)
@@ -121,6 +130,10 @@ export const FLAGS = {
   "hold-timeout-ms": { type: "string" },
   "session-idle-ttl-s": { type: "string" },
   "anthropic-ping-ms": { type: "string" },
+  "max-session-tokens": { type: "string" },
+  "max-session-turns": { type: "string" },
+  "max-inflight-turns": { type: "string" },
+  "max-queued-turns": { type: "string" },
   "sim-latency-ms": { type: "string" },
   "sim-token-ms": { type: "string" },
   "log-level": { type: "string" },
@@ -160,6 +173,10 @@ export const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
   holdTimeoutMs: "--hold-timeout-ms",
   sessionIdleTtlS: "--session-idle-ttl-s",
   anthropicPingMs: "--anthropic-ping-ms",
+  maxSessionTokens: "--max-session-tokens",
+  maxSessionTurns: "--max-session-turns",
+  maxInflightTurns: "--max-inflight-turns",
+  maxQueuedTurns: "--max-queued-turns",
   simLatencyMs: "--sim-latency-ms",
   simTokenMs: "--sim-token-ms",
   logLevel: "--log-level",
@@ -253,6 +270,10 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     holdTimeoutMs: num("hold-timeout-ms", values["hold-timeout-ms"]),
     sessionIdleTtlS: num("session-idle-ttl-s", values["session-idle-ttl-s"]),
     anthropicPingMs: num("anthropic-ping-ms", values["anthropic-ping-ms"]),
+    maxSessionTokens: num("max-session-tokens", values["max-session-tokens"]),
+    maxSessionTurns: num("max-session-turns", values["max-session-turns"]),
+    maxInflightTurns: num("max-inflight-turns", values["max-inflight-turns"]),
+    maxQueuedTurns: num("max-queued-turns", values["max-queued-turns"]),
     simLatencyMs: num("sim-latency-ms", values["sim-latency-ms"]),
     simTokenMs: num("sim-token-ms", values["sim-token-ms"]),
     logLevel: values["log-level"],

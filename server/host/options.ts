@@ -70,6 +70,14 @@ export interface SessionServerOptions {
   sessionIdleTtlS?: number;
   /** A streamed Anthropic Messages turn whose engine has not answered within this starts its events and sends a `ping` this often until it does. Default 5000. */
   anthropicPingMs?: number;
+  /** A session's token budget (prompt plus completion) when its create body gives none; 0 = none. Default 0. */
+  maxSessionTokens?: number;
+  /** A session's turn budget when its create body gives none; 0 = none. Default 0. */
+  maxSessionTurns?: number;
+  /** Chat turns the instance sends on at once; more wait at the router's door in arrival order. 0 = unlimited. Default 0. */
+  maxInflightTurns?: number;
+  /** Turns that may wait at the door (for --max-inflight-turns, or held by a pause); beyond, a 429. 0 = unlimited. Default 0. */
+  maxQueuedTurns?: number;
   /** SIGTERM -> SIGKILL grace when stopping a child. Default 5000. */
   shutdownGraceMs?: number;
   /** Give up starting after this long. Default 120000. */
@@ -160,6 +168,10 @@ const OPTION_NAMES: readonly string[] = Object.keys({
   holdTimeoutMs: 1,
   sessionIdleTtlS: 1,
   anthropicPingMs: 1,
+  maxSessionTokens: 1,
+  maxSessionTurns: 1,
+  maxInflightTurns: 1,
+  maxQueuedTurns: 1,
   shutdownGraceMs: 1,
   startTimeoutMs: 1,
   onEvent: 1,
@@ -237,6 +249,10 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     // Unset: the worker's default (sessions/messages-turn.ts, DEFAULT_PING_MS).
     anthropicPingMs:
       options.anthropicPingMs === undefined ? undefined : int("anthropicPingMs", options.anthropicPingMs, 1),
+    maxSessionTokens: int("maxSessionTokens", options.maxSessionTokens ?? 0, 0),
+    maxSessionTurns: int("maxSessionTurns", options.maxSessionTurns ?? 0, 0),
+    maxInflightTurns: int("maxInflightTurns", options.maxInflightTurns ?? 0, 0),
+    maxQueuedTurns: int("maxQueuedTurns", options.maxQueuedTurns ?? 0, 0),
     shutdownGraceMs: int("shutdownGraceMs", options.shutdownGraceMs ?? 5_000, 0),
     startTimeoutMs: int("startTimeoutMs", options.startTimeoutMs ?? 120_000, 1),
     simLatencyMs: int("simLatencyMs", options.simLatencyMs ?? 0, 0),

@@ -229,6 +229,7 @@ function childSpecs(
     agentProxyAllow: opts.agentProxyAllow,
     logLevel: opts.logLevel,
     holdTimeoutMs: opts.holdTimeoutMs,
+    ...{ maxInflightTurns: opts.maxInflightTurns, maxQueuedTurns: opts.maxQueuedTurns },
   };
   const shards = Array.from({ length: opts.workers }, (_, index) => {
     const config: WorkerConfig = {
@@ -256,6 +257,7 @@ function childSpecs(
       recordsStreamer: opts.recordsStreamer,
       sessionIdleTtlS: opts.sessionIdleTtlS,
       anthropicPingMs: opts.anthropicPingMs,
+      sessionBudget: { maxTotalTokens: opts.maxSessionTokens, maxTurns: opts.maxSessionTurns },
     };
     // --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
     return {

@@ -139,3 +139,17 @@ export class RouterInternalError extends RouterError {
     super("TITO_ERR_ROUTER_INTERNAL", 500, `internal router error: ${message}`, options);
   }
 }
+
+/** A chat turn beyond --max-inflight-turns with --max-queued-turns already waiting: retry after `retryAfterS`. */
+export class OverloadedError extends RouterError {
+  readonly retryAfterS: number;
+  constructor(inflight: number, queued: number, retryAfterS: number) {
+    super(
+      "TITO_ERR_OVERLOADED",
+      429,
+      `server overloaded: ${inflight} turns in flight (--max-inflight-turns) and ${queued} waiting (--max-queued-turns); retry after ${retryAfterS} s`,
+      { headers: { "retry-after": String(retryAfterS) } },
+    );
+    this.retryAfterS = retryAfterS;
+  }
+}

@@ -15,7 +15,7 @@ const ABORT_TIMEOUT_MS = 5_000;
 const MAX_VERSION_CHARS = 256;
 
 /** The body as a JSON object with only `allowed` keys ({} when empty); throws InvalidAdminRequestError. */
-function adminBody(raw: unknown, allowed: readonly string[]): Record<string, unknown> {
+export function adminBody(raw: unknown, allowed: readonly string[]): Record<string, unknown> {
   const text = Buffer.isBuffer(raw) ? raw.toString("utf8").trim() : "";
   if (text === "") return {};
   let body: unknown;

@@ -18,6 +18,8 @@ import type { RouterStatus } from "./supervision-view.ts";
 import { errorHandler, notFound } from "./error-reply.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import { authHook, DEFAULT_AGENT_PROXY_ALLOW, SessionTokens } from "./router-auth.ts";
+import { abortRoutes, InflightSessions } from "./session-abort.ts";
+import { Admission, admissionGauges } from "./admission.ts";
 import { adminRoutes } from "./router-admin.ts";
 import { RolloutDoor } from "./rollout-door.ts";
 import { Relay } from "./router-relay.ts";
@@ -37,6 +39,8 @@ export interface RouterAppOptions {
   door?: RolloutDoor;
   /** Hands records GETs' sockets to their workers (router-main.ts, with the host's IPC); default: relay them. */
   handoff?: SocketHandoff;
+  /** Bounds on chat turns at once and waiting (admission.ts); default unlimited. */
+  admission?: { maxInflight: number; maxQueued: number };
 }
 
 /** Default --hold-timeout-ms, for a router app built without a door (tests). */
@@ -89,7 +93,13 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   // fastify-plugin: the metrics hook must see every route, not only its own plugin's.
   app.register(fp(metricsRoutes), { links, metrics });
   app.register(statusRoutes, { links, status });
-  app.register(sessionRoutes, { relay: new Relay({ links, metrics, door, handoff: options.handoff }), tokens });
+  const inflight = new InflightSessions();
+  const bounds = options.admission ?? { maxInflight: 0, maxQueued: 0 };
+  const admission = new Admission({ ...bounds, held: () => door.status().held });
+  admissionGauges(metrics.registry, admission);
+  const relay = new Relay({ links, metrics, door, handoff: options.handoff });
+  app.register(sessionRoutes, { relay, tokens, inflight, admission });
+  app.register(abortRoutes, { relay, inflight });
   app.register(adminRoutes, { door });
   app.register(uiRoutes, { assets: ui });
   return app;

@@ -31,6 +31,7 @@ export type RefusalCounter = (route: string, status: 401 | 403) => void;
 const CHAT_ROUTE = "/sessions/:id/v1/chat/completions";
 const MESSAGES_ROUTE = "/sessions/:id/v1/messages";
 const PROXY_ROUTE = "/sessions/:id/*";
+const ABORT_ROUTE = "/sessions/:id/abort";
 
 function keyOf(adminToken: string): Buffer {
   return createHmac("sha256", adminToken).update(KEY_LABEL).digest();
@@ -79,7 +80,7 @@ function pathOf(request: FastifyRequest): string {
 function mayDo(policy: AuthPolicy): string {
   const reads =
     policy.agentProxyAllow.length > 0 ? ` and GET /sessions/{its id}{${policy.agentProxyAllow.join(",")}}` : "";
-  return `a session token may only POST /sessions/{its id}/v1/chat/completions (or /v1/messages)${reads}`;
+  return `a session token may only POST /sessions/{its id}/v1/chat/completions (or /v1/messages) and /sessions/{its id}/abort${reads}`;
 }
 
 /** What a session token may do on this request: undefined when allowed, else why not. */
@@ -92,10 +93,11 @@ function sessionTokenRefusal(
   const route = request.routeOptions.url;
   const sessionId = (request.params as { id?: unknown } | undefined)?.id;
   const mayOnly = mayDo(policy);
-  if (route === CHAT_ROUTE || route === MESSAGES_ROUTE || route === PROXY_ROUTE) {
+  if (route === CHAT_ROUTE || route === MESSAGES_ROUTE || route === PROXY_ROUTE || route === ABORT_ROUTE) {
     if (typeof sessionId !== "string" || !tokens.verify(token, sessionId))
       return `this token is not valid for session ${String(sessionId)}; ${mayOnly}`;
-    if (route === CHAT_ROUTE || route === MESSAGES_ROUTE) return undefined;
+    // An agent may end its own session's work (docs/http.md, "Aborting a session").
+    if (route === CHAT_ROUTE || route === MESSAGES_ROUTE || route === ABORT_ROUTE) return undefined;
     const enginePath = pathOf(request).slice(`/sessions/${sessionId}`.length) || "/";
     if (request.method === "GET" && policy.agentProxyAllow.includes(enginePath)) return undefined;
     return `${request.method} ${enginePath} through the session proxy needs the admin token; ${mayOnly}`;

@@ -22,6 +22,9 @@ export interface RouterConfig {
   logLevel: string;
   /** How long a chat turn waits at the closed rollout door before a retryable 503. */
   holdTimeoutMs: number;
+  /** --max-inflight-turns, --max-queued-turns (admission.ts); 0 = unlimited. */
+  maxInflightTurns?: number;
+  maxQueuedTurns?: number;
   /** The rollout state to start in: the host's copy of the last one a router reported. */
   rollout?: RolloutState;
 }
@@ -60,6 +63,7 @@ const app = buildRouterApp({
   authToken: config.authToken,
   agentProxyAllow: config.agentProxyAllow,
   logger,
+  admission: { maxInflight: config.maxInflightTurns ?? 0, maxQueued: config.maxQueuedTurns ?? 0 },
 });
 runtime.onClose(async () => {
   links.close();

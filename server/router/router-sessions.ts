@@ -9,6 +9,8 @@ import { shardOf, type ShardOp } from "../shard-protocol.ts";
 import type { Relay } from "./router-relay.ts";
 import { listSessions } from "./router-list.ts";
 import type { SessionTokens } from "./router-auth.ts";
+import type { InflightSessions } from "./session-abort.ts";
+import { admitTurn, type Admission } from "./admission.ts";
 
 /** A new session id: 32 lower-case hex characters. */
 export function mintSessionId(): string {
@@ -20,6 +22,10 @@ export interface SessionRoutesOptions {
   relay: Relay;
   /** With an admin token: POST /sessions answers the new session's token beside its id. */
   tokens?: SessionTokens;
+  /** Told of every chat turn, for POST /admin/abort (session-abort.ts). */
+  inflight?: InflightSessions;
+  /** Bounds chat turns at once and waiting (admission.ts). */
+  admission?: Admission;
 }
 
 const PROXY_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"] as const;
@@ -35,7 +41,10 @@ function rawPathAndQuery(request: FastifyRequest, sessionId: string): { path: st
   return { path: rest, query: q < 0 ? "" : url.slice(q + 1) };
 }
 
-export async function sessionRoutes(app: FastifyInstance, { relay, tokens }: SessionRoutesOptions): Promise<void> {
+export async function sessionRoutes(
+  app: FastifyInstance,
+  { relay, tokens, inflight, admission }: SessionRoutesOptions,
+): Promise<void> {
   const { links, handoff } = relay;
   const n = links.size;
   type IdRequest = FastifyRequest<{ Params: { id: string } }>;
@@ -53,14 +62,18 @@ export async function sessionRoutes(app: FastifyInstance, { relay, tokens }: Ses
     const op = { op: "get", sessionId, handoff: ticket } as const;
     return relay.relay(request, reply, { shard: shardOf(sessionId, n), op, ticket });
   };
-  const forward = (op: Extract<ShardOp, "chat" | "samples" | "proxy">) => (request: IdRequest, reply: FastifyReply) => {
-    const sessionId = request.params.id;
-    const { path, query } = rawPathAndQuery(request, sessionId);
-    const shardRequest = { op, sessionId, method: request.method, path, query, headers: request.headers };
-    const body = request.body as Buffer | undefined;
-    // Only chat turns reach the engine's generation: they alone pass the rollout door.
-    return relay.relay(request, reply, { shard: shardOf(sessionId, n), op: shardRequest, body, turn: op === "chat" });
-  };
+  const forward =
+    (op: Extract<ShardOp, "chat" | "samples" | "proxy">) => async (request: IdRequest, reply: FastifyReply) => {
+      const sessionId = request.params.id;
+      // A chat turn waits for its admission first; refused (429) or its client gone, it ends here.
+      if (op === "chat" && admission && !(await admitTurn(admission, request, reply))) return reply;
+      if (op === "chat" && inflight) reply.raw.once("close", inflight.enter(sessionId));
+      const { path, query } = rawPathAndQuery(request, sessionId);
+      const shardRequest = { op, sessionId, method: request.method, path, query, headers: request.headers };
+      const body = request.body as Buffer | undefined;
+      // Only chat turns reach the engine's generation: they alone pass the rollout door.
+      return relay.relay(request, reply, { shard: shardOf(sessionId, n), op: shardRequest, body, turn: op === "chat" });
+    };
 
   // The router knows the id, so it writes the created body itself (with the session token
   // when there is an admin token): no reply body is parsed. POST mints the id (200); PUT
@@ -73,7 +86,9 @@ export async function sessionRoutes(app: FastifyInstance, { relay, tokens }: Ses
       return { status: created, body: Buffer.from(JSON.stringify(body)) };
     };
     const op = { op: "create", sessionId } as const;
-    return relay.relay(request, reply, { shard: shardOf(sessionId, n), op, rewrite });
+    // The body (a budget, or nothing) goes to the worker as it is.
+    const body = request.body as Buffer | undefined;
+    return relay.relay(request, reply, { shard: shardOf(sessionId, n), op, rewrite, body });
   };
   app.post("/sessions", (request, reply) => create(mintSessionId(), 200)(request, reply));
   app.put("/sessions/:id", (request: IdRequest, reply) => create(request.params.id, 201)(request, reply));

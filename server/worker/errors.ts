@@ -18,11 +18,14 @@ const RETRY_AFTER_S = 1;
 
 /** A pause with in_flight "abort" (POST /admin/pause) stopped this chat turn before it committed; retryable. */
 export class TurnAbortedError extends WorkerError {
-  constructor() {
+  /** `finished`: stopped by POST /sessions/{id}/abort or /admin/abort (the session takes no more turns). */
+  constructor(why: "pause" | "finished" = "pause") {
     super(
       "TITO_ERR_TURN_ABORTED",
       503,
-      "turn aborted: the server paused for a weight update (in_flight abort) and nothing was committed; send the same request again after resume",
+      why === "pause"
+        ? "turn aborted: the server paused for a weight update (in_flight abort) and nothing was committed; send the same request again after resume"
+        : "turn aborted: the session was finished (POST /sessions/{id}/abort) and nothing was committed; it takes no more turns",
       { headers: { "retry-after": String(RETRY_AFTER_S) } },
     );
   }

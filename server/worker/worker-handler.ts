@@ -40,6 +40,8 @@ async function coreRequest(request: ForwardRequest, body: IncomingBody): Promise
   };
 }
 
+const collected = (chunks: Buffer[]) => (chunks.length === 1 ? chunks[0] : Buffer.concat(chunks));
+
 /** The path (below /sessions/{id}) of the Anthropic Messages route, which the router sends as a chat op. */
 const MESSAGES_PATH = "/v1/messages";
 
@@ -51,7 +53,8 @@ const MESSAGES_PATH = "/v1/messages";
  * over: stopped midway, its stream ends with the error event instead of [DONE].
  */
 async function abortableTurn(
-  turns: Set<Cancel>,
+  turns: Map<Cancel, string>,
+  sessionId: string,
   caller: CancelSignal,
   run: (signal: CancelSignal) => Promise<CoreResponse>,
 ): Promise<CoreResponse> {
@@ -61,7 +64,7 @@ async function abortableTurn(
   const onCaller = () => pause.abort(caller.reason);
   if (caller.aborted) onCaller();
   else caller.addEventListener("abort", onCaller, { once: true });
-  turns.add(pause);
+  turns.set(pause, sessionId);
   let streaming = false;
   try {
     const res = await run(pause.signal);
@@ -74,7 +77,8 @@ async function abortableTurn(
       return { ...res, body: whileOpen(res.body, caller, over) };
     }
     if (!pause.signal.aborted || res.status === 200) return res;
-    return errorResponse(new TurnAbortedError());
+    const reason: unknown = pause.signal.reason;
+    return errorResponse(reason instanceof TurnAbortedError ? reason : new TurnAbortedError());
   } finally {
     // A stream's engine request runs on until its body is over (whileOpen above).
     if (!streaming) {
@@ -113,7 +117,8 @@ export function workerHandler(
   parked?: ParkedResponses,
   messages: MessagesTurnOptions = {},
 ): Handler {
-  const turns = new Set<Cancel>();
+  /** The chat turns in flight, with their sessions' ids. */
+  const turns = new Map<Cancel, string>();
   return async (req) => {
     const read = readShardRequest(req.meta);
     // Checked before anything is counted, so a bad op never becomes a metrics label.
@@ -134,7 +139,7 @@ export function workerHandler(
         return toReply(jsonResponse(200, page));
       }
       case "create":
-        return track(() => core.create(request.sessionId || undefined));
+        return track(async () => core.create(request.sessionId || undefined, collected(await req.body.collect())));
       case "get": {
         const ticket = request.handoff;
         const res = await metrics.track(request.op, () => core.get(request.sessionId));
@@ -156,13 +161,27 @@ export function workerHandler(
             : core.chat(request.sessionId, turn, signal, context);
         };
         return track(() =>
-          abortableTurn(turns, req.signal, run).then((res) => (anthropic ? asAnthropicError(res) : res)),
+          abortableTurn(turns, request.sessionId, req.signal, run).then((res) =>
+            anthropic ? asAnthropicError(res) : res,
+          ),
         );
       }
       case "abort-turns": {
         const aborted = turns.size;
-        for (const turn of turns) turn.abort(new TurnAbortedError());
+        for (const turn of turns.keys()) turn.abort(new TurnAbortedError());
         return toReply(jsonResponse(200, { aborted }));
+      }
+      case "abort-session": {
+        // Finished first: a turn the abort stops can then never commit, nor can a later one start.
+        const res = await core.finish(request.sessionId);
+        if (res.status !== 200) return toReply(res);
+        let aborted = 0;
+        for (const [turn, sessionId] of turns)
+          if (sessionId === request.sessionId) {
+            turn.abort(new TurnAbortedError("finished"));
+            aborted++;
+          }
+        return toReply(jsonResponse(200, { session_id: request.sessionId, finished: true, aborted_turns: aborted }));
       }
       case "samples":
         return track(async () => core.samples(request.sessionId, await coreRequest(request, req.body)));

@@ -27,7 +27,7 @@ import { RecordsStreamer } from "./records-streamer.ts";
 /** What the host passes a worker: the session core's plain options, its engine, and its shard. */
 export type WorkerConfig = Omit<
   SessionCoreOptions,
-  "engine" | "tokenizerFolder" | "notFoundHint" | "logger" | "recordStore" | "onSessionExpired"
+  "engine" | "tokenizerFolder" | "notFoundHint" | "logger" | "recordStore" | "onSessionExpired" | "onTurnReplayed"
 > & {
   engineUrl: string;
   engineApi: EngineApi;
@@ -93,6 +93,7 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     durability,
     sessionIdleTtlS,
     generationConfig,
+    sessionBudget,
   } = config;
   const engine = createEngine({
     api: config.engineApi,
@@ -125,7 +126,9 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     logger,
     recordStore,
     sessionIdleTtlS,
+    sessionBudget,
     onSessionExpired: metrics.sessionExpired,
+    onTurnReplayed: metrics.turnReplayed,
   };
 };
 const metrics = new WorkerMetrics(config.index, () => core.sessionCount());

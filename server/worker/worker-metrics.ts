@@ -20,6 +20,7 @@ export class WorkerMetrics {
   readonly #handoffBytes: Counter;
   readonly #streamerStarts: Counter;
   readonly #streamerUp: Gauge;
+  readonly #replayed: Counter;
 
   constructor(shard: number, sessionCount: () => number) {
     this.registry.setDefaultLabels({ shard: String(shard) });
@@ -57,6 +58,11 @@ export class WorkerMetrics {
     this.#expired = new Counter({
       name: "tito_sessions_expired_total",
       help: "Sessions deleted for being idle longer than --session-idle-ttl-s.",
+      registers,
+    });
+    this.#replayed = new Counter({
+      name: "tito_replayed_turns_total",
+      help: "SDK retries of a session's last committed turn answered with its committed reply again, no engine call (docs/http.md).",
       registers,
     });
     this.#handoffs = new Counter({
@@ -102,6 +108,10 @@ export class WorkerMetrics {
 
   sessionExpired = (): void => {
     this.#expired.inc();
+  };
+
+  turnReplayed = (): void => {
+    this.#replayed.inc();
   };
 
   observeMalformedToolCalls = (count: number): void => {

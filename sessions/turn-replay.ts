@@ -1,0 +1,96 @@
+// Idempotent replay of a session's last committed turn (docs/http.md, "Retries"). The
+// OpenAI and Anthropic SDKs send a request again after a timeout or a 5xx, marked with
+// `x-stainless-retry-count` (openai-node src/client.ts, buildHeaders: retryCount =
+// maxRetries - retriesRemaining, so 0 on the first attempt, 1 on the first retry). When
+// the first attempt had committed before its reply was lost, generating again would roll
+// the session back one step and may give the agent another answer; so a retry whose body
+// equals the last committed turn's gets that turn's reply again, bytes for bytes (for
+// `stream: true` the same events), with no engine call. An identical body without the
+// header can be a legitimate repeat (after a context compaction) and is generated as
+// before. An `Idempotency-Key` equal to the committed turn's counts as a retry too.
+// One reply per session is kept, the last committed one, and only while it is the last:
+// any later commit or rollback bumps the trajectory's version and the kept reply is gone.
+import type { Trajectory } from "./trajectory.ts";
+
+type Headers = Record<string, string | string[] | undefined>;
+
+interface KeptReply {
+  /** The trajectory's version right after the turn committed. */
+  version: number;
+  request: Buffer;
+  idempotencyKey?: string;
+  headers: Record<string, string>;
+  /** The reply as it went out: one piece for a whole reply, one per event for a stream. */
+  pieces: Buffer[];
+  streamed: boolean;
+}
+
+export interface ReplayedReply {
+  status: 200;
+  headers: Record<string, string>;
+  body: Buffer[] | AsyncIterable<Buffer>;
+}
+
+function header(headers: Headers, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Whether the request says it is a resend of an earlier one (an SDK retry). */
+export function retryCount(headers: Headers): number {
+  const n = Number(header(headers, "x-stainless-retry-count"));
+  return Number.isInteger(n) && n > 0 ? n : 0;
+}
+
+export class TurnReplays {
+  readonly #kept = new WeakMap<Trajectory, KeptReply>();
+  readonly #onReplayed?: () => void;
+
+  /** `onReplayed`: called once per turn answered again (a metric). */
+  constructor(onReplayed?: () => void) {
+    this.#onReplayed = onReplayed;
+  }
+
+  /** The last committed turn's reply for a retry of it; undefined for anything else. Call under the session lock. */
+  match(t: Trajectory, request: Buffer, headers: Headers): ReplayedReply | undefined {
+    const kept = this.#kept.get(t);
+    if (kept === undefined || kept.version !== t.version) return undefined;
+    const key = header(headers, "idempotency-key");
+    const resend = retryCount(headers) > 0 || (key !== undefined && key === kept.idempotencyKey);
+    if (!resend || !kept.request.equals(request)) return undefined;
+    const pieces = kept.pieces;
+    const body = kept.streamed ? eventsOf(pieces) : [Buffer.concat(pieces)];
+    this.#onReplayed?.();
+    return { status: 200, headers: { ...kept.headers }, body };
+  }
+
+  /** Keeps a committed turn's reply (`version`: the trajectory's right after the commit; undefined: not committed). */
+  keep(
+    t: Trajectory,
+    version: number | undefined,
+    request: { body: Buffer; headers: Headers },
+    reply: { headers: Record<string, string>; pieces: Buffer[]; streamed: boolean },
+  ): void {
+    if (version === undefined || t.version !== version) return; // not committed, or the session moved on already
+    const idempotencyKey = header(request.headers, "idempotency-key");
+    this.#kept.set(t, { version, request: Buffer.from(request.body), idempotencyKey, ...reply });
+  }
+}
+
+async function* eventsOf(pieces: Buffer[]): AsyncGenerator<Buffer> {
+  // Fresh copies: whoever writes them may release or reuse what it was given.
+  for (const piece of pieces) yield Buffer.from(piece);
+}
+
+/** `events` passed on as they are, each also copied; `done(copies)` once all of them went out. */
+export async function* keepingEvents(
+  events: AsyncIterable<Buffer>,
+  done: (pieces: Buffer[]) => unknown,
+): AsyncGenerator<Buffer> {
+  const pieces: Buffer[] = [];
+  for await (const piece of events) {
+    pieces.push(Buffer.from(piece));
+    yield piece;
+  }
+  done(pieces);
+}
