@@ -155,6 +155,17 @@ test("the worker's errors of the chat, session, samples and proxy routes carry t
   const id = created.json.session_id;
   const post = (body: unknown): Case => ({ method: "POST", path: chatPath(id), body });
   await expectError(post("{not json"), 400, "TITO_ERR_INVALID_JSON");
+  const tight = await call<SessionCreatedBody>(base, "POST", "/sessions", { max_total_tokens: 1 }, admin);
+  const overBudget = turn([{ role: "user", content: "more than one token" }]);
+  await expectError(
+    { method: "POST", path: chatPath(tight.json.session_id), body: overBudget },
+    400,
+    "TITO_ERR_BUDGET",
+  );
+  const done = await call<SessionCreatedBody>(base, "POST", "/sessions", undefined, admin);
+  assert.is((await call(base, "POST", `/sessions/${done.json.session_id}/abort`, undefined, admin)).status, 200);
+  const finished: Case = { method: "POST", path: chatPath(done.json.session_id), body: overBudget };
+  await expectError(finished, 409, "TITO_ERR_SESSION_FINISHED");
   await expectError(post("[1]"), 400, "TITO_ERR_INVALID_CHAT_REQUEST");
   await expectError(post({ messages: [] }), 400, "TITO_ERR_INVALID_CHAT_REQUEST");
   await expectError(post(turn([{ content: "no role" }])), 400, "TITO_ERR_INVALID_CHAT_REQUEST");
@@ -209,6 +220,7 @@ test("the worker's errors of the chat, session, samples and proxy routes carry t
     await expectError(c, 404, "TITO_ERR_SESSION_NOT_FOUND");
   await expectError({ method: "PUT", path: "/sessions/bad%20id" }, 400, "TITO_ERR_INVALID_SESSION_ID");
   await expectError({ method: "PUT", path: `/sessions/${id}` }, 409, "TITO_ERR_SESSION_EXISTS");
+  await expectError({ method: "POST", path: "/sessions", body: { max_turns: -1 } }, 400, "TITO_ERR_INVALID_BUDGET");
   await expectError(
     { method: "POST", path: `/sessions/${id}/samples`, body: { nope: 1 } },
     400,
@@ -288,6 +300,7 @@ const UNREACHABLE: Record<string, string> = {
   TITO_ERR_ROUTER_INTERNAL: "a bug in the router",
   TITO_ERR_UNHEALTHY: "a worker failing its health check while the tree runs: test/server/supervision.test.ts",
   TITO_ERR_TREE_UNKNOWN: "the moment between the router listening and the host sending the tree",
+  TITO_ERR_OVERLOADED: "only with --max-queued-turns, which this tree does not set: test/server/overload.test.ts",
 };
 
 test("every code the router defines was answered above, or is named as unreachable", () => {
