@@ -10,14 +10,19 @@
 // before. An `Idempotency-Key` equal to the committed turn's counts as a retry too.
 // One reply per session is kept, the last committed one, and only while it is the last:
 // any later commit or rollback bumps the trajectory's version and the kept reply is gone.
+import { createHash } from "node:crypto";
 import type { Trajectory } from "./trajectory.ts";
+
+/** A request body's SHA-256: the kept turn holds 32 bytes, not a copy of a body that grows with the history. */
+const digest = (body: Buffer): Buffer => createHash("sha256").update(body).digest();
 
 type Headers = Record<string, string | string[] | undefined>;
 
 interface KeptReply {
   /** The trajectory's version right after the turn committed. */
   version: number;
-  request: Buffer;
+  /** The committed request body's digest (`digest`). */
+  requestDigest: Buffer;
   idempotencyKey?: string;
   headers: Record<string, string>;
   /** The reply as it went out: one piece for a whole reply, one per event for a stream. */
@@ -57,7 +62,7 @@ export class TurnReplays {
     if (kept === undefined || kept.version !== t.version) return undefined;
     const key = header(headers, "idempotency-key");
     const resend = retryCount(headers) > 0 || (key !== undefined && key === kept.idempotencyKey);
-    if (!resend || !kept.request.equals(request)) return undefined;
+    if (!resend || !kept.requestDigest.equals(digest(request))) return undefined;
     const pieces = kept.pieces;
     const body = kept.streamed ? eventsOf(pieces) : [Buffer.concat(pieces)];
     this.#onReplayed?.();
@@ -73,7 +78,7 @@ export class TurnReplays {
   ): void {
     if (version === undefined || t.version !== version) return; // not committed, or the session moved on already
     const idempotencyKey = header(request.headers, "idempotency-key");
-    this.#kept.set(t, { version, request: Buffer.from(request.body), idempotencyKey, ...reply });
+    this.#kept.set(t, { version, requestDigest: digest(request.body), idempotencyKey, ...reply });
   }
 }
 
