@@ -140,7 +140,7 @@ if (!nginxBin) {
   });
 
   test("one instance stopped: its sessions get the balancer's error, the other's carry on", async () => {
-    const ids = Array.from({ length: 8 }, (_, i) => `late-${i}`);
+    const ids = Array.from({ length: 32 }, (_, i) => `late-${i}`);
     const home = new Map<string, string>();
     for (const id of ids)
       home.set(id, (await call(balancer, "PUT", `/sessions/${id}`)).headers.get("x-tito-instance")!);
