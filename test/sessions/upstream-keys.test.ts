@@ -29,7 +29,7 @@ const HEADERS = ["X-SMG-Routing-Key", "X-Session-ID"];
 
 let engine: SimEngine;
 let recorder: Server;
-let upstream: Upstream[] = [];
+const upstream: Upstream[] = [];
 let proxyUrl = "";
 const cores: SessionCore[] = [];
 const root = mkdtempSync(join(tmpdir(), "tito-upstream-keys-"));
