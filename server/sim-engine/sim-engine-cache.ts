@@ -69,18 +69,33 @@ export class PrefixCache {
   }
 }
 
-/** What the routes report of the cache and the weights, as each engine API does. */
+interface ReportOptions {
+  prefixCache?: boolean;
+  weightVersion?: string;
+  promptTokensDetails?: boolean;
+}
+
+/**
+ * What the routes report of the cache and the weights, as each engine API does. Without
+ * `prefixCache` nothing is cached and the replies are as before it (/generate's
+ * `cached_tokens: 0`): the same request gives the same bytes, which many tests rely on.
+ */
 export class CacheReport {
   readonly cache = new PrefixCache();
-  readonly #options: { weightVersion?: string; promptTokensDetails?: boolean };
+  readonly #options: ReportOptions;
 
-  constructor(options: { weightVersion?: string; promptTokensDetails?: boolean }) {
+  constructor(options: ReportOptions) {
     this.#options = options;
   }
 
-  /** SGLang's `meta_info.cached_tokens`, always there, and `meta_info.weight_version` when the engine has one. */
+  #take(salt: string, promptIds: readonly number[], completion: readonly number[]): number | undefined {
+    return this.#options.prefixCache ? this.cache.take(salt, promptIds, completion) : undefined;
+  }
+
+  /** SGLang's `meta_info.cached_tokens` (SGLang always has it), and `meta_info.weight_version` when the engine has one. */
   #sglang(meta: Record<string, unknown>, salt: string, promptIds: readonly number[], completion: readonly number[]) {
-    meta.cached_tokens = this.cache.take(salt, promptIds, completion);
+    const hit = this.#take(salt, promptIds, completion);
+    if (hit !== undefined) meta.cached_tokens = hit;
     if (this.#options.weightVersion !== undefined) meta.weight_version = this.#options.weightVersion;
   }
 
@@ -102,8 +117,8 @@ export class CacheReport {
    */
   completions(response: Record<string, unknown>, salt: string, promptIds: readonly number[]) {
     const completion = (response.choices as Array<{ token_ids?: number[] | null }>)[0]!.token_ids ?? [];
-    const hit = this.cache.take(salt, promptIds, completion);
-    if (this.#options.promptTokensDetails)
+    const hit = this.#take(salt, promptIds, completion);
+    if (hit !== undefined && this.#options.promptTokensDetails)
       (response.usage as Record<string, unknown>).prompt_tokens_details = { cached_tokens: hit };
   }
 }

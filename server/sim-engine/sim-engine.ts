@@ -123,6 +123,8 @@ export interface SimEngineOptions {
    * route, which never reasons).
    */
   reasoning?: boolean;
+  /** Keep a prefix cache and report its hits (sim-engine-cache.ts); default off: replies as without one. */
+  prefixCache?: boolean;
   /** SGLang's `meta_info.weight_version` on its routes (its `--weight-version`); unset: not reported. */
   weightVersion?: string;
   /** /v1/completions reports `usage.prompt_tokens_details.cached_tokens`, as vLLM's `--enable-prompt-tokens-details`. */

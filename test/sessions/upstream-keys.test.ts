@@ -35,7 +35,7 @@ const cores: SessionCore[] = [];
 const root = mkdtempSync(join(tmpdir(), "tito-upstream-keys-"));
 
 test.before(async () => {
-  engine = await startSimEngine({ tokenizerFolder: qwen3(), promptTokensDetails: true });
+  engine = await startSimEngine({ tokenizerFolder: qwen3(), prefixCache: true, promptTokensDetails: true });
   recorder = await startRecorder(engine.url, upstream);
   proxyUrl = `http://127.0.0.1:${(recorder.address() as { port: number }).port}`;
 });
