@@ -25,6 +25,8 @@ export interface AdapterOptions {
   onEngineAbort?: () => void;
   /** The served model name every upstream request carries (`--engine-model`), overriding /v1/models. */
   engineModel?: string;
+  /** `--engine-session-headers`: the headers a session's requests carry its routing key in (none: empty). */
+  sessionHeaders?: readonly string[];
 }
 
 /** `err` unchanged; an engine abort is counted first (the metric of EngineAbortedError). */
@@ -33,19 +35,33 @@ export function countAbort(options: AdapterOptions, err: unknown): unknown {
   return err;
 }
 
-/** The client's headers as they go to the engine with a JSON body we wrote. */
-export function turnHeaders(options: AdapterOptions, headers: EngineTurnRequest["headers"]): Record<string, string> {
+/**
+ * The session's routing key set in each of the --engine-session-headers, over a client's own
+ * header of that name: a gateway in front of several engines (SGLang's model gateway reads
+ * X-SMG-Routing-Key, vLLM's router X-Session-ID; docs/engines.md) keeps the session on one.
+ */
+function withRoutingKey(out: Record<string, string>, options: AdapterOptions, routingKey: string | undefined) {
+  if (routingKey !== undefined) for (const name of options.sessionHeaders ?? []) out[name.toLowerCase()] = routingKey;
+  return out;
+}
+
+/** The client's headers as they go to the engine with a JSON body we wrote, and the session's routing key. */
+export function turnHeaders(
+  options: AdapterOptions,
+  headers: EngineTurnRequest["headers"],
+  routingKey?: string,
+): Record<string, string> {
   const out = forwardHeaders(headers, options.dropAuthorization);
   // The reply is scanned as bytes: ask for it uncompressed.
   delete out["accept-encoding"];
   out["content-type"] = "application/json";
-  return out;
+  return withRoutingKey(out, options, routingKey);
 }
 
 /** A session's proxy route: the path checked against escaping the engine root, the rest passed on. */
 export async function proxyToEngine(options: AdapterOptions, req: EngineProxyRequest) {
   const path = checkProxyPath(req.path) + (req.query ? `?${req.query}` : "");
-  const headers = forwardHeaders(req.headers, options.dropAuthorization);
+  const headers = withRoutingKey(forwardHeaders(req.headers, options.dropAuthorization), options, req.routingKey);
   return options.upstream.send({ method: req.method.toUpperCase(), path, headers, body: req.body, signal: req.signal });
 }
 
@@ -66,7 +82,7 @@ export async function sendTurn(
   const res = await options.upstream.send({
     method: "POST",
     path,
-    headers: turnHeaders(options, turn.headers),
+    headers: turnHeaders(options, turn.headers, turn.routingKey),
     body: request,
     signal: turn.signal,
     pooled: options.replyBuffers,

@@ -37,6 +37,8 @@ export interface EngineOptions {
   onEngineAbort?: () => void;
   /** `--engine-model`: the served model name sent upstream (vllm-completions), instead of /v1/models' first. */
   engineModel?: string;
+  /** `--engine-session-headers`: the headers every request of a session carries its routing key in. */
+  sessionHeaders?: readonly string[];
 }
 
 export function createEngine(options: EngineOptions): Engine {
@@ -55,6 +57,7 @@ export function createEngine(options: EngineOptions): Engine {
     onMalformedToolCalls: options.onMalformedToolCalls,
     onEngineAbort: options.onEngineAbort,
     engineModel: options.engineModel,
+    sessionHeaders: options.sessionHeaders,
   };
   switch (options.api) {
     case "sglang-chat":

@@ -43,6 +43,9 @@ export function sglangChatEngine(options: AdapterOptions): Engine {
         ([k]) => body[k] === undefined || body[k] === null,
       );
       if (defaults.length > 0) fields = { ...Object.fromEntries(defaults), ...fields };
+      // ChatCompletionRequest's `cache_salt` (python/sglang/srt/entrypoints/openai/protocol.py @
+      // 004c82e07d876f6e4a0ad6e15325706b0f478f1a; honoured from SGLang PR #23300 on); ours over a client's.
+      if (turn.cacheSalt !== undefined) fields = { ...fields, cache_salt: turn.cacheSalt };
       if (turn.stream === true) {
         body = { ...body };
         delete body.stream_options; // asked of the engine without a stream

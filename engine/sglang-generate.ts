@@ -89,7 +89,11 @@ export function sglangGenerateEngine(options: AdapterOptions): Engine {
         skip_special_tokens: false,
         no_stop_trim: false,
       });
-      const rest = `{"sampling_params":${sampling},"return_logprob":true${options.routingReplay ? ',"return_routed_experts":true' : ""}${options.indexerReplay ? ',"return_indexer_topk":true' : ""},"stream":${turn.stream === true}}`;
+      // The cache salt goes in GenerateReqInput's `extra_key` (a string for a single request; SGLang
+      // keys its prefix cache by it from PR #23300 on): python/sglang/srt/managers/io_struct.py @
+      // 001067fffe33427bee0ed2f007fb7551a1d76b44. None: no field, the request as before.
+      const salt = turn.cacheSalt === undefined ? "" : `,"extra_key":${JSON.stringify(turn.cacheSalt)}`;
+      const rest = `{"sampling_params":${sampling},"return_logprob":true${options.routingReplay ? ',"return_routed_experts":true' : ""}${options.indexerReplay ? ',"return_indexer_topk":true' : ""}${salt},"stream":${turn.stream === true}}`;
       const request = withIds("input_ids", turn.promptText, rest);
       if (turn.stream === true)
         return streamTurn(

@@ -58,7 +58,7 @@ export async function streamTurn(
   const res = await options.upstream.send({
     method: "POST",
     path,
-    headers: { ...turnHeaders(options, turn.headers), accept: "text/event-stream" },
+    headers: { ...turnHeaders(options, turn.headers, turn.routingKey), accept: "text/event-stream" },
     body: request,
     signal: turn.signal,
     stream: true,

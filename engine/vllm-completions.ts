@@ -97,6 +97,10 @@ export function vllmCompletionsEngine(options: AdapterOptions): Engine {
         // The completion text is parsed for tool calls and reasoning: keep the markers.
         skip_special_tokens: false,
         stream: turn.stream === true,
+        // CompletionRequest's `cache_salt` (a string of 1 to 1024 characters; vLLM PR #20981 added it
+        // to /v1/completions): vllm/entrypoints/openai/completion/protocol.py @
+        // 002032ee2b18e1f7bd924ec47b62504ba3866063. Undefined: no field.
+        cache_salt: turn.cacheSalt,
       });
       const request = withIds("prompt", turn.promptText, rest);
       if (turn.stream === true)

@@ -34,6 +34,10 @@ export interface EngineTurnRequest {
   /** The client asked for `stream: true`: a 200 is an EngineStream of `chat.completion.chunk` events. */
   stream?: boolean;
   signal?: CancelSignal;
+  /** The prefix-cache salt (upstream-keys.ts): SGLang's `extra_key` on /generate, `cache_salt` elsewhere; none: no field. */
+  cacheSalt?: string;
+  /** The session's routing key, sent in the --engine-session-headers (upstream-keys.ts). */
+  routingKey?: string;
 }
 
 /** A reply the engine refused or failed (its status is not 200): passed to the client as it is. */
@@ -104,6 +108,8 @@ export interface EngineProxyRequest {
   headers: Record<string, string | string[] | undefined>;
   body: Buffer;
   signal?: CancelSignal;
+  /** The session's routing key, sent in the --engine-session-headers. */
+  routingKey?: string;
 }
 
 export interface EngineProxyReply {

@@ -52,6 +52,11 @@ export class SessionRegistry {
     return trajectory;
   }
 
+  /** The session's routing key (upstream-keys.ts); its id when it is not here (the proxy route does not require it). */
+  routingKey(sessionId: string): string {
+    return this.#sessions.get(sessionId)?.routingKey ?? sessionId;
+  }
+
   /**
    * Marks the session closing and removes it under its lock once `onRemoved` (dropping its
    * records; for a journal, writing the delete) has succeeded. If that fails the session

@@ -30,6 +30,8 @@ import { selectFamily, type TitoFamilyName } from "./families/index.ts";
 import { serverKwargs, TurnKwargs } from "./template-kwargs.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "./tokenizer-folder.ts";
 import type { Trajectory } from "./trajectory.ts";
+import type { PreparedTurn } from "./prepared-turn.ts";
+import { upstreamKeys, type CacheSaltMode } from "./upstream-keys.ts";
 import type { CancelSignal } from "../buffers/cancel.ts";
 import type { Clock } from "../buffers/clock.ts";
 import { keepingEvents, TurnReplays } from "./turn-replay.ts";
@@ -64,6 +66,8 @@ export interface SessionCoreOptions {
   onTurnReplayed?: () => void;
   /** The budget of a session created without one (--max-session-tokens, --max-session-turns; budget.ts). */
   sessionBudget?: SessionBudget;
+  /** `--cache-salt` (upstream-keys.ts); default `session`. */
+  cacheSalt?: CacheSaltMode;
 }
 
 /** What the router says about a chat turn besides the client's request. */
@@ -72,22 +76,6 @@ export interface TurnContext {
   weightVersion?: string | null;
   /** The client API the turn came through (default chat); a session keeps to one (chat-request.ts). */
   api?: ClientApi;
-}
-
-interface PreparedTurn {
-  promptIds: number[];
-  /** promptIds as decimal text (idsText). */
-  promptText: string;
-  messages: ChatMessage[];
-  tools?: unknown[];
-  body: Record<string, unknown>;
-  /** The bytes of `body` (the client's, unless a budget capped max_tokens). */
-  clientBytes: Buffer;
-  /** The turn's effective template kwargs (server, pinned, request). */
-  kwargs: Readonly<Record<string, unknown>>;
-  version: number;
-  /** Whether `messages` took stored copies over the client's (then the journal keeps them). */
-  adopted: boolean;
 }
 
 export class SessionCore {
@@ -101,6 +89,7 @@ export class SessionCore {
   readonly #samplingDefaults?: SamplingDefaults;
   readonly #replays: TurnReplays;
   readonly #budget: SessionBudget;
+  readonly #salt: CacheSaltMode;
 
   constructor(options: SessionCoreOptions) {
     const folder = options.tokenizerFolder ?? loadTokenizerFolder(options.tokenizerDir ?? bundledQwen3Dir());
@@ -115,6 +104,7 @@ export class SessionCore {
     this.#log = options.logger;
     this.#replays = new TurnReplays(options.onTurnReplayed);
     this.#budget = options.sessionBudget ?? {};
+    this.#salt = options.cacheSalt ?? "session";
     if ((options.sessionIdleTtlS ?? 0) > 0)
       this.#idle = new IdleExpiry({
         ...options,
@@ -235,6 +225,7 @@ export class SessionCore {
         samplingDefaults: this.#samplingDefaults,
         stream: turn.body.stream === true,
         signal,
+        ...upstreamKeys(this.#salt, t, context.weightVersion),
       });
       if (!res.ok) {
         const overflow = engineOverflow(res.status, res.body);
@@ -336,8 +327,8 @@ export class SessionCore {
     });
   }
 
-  async proxy(_sessionId: string, req: CoreRequest, signal?: CancelSignal): Promise<CoreResponse> {
-    return this.#guard(() => this.#engine.proxy({ ...req, signal }));
+  async proxy(sessionId: string, req: CoreRequest, signal?: CancelSignal): Promise<CoreResponse> {
+    return this.#guard(() => this.#engine.proxy({ ...req, signal, routingKey: this.#registry.routingKey(sessionId) }));
   }
 
   async close(): Promise<void> {

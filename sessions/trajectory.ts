@@ -31,6 +31,12 @@ export class Trajectory implements TrajectoryView {
   budget: SessionBudget = {};
   /** Set by an abort (POST /sessions/{id}/abort): later turns are refused, records stay. */
   finished = false;
+  /**
+   * The key its engine requests carry in the --engine-session-headers (upstream-keys.ts): its
+   * id, unless it was set to another session's (a fork takes its root's, so a shared prefix
+   * stays on one engine replica).
+   */
+  routingKey: string;
   #messages: ChatMessage[] = [];
   #turns: CommittedTurn[] = [];
   readonly #checkpoints = new Checkpoints();
@@ -38,6 +44,7 @@ export class Trajectory implements TrajectoryView {
 
   constructor(id: string) {
     this.id = id;
+    this.routingKey = id;
   }
 
   get messages(): readonly ChatMessage[] {
@@ -64,6 +71,11 @@ export class Trajectory implements TrajectoryView {
   /** The distinct weight versions of the committed turns, in turn order (null: sent before any was set). */
   get weightVersions(): (string | null)[] {
     return [...new Set(this.#turns.map((t) => t.weightVersion))];
+  }
+  /** The first weight version its committed turns were sent under (null: none yet): the `session` cache salt. */
+  get firstWeightVersion(): string | null {
+    for (const turn of this.#turns) if (turn.weightVersion !== null) return turn.weightVersion;
+    return null;
   }
   /** The last committed turn's commit time (Unix seconds), null without turns. */
   get lastCommitAt(): number | null {

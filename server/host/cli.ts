@@ -60,6 +60,14 @@ Options:
   --generation-config on|off   on (default): the tokenizer folder's generation_config.json
                                fills in temperature/top_p/top_k a request leaves unset, on
                                every engine API; off: the engine's own defaults
+  --cache-salt MODE            off | turn | session: the prefix-cache salt every engine
+                               request carries once a weight version is set (SGLang
+                               extra_key / cache_salt, vLLM cache_salt): the version the
+                               session started under (session, default) or the turn's
+                               (turn); off: none (docs/rl-loop.md)
+  --engine-session-headers LIST  comma list of headers every engine request carries the
+                               session's routing key in, for a gateway in front of several
+                               engines (default X-SMG-Routing-Key,X-Session-ID; "": none)
   --engine-timeout-ms N        per upstream request (default 600000)
   --engine-connect-timeout-ms N  a connection to the engine not up within N ms is a
                                502 "engine unreachable" (default 10000)
@@ -121,6 +129,8 @@ export const FLAGS = {
   "engine-api": { type: "string" },
   "engine-model": { type: "string" },
   "generation-config": { type: "string" },
+  "cache-salt": { type: "string" },
+  "engine-session-headers": { type: "string" },
   "engine-timeout-ms": { type: "string" },
   "engine-connect-timeout-ms": { type: "string" },
   "auth-token": { type: "string" },
@@ -164,6 +174,8 @@ export const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
   engineApi: "--engine-api",
   engineModel: "--engine-model",
   generationConfig: "--generation-config",
+  cacheSalt: "--cache-salt",
+  engineSessionHeaders: "--engine-session-headers",
   engineTimeoutMs: "--engine-timeout-ms",
   engineConnectTimeoutMs: "--engine-connect-timeout-ms",
   authToken: "--auth-token",
@@ -258,6 +270,11 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     engineApi: values["engine-api"] as SessionServerOptions["engineApi"],
     engineModel: values["engine-model"],
     generationConfig: values["generation-config"] as SessionServerOptions["generationConfig"],
+    cacheSalt: values["cache-salt"] as SessionServerOptions["cacheSalt"],
+    engineSessionHeaders: values["engine-session-headers"]
+      ?.split(",")
+      .map((h) => h.trim())
+      .filter(Boolean),
     engineTimeoutMs: num("engine-timeout-ms", values["engine-timeout-ms"]),
     engineConnectTimeoutMs: num("engine-connect-timeout-ms", values["engine-connect-timeout-ms"]),
     authToken: values["auth-token"] ?? (env.TITO_AUTH_TOKEN || undefined),

@@ -32,6 +32,10 @@ export interface SessionServerOptions {
   engineModel?: string;
   /** "on" (default): the tokenizer folder's generation_config.json fills in temperature/top_p/top_k the client left unset, on every engine API; "off": the engine's own defaults. */
   generationConfig?: "on" | "off";
+  /** The prefix-cache salt of engine requests (docs/rl-loop.md): "session" (default), "turn" or "off"; none while no weight version is set. */
+  cacheSalt?: "off" | "turn" | "session";
+  /** Headers every engine request carries the session's routing key in (docs/engines.md). Default X-SMG-Routing-Key, X-Session-ID; [] = none. */
+  engineSessionHeaders?: string[];
   /** Hugging Face tokenizer folder. Default: the bundled Qwen3 folder. */
   tokenizerDir?: string;
   /** TITO model family (docs/models.md); default detected from the tokenizer. */
@@ -147,6 +151,8 @@ const OPTION_NAMES: readonly string[] = Object.keys({
   engineApi: 1,
   engineModel: 1,
   generationConfig: 1,
+  cacheSalt: 1,
+  engineSessionHeaders: 1,
   tokenizerDir: 1,
   titoFamily: 1,
   chatTemplateKwargs: 1,
@@ -183,6 +189,22 @@ const OPTION_NAMES: readonly string[] = Object.keys({
   recordsNice: 1,
   recordsStreamer: 1,
 } satisfies Record<keyof SessionServerOptions, 1>);
+
+/** The headers a session's routing key goes in by default: SGLang's model gateway's and vLLM's router's (docs/engines.md). */
+export const DEFAULT_SESSION_HEADERS: readonly string[] = ["X-SMG-Routing-Key", "X-Session-ID"];
+/** An HTTP field name (RFC 9110 5.1: a token). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Headers the upstream client sets or drops itself (engine/upstream.ts): never a routing key's. */
+const RESERVED_HEADERS = new Set([
+  "host",
+  "content-length",
+  "content-type",
+  "transfer-encoding",
+  "connection",
+  "authorization",
+  "accept",
+  "accept-encoding",
+]);
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
@@ -226,6 +248,8 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     engineApi: options.engineApi ?? "sglang-chat",
     engineModel: options.engineModel,
     generationConfig: options.generationConfig ?? "on",
+    cacheSalt: options.cacheSalt ?? "session",
+    engineSessionHeaders: options.engineSessionHeaders ?? [...DEFAULT_SESSION_HEADERS],
     tokenizerDir: options.tokenizerDir,
     titoFamily: options.titoFamily,
     chatTemplateKwargs: options.chatTemplateKwargs ?? {},
@@ -266,6 +290,12 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
   };
   oneOf("engineApi", resolved.engineApi, ENGINE_APIS);
   oneOf("generationConfig", resolved.generationConfig, ["on", "off"]);
+  oneOf("cacheSalt", resolved.cacheSalt, ["off", "turn", "session"]);
+  for (const name of resolved.engineSessionHeaders)
+    if (typeof name !== "string" || !HEADER_NAME.test(name) || RESERVED_HEADERS.has(name.toLowerCase()))
+      throw new InvalidOptionError(
+        `${label("engineSessionHeaders")} entries are HTTP header names the server does not set itself, got ${JSON.stringify(name)}`,
+      );
   if (resolved.engineModel !== undefined && resolved.engineModel.trim() === "")
     throw new InvalidOptionError(`${label("engineModel")} must not be empty`);
   oneOf("durability", resolved.durability, ["journal", "memory"]);

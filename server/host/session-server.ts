@@ -244,7 +244,7 @@ function childSpecs(
       routingReplay: opts.routingReplay,
       indexerReplay: opts.indexerReplay,
       engineApi: opts.engineApi,
-      engineModel: opts.engineModel,
+      ...{ engineModel: opts.engineModel, cacheSalt: opts.cacheSalt, engineSessionHeaders: opts.engineSessionHeaders },
       generationConfig: opts.generationConfig === "on",
       engineTimeoutMs: opts.engineTimeoutMs,
       engineConnectTimeoutMs: opts.engineConnectTimeoutMs,

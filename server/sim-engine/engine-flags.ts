@@ -36,6 +36,13 @@ POST /v1/chat/completions (patched SGLang), /generate (SGLang), /v1/completions 
                                 (load tests; not per token: POST /samples refuses it)
   --always-routed-experts       add routed_experts even when the request does not ask
   --reasoning                   /generate and /v1/completions open with a <think> block
+  --prefix-cache                keep a prefix cache keyed by the request's salt (SGLang
+                                extra_key / cache_salt, vLLM cache_salt) and report its
+                                hits (meta_info.cached_tokens)
+  --prompt-tokens-details       with --prefix-cache, /v1/completions reports
+                                usage.prompt_tokens_details.cached_tokens (vLLM's
+                                --enable-prompt-tokens-details)
+  --weight-version V            report meta_info.weight_version V on the SGLang routes
   --prebuilt-tokens N           pre-built replies of N completion tokens (benchmarks)
   --prebuilt-turns T            pre-build turns 0..T-1 at start (with --prebuilt-tokens)
   --prebuilt-r3-last-bytes B    pre-built routed_experts growing linearly to B bytes on turn T-1
@@ -63,6 +70,9 @@ export const ENGINE_FLAGS = {
   "routed-experts-bytes": { type: "string" },
   "always-routed-experts": { type: "boolean" },
   reasoning: { type: "boolean" },
+  "prefix-cache": { type: "boolean" },
+  "prompt-tokens-details": { type: "boolean" },
+  "weight-version": { type: "string" },
   "prebuilt-tokens": { type: "string" },
   "prebuilt-turns": { type: "string" },
   "prebuilt-r3-last-bytes": { type: "string" },

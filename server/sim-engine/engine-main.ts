@@ -62,6 +62,9 @@ function parse(argv: string[]): SimEngineOptions {
     routedExpertsBytes: integer("routed-experts-bytes", values["routed-experts-bytes"], undefined),
     alwaysRoutedExperts: values["always-routed-experts"] ?? false,
     reasoning: values.reasoning ?? false,
+    prefixCache: values["prefix-cache"] ?? false,
+    promptTokensDetails: values["prompt-tokens-details"] ?? false,
+    weightVersion: values["weight-version"],
     logger: values.log ?? false,
   };
   if (options.routedExpertsLayers! < 1 || options.routedExpertsTopK! < 1)

@@ -194,8 +194,17 @@ export async function* completionsStream(
       sent = upTo;
     }
     if (input.includeUsage) {
-      const { prompt_tokens, total_tokens, completion_tokens } = response.usage as Record<string, number>;
-      yield sse({ ...head, choices: [], usage: { prompt_tokens, total_tokens, completion_tokens } });
+      const { prompt_tokens, total_tokens, completion_tokens, prompt_tokens_details } = response.usage as Record<
+        string,
+        unknown
+      >;
+      const usage = {
+        prompt_tokens,
+        total_tokens,
+        completion_tokens,
+        ...(prompt_tokens_details ? { prompt_tokens_details } : {}),
+      };
+      yield sse({ ...head, choices: [], usage });
     }
   } catch (err) {
     const message = (err as Error).message;

@@ -25,7 +25,8 @@
 // of prompt + completion but the last, as SGLang returns it; or `routedExpertsBytes` bytes
 // when set) is added to `meta_info` on the SGLang routes when the request sets
 // `return_routed_experts: true` or `alwaysRoutedExperts`. Each route answers errors in its engine's error shape.
-// It never echoes request headers and never keeps per-conversation state.
+// It never echoes request headers; the one state it keeps across requests is its prefix cache
+// (sim-engine-cache.ts), which reports hits as the engines do.
 import { setTimeout as sleep } from "node:timers/promises";
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply } from "fastify";
 import type { ChatMessage } from "../../sessions/chat-template.ts";
@@ -42,6 +43,7 @@ import {
 import { PrebuiltReplies, type PrebuiltApi, type PrebuiltOptions } from "./sim-engine-prebuilt.ts";
 import { promptIdsOf, stopList } from "./sim-engine-completion.ts";
 import { AbortBoard, markAborted } from "./sim-engine-abort.ts";
+import { CacheReport, sglangSaltOf, vllmSaltOf } from "./sim-engine-cache.ts";
 import { errorShape, send, sendStream, tokensTime } from "./sim-engine-http.ts";
 import { chatStream, completionsStream, generateStream, type StreamPacing } from "./sim-engine-stream.ts";
 import { generateError, generateResponse, generateSchema, type GenerateBody } from "./sim-engine-generate.ts";
@@ -121,6 +123,12 @@ export interface SimEngineOptions {
    * route, which never reasons).
    */
   reasoning?: boolean;
+  /** Keep a prefix cache and report its hits (sim-engine-cache.ts); default off: replies as without one. */
+  prefixCache?: boolean;
+  /** SGLang's `meta_info.weight_version` on its routes (its `--weight-version`); unset: not reported. */
+  weightVersion?: string;
+  /** /v1/completions reports `usage.prompt_tokens_details.cached_tokens`, as vLLM's `--enable-prompt-tokens-details`. */
+  promptTokensDetails?: boolean;
 }
 
 /** The generation routes the engine serves. */
@@ -214,6 +222,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     ],
   }));
   const aborts = new AbortBoard();
+  const report = new CacheReport(options); // the prefix cache and the weight version (sim-engine-cache.ts)
   app.post("/abort_request", async (request, reply) => {
     aborts.abort(request.body as { rid?: unknown; abort_all?: unknown } | null);
     return reply.code(200).send();
@@ -247,6 +256,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     watch(reply, "/v1/chat/completions");
     const body = (request.body ?? {}) as ChatBody;
     const facts = chatFacts(ctx.model, body);
+    const salt = sglangSaltOf(body as Record<string, unknown>);
     const ticket = aborts.enter((body as { rid?: unknown }).rid);
     try {
       if (options.latencyMs) await sleep(options.latencyMs);
@@ -258,6 +268,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     const simReply = buildReply(ctx.model, facts, requestKwargs(ctx.model, body), maxTokens);
     const withR3 = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
     const response = responseObject(model, facts.ids.length, simReply, stopId, withR3);
+    report.chat(response, salt, facts.ids, simReply.completionIds);
     if (ticket.aborted) markAborted("/v1/chat/completions", response);
     if (body.stream) {
       const includeUsage = body.stream_options?.include_usage === true;
@@ -278,7 +289,10 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       watch(reply, "/generate");
       const body = (request.body ?? {}) as GenerateBody;
       const withRoutedExperts = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
+      const salt = sglangSaltOf(body as Record<string, unknown>);
       const response = generateResponse(folder, body, { reasoning, withRoutedExperts, stopId });
+      const promptIds = promptIdsOf(folder, body.input_ids ?? body.text, "`input_ids` or `text`");
+      report.generate(response, salt, promptIds);
       const ticket = aborts.enter(body.rid);
       try {
         if (options.latencyMs) await sleep(options.latencyMs);
@@ -316,7 +330,10 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       checkCompletions(body, { model, maxModelLen, nullMaxTokens: options.vllmNullMaxTokens ?? "500" });
       const noTokenIds = options.vllmNoTokenIds;
       const routedExperts = options.vllmRoutedExperts && { dtype: options.vllmRoutedExperts, ...shape };
+      const salt = vllmSaltOf(body as Record<string, unknown>);
       const response = completionsResponse(folder, body, { model, reasoning, stopId, noTokenIds, routedExperts });
+      const promptIds = promptIdsOf(folder, body.prompt, "`prompt`");
+      report.completions(response, salt, promptIds);
       const ticket = aborts.enter(undefined);
       try {
         if (options.latencyMs) await sleep(options.latencyMs);
@@ -331,7 +348,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       if (body.stream) {
         const input = {
           response,
-          promptIds: promptIdsOf(folder, body.prompt, "`prompt`"),
+          promptIds,
           keepSpecial: body.skip_special_tokens === false,
           stop: stopList(body.stop, "stop"),
           includeUsage: body.stream_options?.include_usage === true,

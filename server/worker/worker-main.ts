@@ -33,6 +33,8 @@ export type WorkerConfig = Omit<
   engineApi: EngineApi;
   /** `--engine-model`: the served model name sent upstream (vllm-completions). */
   engineModel?: string;
+  /** `--engine-session-headers`: the headers a session's engine requests carry its routing key in. */
+  engineSessionHeaders: string[];
   engineTimeoutMs: number;
   engineConnectTimeoutMs: number;
   routingReplay: boolean;
@@ -94,6 +96,7 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     sessionIdleTtlS,
     generationConfig,
     sessionBudget,
+    cacheSalt,
   } = config;
   const engine = createEngine({
     api: config.engineApi,
@@ -109,6 +112,7 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     onMalformedToolCalls: metrics.observeMalformedToolCalls,
     onEngineAbort: metrics.engineAborted,
     engineModel: config.engineModel,
+    sessionHeaders: config.engineSessionHeaders,
   });
   return {
     engine,
@@ -127,6 +131,7 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     recordStore,
     sessionIdleTtlS,
     sessionBudget,
+    cacheSalt,
     onSessionExpired: metrics.sessionExpired,
     onTurnReplayed: metrics.turnReplayed,
   };

@@ -54,13 +54,19 @@ async function turn(c: SessionCore, body: Record<string, unknown>) {
     tools: [WEATHER_TOOL],
     ...body,
   };
-  const res = await c.chat(id, {
-    method: "POST",
-    path: "/v1/chat/completions",
-    query: "",
-    headers: {},
-    body: Buffer.from(JSON.stringify(full)),
-  });
+  const res = await c.chat(
+    id,
+    {
+      method: "POST",
+      path: "/v1/chat/completions",
+      query: "",
+      headers: {},
+      body: Buffer.from(JSON.stringify(full)),
+    },
+    undefined,
+    // A weight version: the request carries the cache salt field (extra_key / cache_salt) too.
+    { weightVersion: "v1" },
+  );
   return { status: res.status, text: await responseText(res) };
 }
 

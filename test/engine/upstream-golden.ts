@@ -109,6 +109,8 @@ export const ACCEPTS: Record<string, FieldRow> = {
       "lora_path",
       "custom_logit_processor",
       "priority",
+      "extra_key",
+      "cache_salt",
     ],
   },
   "sglang-generate sampling_params": {

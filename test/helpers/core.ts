@@ -19,6 +19,8 @@ export interface TestCoreOptions extends Omit<SessionCoreOptions, "engine"> {
   routingReplay?: boolean;
   indexerReplay?: boolean;
   authToken?: string;
+  /** `--engine-session-headers` (engine/adapter.ts); default none. */
+  sessionHeaders?: readonly string[];
 }
 
 export function coreFor(options: TestCoreOptions): SessionCore {
@@ -33,6 +35,7 @@ export function coreFor(options: TestCoreOptions): SessionCore {
     indexerReplay: indexerReplay ?? false,
     dropAuthorization: authToken !== undefined,
     pooledReplies: options.recordStore !== undefined && !options.recordStore.retainsReplyBuffers,
+    sessionHeaders: options.sessionHeaders,
   });
   return createSessionCore({ ...options, engine });
 }

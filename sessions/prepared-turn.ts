@@ -1,0 +1,20 @@
+// A chat turn as the session core prepared it under the session lock (session-core.ts,
+// step 1): what the engine is asked and what the commit checks. A type of its own module, so
+// the modules around the core can take it without importing the core.
+import type { ChatMessage } from "./chat-template.ts";
+
+export interface PreparedTurn {
+  promptIds: number[];
+  /** promptIds as decimal text (idsText). */
+  promptText: string;
+  messages: ChatMessage[];
+  tools?: unknown[];
+  body: Record<string, unknown>;
+  /** The bytes of `body` (the client's, unless a budget capped max_tokens). */
+  clientBytes: Buffer;
+  /** The turn's effective template kwargs (server, pinned, request). */
+  kwargs: Readonly<Record<string, unknown>>;
+  version: number;
+  /** Whether `messages` took stored copies over the client's (then the journal keeps them). */
+  adopted: boolean;
+}
