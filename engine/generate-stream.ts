@@ -14,6 +14,7 @@
 // together (incremental), its routing payload left as it is.
 import { JsonScanner } from "../buffers/json-scan.ts";
 import { EngineReplyError } from "../sessions/errors.ts";
+import { overflowOf } from "../sessions/budget.ts";
 import { weightVersionOf } from "./reply-scan.ts";
 import { abortOf, generateSpans, type GenerateSpans, type Span } from "./generate-spans.ts";
 import type { TokenStep, TokenStreamReader, TokenStreamResult } from "./token-stream.ts";
@@ -58,6 +59,9 @@ export class GenerateStreamReader implements TokenStreamReader {
     const { scan, spans } = scanChunk(data);
     if (spans.error) {
       const error = scan.parse(...spans.error) as { message?: unknown } | null;
+      // SGLang refuses a prompt over its context length in the stream's first (and only) event.
+      const overflow = typeof error?.message === "string" ? overflowOf(error.message) : undefined;
+      if (overflow) throw overflow;
       throw new EngineReplyError(
         `the engine failed the generation: ${String(error?.message ?? JSON.stringify(error))}`,
       );

@@ -8,12 +8,21 @@
 // so every request carries the served name, never the client's. Read once, at the first
 // turn, and again after a failed read or a 404 (an engine restarted with another model).
 // `--engine-model` names the model instead of the list's first; its context length is still
-// read from the list. The result is also the Engine port's `modelInfo` (for budgets).
-import type { EngineModelInfo, EngineTurnRequest } from "../sessions/engine-port.ts";
+// read from the list. The length is also the Engine port's `contextLength` (for budgets,
+// context-length.ts), on SGLang's APIs too.
+import type { EngineTurnRequest } from "../sessions/engine-port.ts";
 import { EngineReplyError, EngineRequestError } from "../sessions/errors.ts";
 import type { CancelSignal } from "../buffers/cancel.ts";
 import { forwardHeaders } from "./upstream.ts";
 import type { AdapterOptions } from "./adapter.ts";
+
+/** What the engine says of the model it serves. */
+export interface EngineModelInfo {
+  /** The served model name every upstream request carries. */
+  model: string;
+  /** The context length (prompt + completion tokens), when the engine states it. */
+  maxModelLen?: number;
+}
 
 interface ModelCard {
   id?: unknown;

@@ -18,6 +18,8 @@ import { SSE_HEADERS } from "../sessions/sse.ts";
 import { ChatChunks, includeUsage, type Usage } from "./chat-chunks.ts";
 import { EngineReplyError, InvalidChatRequestError } from "../sessions/errors.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
+import { servedModel } from "./served-model.ts";
+import { optionalContextLength } from "./context-length.ts";
 import { scanReply } from "./reply-scan.ts";
 import { buildUpstreamBody } from "./request-body.ts";
 
@@ -29,6 +31,7 @@ export function sglangChatEngine(options: AdapterOptions): Engine {
   if (options.indexerReplay) forced.return_indexer_topk = true;
   return {
     api: "sglang-chat",
+    contextLength: optionalContextLength(servedModel(options)),
     async generate(turn: EngineTurnRequest): Promise<EngineTurn> {
       // The family's pinned kwargs reach the engine too (its reasoning parser reads some of them).
       const kwargs = turn.templateKwargs;

@@ -9,6 +9,8 @@ import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-p
 import { EngineReplyError } from "../sessions/errors.ts";
 import { JsonScanner } from "../buffers/json-scan.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
+import { servedModel } from "./served-model.ts";
+import { optionalContextLength } from "./context-length.ts";
 import { GenerateStreamReader } from "./generate-stream.ts";
 import { abortOf, generateSpans } from "./generate-spans.ts";
 import { tokenOutcome } from "./token-reply.ts";
@@ -69,6 +71,7 @@ export function scanGenerateReply(body: readonly Buffer[], quotes?: readonly num
 export function sglangGenerateEngine(options: AdapterOptions): Engine {
   return {
     api: "sglang-generate",
+    contextLength: optionalContextLength(servedModel(options)),
     async generate(turn: EngineTurnRequest): Promise<EngineTurn> {
       const s = readSampling(turn.body, "sglang-generate", turn.samplingDefaults);
       const sampling = definedJson({

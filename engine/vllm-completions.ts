@@ -8,6 +8,7 @@ import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-p
 import { EngineReplyError, InvalidChatRequestError } from "../sessions/errors.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
 import { servedModel } from "./served-model.ts";
+import { requiredContextLength } from "./context-length.ts";
 import {
   abortOfChoice,
   completionIdsOf,
@@ -71,7 +72,7 @@ export function vllmCompletionsEngine(options: AdapterOptions): Engine {
   const served = servedModel(options);
   return {
     api: "vllm-completions",
-    modelInfo: (signal) => served.info({}, signal),
+    contextLength: requiredContextLength(served),
     async generate(turn: EngineTurnRequest): Promise<EngineTurn> {
       const s = readSampling(turn.body, "vllm-completions", turn.samplingDefaults);
       // vLLM answers 404 for a model it does not serve: the served name goes upstream, never the client's.

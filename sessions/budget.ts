@@ -103,6 +103,15 @@ const OVERFLOW = [
   /maximum context length is \d+ tokens/i,
 ];
 
+/**
+ * An engine's error message, when it refuses a prompt as too long, as the budget error
+ * (SGLang's /generate with `stream: true` says it in its first event: generate-stream.ts).
+ */
+export function overflowOf(message: string): SessionBudgetError | undefined {
+  if (!OVERFLOW.some((re) => re.test(message))) return undefined;
+  return new SessionBudgetError(`the engine refused the prompt as too long: ${message}`);
+}
+
 /** The engine's own "prompt too long" refusal, as a budget error carrying its message; undefined for any other reply. */
 export function engineOverflow(status: number, body: Buffer[]): SessionBudgetError | undefined {
   if (status !== 400) return undefined;

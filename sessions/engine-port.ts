@@ -118,26 +118,17 @@ export interface EngineProxyReply {
   body: Buffer[];
 }
 
-/** What the engine says of the model it serves (vLLM: GET /v1/models). */
-export interface EngineModelInfo {
-  /** The served model name every upstream request carries. */
-  model: string;
-  /** The context length (prompt + completion tokens), when the engine states it. */
-  maxModelLen?: number;
-}
-
 /** Sends a chat turn's prompt ids to the engine; failures throw coded errors (502/504, 400). */
 export interface Engine {
   /** Which engine API this adapter speaks (`--engine-api`). */
   readonly api: string;
-  /**
-   * The served model and its context length, read from the engine once (and again after a
-   * failed read); adapters whose engine API states none leave it out.
-   */
-  modelInfo?(signal?: CancelSignal): Promise<EngineModelInfo>;
   generate(turn: EngineTurnRequest): Promise<EngineTurn>;
-  /** The model's context length in tokens when the engine said it (prompt plus completion); undefined when unknown. */
-  contextLength?(): number | undefined;
+  /**
+   * The model's context length in tokens (prompt plus completion) as the engine states it,
+   * read once and kept (engine/context-length.ts); undefined when the engine states none.
+   * `headers`: the client's (its credentials may be needed to read it).
+   */
+  contextLength?(headers: EngineTurnRequest["headers"], signal?: CancelSignal): Promise<number | undefined>;
   proxy(req: EngineProxyRequest): Promise<EngineProxyReply>;
   close(): Promise<void>;
 }

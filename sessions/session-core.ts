@@ -35,6 +35,7 @@ import { upstreamKeys, type CacheSaltMode } from "./upstream-keys.ts";
 import type { CancelSignal } from "../buffers/cancel.ts";
 import type { Clock } from "../buffers/clock.ts";
 import { keepingEvents, TurnReplays } from "./turn-replay.ts";
+import { finishSession } from "./session-finish.ts";
 import { capMaxTokens, checkBudget, engineOverflow, parseBudget, type SessionBudget } from "./budget.ts";
 import { errorResponse, json, JSON_HEADERS, type CoreRequest, type CoreResponse } from "./core-message.ts";
 export { errorResponse, type CoreRequest, type CoreResponse } from "./core-message.ts";
@@ -119,13 +120,8 @@ export class SessionCore {
     return this.#ctx.family.name;
   }
 
-  health(): CoreResponse {
-    return json(200, { status: "ok" });
-  }
-
-  sessionCount(): number {
-    return this.#registry.size;
-  }
+  health = (): CoreResponse => json(200, { status: "ok" });
+  sessionCount = (): number => this.#registry.size;
 
   /** Up to `limit` live session ids greater than `after` (and starting with `prefix`), in id order (with `detail`, summaries), and whether more follow. */
   list(after: string, limit: number, options: ListOptions = {}): ListPage {
@@ -136,7 +132,7 @@ export class SessionCore {
   /** POST /sessions/{id}/abort: the session takes no more turns (409); a turn at the engine does not commit. */
   async finish(sessionId: string): Promise<CoreResponse> {
     return this.#guard(async () => {
-      this.#registry.get(sessionId).finished = true;
+      await finishSession(this.#registry.get(sessionId), this.#records);
       return json(200, { session_id: sessionId, finished: true });
     });
   }
@@ -157,7 +153,7 @@ export class SessionCore {
       const t = this.#registry.create(sessionId);
       t.budget = budget;
       try {
-        await this.#records.open(t.id);
+        await this.#records.open(t.id, budget);
       } catch (err) {
         this.#registry.forget(t.id); // not acknowledged: the session does not exist
         throw err;
@@ -213,7 +209,9 @@ export class SessionCore {
       // An SDK's resend of the last committed turn: its reply again, no engine call, no rollback.
       const again = await t.lock.run(() => (t.closing ? undefined : this.#replays.match(t, req.body, req.headers)));
       if (again) return again;
-      const turn = await t.lock.run(() => this.#prepare(t, req.body, context.api ?? "chat"));
+      // Read once per engine, before the lock (a turn over it is refused in #prepare).
+      const limit = await this.#engine.contextLength?.(req.headers, signal);
+      const turn = await t.lock.run(() => this.#prepare(t, req.body, context.api ?? "chat", limit));
       const res = await this.#engine.generate({
         clientBytes: turn.clientBytes,
         body: turn.body,
@@ -338,7 +336,7 @@ export class SessionCore {
   }
 
   /** Step 1 of a turn, under the lock: parse, force fields, plan the prompt, apply a rollback. */
-  async #prepare(t: Trajectory, bytes: Buffer, api: ClientApi): Promise<PreparedTurn> {
+  async #prepare(t: Trajectory, bytes: Buffer, api: ClientApi, limit?: number): Promise<PreparedTurn> {
     if (t.closing) throw new SessionNotFoundError(t.id, this.#registry.notFoundHint);
     if (t.finished) throw new SessionFinishedError(t.id);
     checkClientApi(t, api);
@@ -350,7 +348,7 @@ export class SessionCore {
     const { messages, adopted } = plan;
     // Before the rollback: a turn over its budget leaves the session as it was.
     const turns = plan.rollbackToTurns ?? t.assistantCount;
-    const cap = checkBudget(t.budget, this.#engine.contextLength?.(), plan.promptIds.length, turns);
+    const cap = checkBudget(t.budget, limit, plan.promptIds.length, turns);
     const capped = cap === undefined ? body : capMaxTokens(body, cap);
     if (plan.rollbackToTurns !== undefined) {
       this.#log?.info({ sessionId: t.id, from: t.assistantCount, to: plan.rollbackToTurns }, "rollback");

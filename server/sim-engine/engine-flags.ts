@@ -20,8 +20,8 @@ POST /v1/chat/completions (patched SGLang), /generate (SGLang), /v1/completions 
                                 (SGLang's --incremental-streaming-output)
   --cumulative-logprobs         with --incremental-streaming: every logprob entry so far
                                 in each chunk (SGLang before PR #21583)
-  --max-model-len N             the context length /v1/models states and /v1/completions
-                                enforces (default 40960)
+  --max-model-len N             the context length /v1/models states and every route
+                                enforces as its engine does (default 40960)
   --vllm-null-max-tokens MODE   /v1/completions with max_tokens null: 500 (released
                                 vLLM, the default) or 16 (newer vLLM)
   --vllm-no-token-ids           /v1/completions as vLLM before 0.10.2: ids only as

@@ -45,6 +45,7 @@ import { promptIdsOf, stopList } from "./sim-engine-completion.ts";
 import { AbortBoard, markAborted } from "./sim-engine-abort.ts";
 import { CacheReport, sglangSaltOf, vllmSaltOf } from "./sim-engine-cache.ts";
 import { errorShape, send, sendStream, tokensTime } from "./sim-engine-http.ts";
+import { modelList, refuseChat, refuseGenerateOverflow, sglangOverflow } from "./sim-engine-context.ts";
 import { chatStream, completionsStream, generateStream, type StreamPacing } from "./sim-engine-stream.ts";
 import { generateError, generateResponse, generateSchema, type GenerateBody } from "./sim-engine-generate.ts";
 import {
@@ -102,8 +103,10 @@ export interface SimEngineOptions {
    * held new text and ids but every logprob entry so far.
    */
   cumulativeLogprobs?: boolean;
-  /** The context length GET /v1/models states and /v1/completions enforces (default 40960, Qwen3's). */
+  /** The context length GET /v1/models states and every route enforces as its engine does (default 40960, Qwen3's). */
   maxModelLen?: number;
+  /** GET /v1/models states no max_model_len (an engine, or a router in front of it, that does not say it). */
+  modelsWithoutMaxModelLen?: boolean;
   /**
    * /v1/completions with `max_tokens: null`: "500" as released vLLM (it generates, then fails
    * an assert: vLLM issue #19862; the default, the strictest), or "16" as newer vLLM.
@@ -205,22 +208,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
 
   app.get("/health", async () => ({ status: "ok" }));
   const maxModelLen = options.maxModelLen ?? 40960;
-  // vLLM's ModelList of ModelCards (vllm/entrypoints/openai/engine/protocol.py @ d7e52523a55cfd60207c99d9f3b7ed527d2115b7).
-  app.get("/v1/models", async () => ({
-    object: "list",
-    data: [
-      {
-        id: model,
-        object: "model",
-        created: 0,
-        owned_by: "vllm",
-        root: model,
-        parent: null,
-        max_model_len: maxModelLen,
-        permission: [],
-      },
-    ],
-  }));
+  app.get("/v1/models", async () => modelList(model, options.modelsWithoutMaxModelLen ? undefined : maxModelLen));
   const aborts = new AbortBoard();
   const report = new CacheReport(options); // the prefix cache and the weight version (sim-engine-cache.ts)
   app.post("/abort_request", async (request, reply) => {
@@ -257,6 +245,9 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     const body = (request.body ?? {}) as ChatBody;
     const facts = chatFacts(ctx.model, body);
     const salt = sglangSaltOf(body as Record<string, unknown>);
+    const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
+    const overflow = sglangOverflow(facts.ids.length, maxTokens, maxModelLen);
+    if (overflow !== undefined) return refuseChat(reply, overflow);
     const ticket = aborts.enter((body as { rid?: unknown }).rid);
     try {
       if (options.latencyMs) await sleep(options.latencyMs);
@@ -264,7 +255,6 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     } finally {
       aborts.leave(ticket);
     }
-    const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
     const simReply = buildReply(ctx.model, facts, requestKwargs(ctx.model, body), maxTokens);
     const withR3 = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
     const response = responseObject(model, facts.ids.length, simReply, stopId, withR3);
@@ -288,6 +278,8 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       counter.requests++;
       watch(reply, "/generate");
       const body = (request.body ?? {}) as GenerateBody;
+      const refused = refuseGenerateOverflow(reply, body, maxModelLen);
+      if (refused) return refused;
       const withRoutedExperts = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
       const salt = sglangSaltOf(body as Record<string, unknown>);
       const response = generateResponse(folder, body, { reasoning, withRoutedExperts, stopId });

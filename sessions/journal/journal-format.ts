@@ -9,6 +9,7 @@
 // The header has its own checksum so a bad length is told apart from a torn tail.
 import { crc32, crc32Combine } from "../../buffers/crc32.ts";
 import type { ChatMessage } from "../chat-template.ts";
+import type { SessionBudget } from "../budget.ts";
 
 export const HEADER_BYTES = 16;
 export const MAGIC = 0x31454a54; // "TJE1" read as little-endian u32
@@ -17,7 +18,7 @@ export const BODY_PREFIX_BYTES = 5;
 /** The body length field is a u32. */
 export const MAX_BODY_BYTES = 0xffffffff;
 
-export const EntryKind = { CREATE: 1, TURN: 2, TRUNCATE: 3, DELETE: 4 } as const;
+export const EntryKind = { CREATE: 1, TURN: 2, TRUNCATE: 3, DELETE: 4, FINISH: 5 } as const;
 export type EntryKind = (typeof EntryKind)[keyof typeof EntryKind];
 
 /** What a TURN entry says besides its raw request and reply bytes. */
@@ -46,11 +47,14 @@ export interface TurnMeta {
 }
 
 export type EntryMeta =
-  | { kind: typeof EntryKind.CREATE; id: string }
+  // `budget`: the session's (budget.ts), written only when it has one.
+  | { kind: typeof EntryKind.CREATE; id: string; budget?: SessionBudget }
   | ({ kind: typeof EntryKind.TURN } & TurnMeta)
   | { kind: typeof EntryKind.TRUNCATE; id: string; count: number }
   // `reason` "expired": idle expiry; absent for a client's DELETE (and in journals from before expiry).
-  | { kind: typeof EntryKind.DELETE; id: string; reason?: "expired" };
+  | { kind: typeof EntryKind.DELETE; id: string; reason?: "expired" }
+  // The session was aborted (POST /sessions/{id}/abort): it takes no more turns.
+  | { kind: typeof EntryKind.FINISH; id: string };
 
 /** Payload bytes whose CRC-32 is already known (computed as they arrived): not read again to encode them. */
 export interface ChecksummedBytes {
@@ -123,7 +127,11 @@ export function decodeMeta(kind: number, metaJson: Buffer, payloadBytes: number)
   const meta = { kind, ...fields } as EntryMeta;
   switch (meta.kind) {
     case EntryKind.CREATE:
+      if (meta.budget !== undefined && (typeof meta.budget !== "object" || meta.budget === null))
+        throw new Error("create with a budget that is not an object");
+      break;
     case EntryKind.DELETE:
+    case EntryKind.FINISH:
       break;
     case EntryKind.TRUNCATE:
       if (!Number.isInteger(meta.count) || meta.count < 0) throw new Error("truncate without a count");

@@ -5,6 +5,7 @@
 // offset, length), never the bytes. Compaction removes a sealed segment once every
 // session with entries in it is deleted; a delete in it that still hides older entries
 // of its session elsewhere is first written again at the journal's end.
+import type { SessionBudget } from "../budget.ts";
 import type { Logger } from "pino";
 import { JournalCorruptError } from "../errors.ts";
 import { encodeEntry, EntryKind, type EntryMeta } from "./journal-format.ts";
@@ -95,8 +96,9 @@ export class JournalRecordStore implements RecordStore {
     await this.compact(this.#log.segments());
   }
 
-  async open(sessionId: string): Promise<void> {
-    const { segment } = await this.#log.append(encodeEntry({ kind: EntryKind.CREATE, id: sessionId }));
+  async open(sessionId: string, budget?: SessionBudget): Promise<void> {
+    const kept = budget && (budget.maxTotalTokens || budget.maxTurns) ? { budget } : {};
+    const { segment } = await this.#log.append(encodeEntry({ kind: EntryKind.CREATE, id: sessionId, ...kept }));
     const entry = new SessionEntry(sessionId);
     this.#sessions.set(sessionId, entry);
     note(entry, segment);
@@ -135,6 +137,12 @@ export class JournalRecordStore implements RecordStore {
       requestBytes: record.request.length,
       responseBytes,
     });
+    note(entry, segment);
+  }
+
+  async finish(sessionId: string): Promise<void> {
+    const entry = this.#live(sessionId);
+    const { segment } = await this.#log.append(encodeEntry({ kind: EntryKind.FINISH, id: sessionId }));
     note(entry, segment);
   }
 
@@ -262,7 +270,7 @@ export class JournalRecordStore implements RecordStore {
       entry = new SessionEntry(meta.id);
       this.#sessions.set(meta.id, entry);
       note(entry, segment);
-      visitor.created(meta.id);
+      visitor.created(meta.id, meta.budget);
       return;
     }
     if (meta.kind === EntryKind.DELETE) {
@@ -285,6 +293,10 @@ export class JournalRecordStore implements RecordStore {
     }
     note(entry, segment);
     if (entry.dead) return;
+    if (meta.kind === EntryKind.FINISH) {
+      visitor.finished?.(meta.id);
+      return;
+    }
     if (meta.kind === EntryKind.TRUNCATE) {
       if (entry.records.length > meta.count) entry.records.length = meta.count;
       visitor.truncated(meta.id, meta.count);

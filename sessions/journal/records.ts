@@ -3,6 +3,7 @@
 // engine's reply exactly as the bytes that crossed the wire; the GET body splices those
 // bytes into the JSON as they are, as chunks (or a stream, for the journal store), so no
 // record is ever re-parsed or re-serialized and no session body has to fit in one string.
+import type { SessionBudget } from "../budget.ts";
 import assert from "node:assert";
 import type { ChatMessage } from "../chat-template.ts";
 
@@ -53,7 +54,10 @@ export interface ReplayedTurn extends TurnState {
 
 /** Receives a journal's history in order; only sessions alive at some point are named. */
 export interface ReplayVisitor {
-  created(sessionId: string): void;
+  /** `budget`: the one it was created with, when it had one. */
+  created(sessionId: string, budget?: SessionBudget): void;
+  /** The session was aborted: it takes no more turns. */
+  finished?(sessionId: string): void;
   committed(sessionId: string, turn: ReplayedTurn): void;
   truncated(sessionId: string, count: number): void;
   /** `reason` is absent for a client's DELETE (and in journals from before expiry). */
@@ -70,7 +74,10 @@ export interface RecordStore {
   readonly retainsReplyBuffers: boolean;
   /** Rebuilds what the store holds from before this process (nothing, for memory). */
   recover(visitor: ReplayVisitor): Promise<void>;
-  open(sessionId: string): Promise<void>;
+  /** A new session, and its budget (kept, so a restart keeps it). */
+  open(sessionId: string, budget?: SessionBudget): Promise<void>;
+  /** The session takes no more turns (kept, so a restart keeps it). */
+  finish(sessionId: string): Promise<void>;
   append(sessionId: string, record: TurnRecord, turn: TurnState): Promise<void>;
   /** Keeps the first `count` records (a rollback). */
   truncate(sessionId: string, count: number): Promise<void>;
@@ -94,6 +101,7 @@ export class MemoryRecordStore implements RecordStore {
   async append(sessionId: string, record: TurnRecord): Promise<void> {
     this.#records(sessionId).push(record);
   }
+  async finish(): Promise<void> {}
   async truncate(sessionId: string, count: number): Promise<void> {
     const records = this.#records(sessionId);
     if (records.length > count) records.length = count;

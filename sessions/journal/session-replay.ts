@@ -24,8 +24,11 @@ interface SentRequest {
 
 export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { counts(): ReplayCounts } {
   return {
-    created(sessionId) {
-      registry.create(sessionId);
+    created(sessionId, budget) {
+      registry.create(sessionId).budget = budget ?? {};
+    },
+    finished(sessionId) {
+      registry.get(sessionId).finished = true;
     },
     committed(sessionId, turn: ReplayedTurn) {
       const t = registry.get(sessionId);

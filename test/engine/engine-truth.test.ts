@@ -115,14 +115,15 @@ test("vllm-completions: the served model name and max_tokens = max_model_len - p
   assert.is(reply.choices[0].finish_reason, "stop", "not cut at vLLM's 16-token default");
 });
 
-test("vllm-completions: a prompt already at max_model_len is a 400 naming the lengths, nothing sent", async () => {
+test("vllm-completions: a prompt already at max_model_len is a budget 400 naming the lengths, nothing sent", async () => {
   const r = await rig("vllm-completions", { maxModelLen: 12 });
   const id = await session(r.core);
   const before = r.engine.requests;
   const res = await chat(r.core, id, {});
   const body = JSON.parse(await responseText(res));
   assert.is(res.status, 400, JSON.stringify(body));
-  assert.match(body.error, /the prompt is \d+ tokens and the engine's max_model_len is 12/);
+  assert.is(body.code, "TITO_ERR_BUDGET");
+  assert.match(body.error, /the prompt has \d+ tokens and the engine's context length is 12/);
   assert.is(r.engine.requests, before);
 });
 

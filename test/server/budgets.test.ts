@@ -1,12 +1,15 @@
 // Session budgets (sessions/budget.ts) through the real tree on each engine API: a session
 // created with max_turns or max_total_tokens, or under the server's --max-session-turns,
 // gets a 400 naming the numbers for a turn over it, with nothing sent to the engine and the
-// session as it was; the room left caps the turn's max_tokens; the engine's own "prompt too
-// long" 400 (SGLang's and vLLM's messages) is the same 400; a bad budget body creates nothing.
+// session as it was; the room left caps the turn's max_tokens; a prompt over the context
+// length the engine states is the same 400, nothing sent; an engine that states none
+// refuses it itself (the simulated engine answers as each upstream does, status, body and
+// for SGLang's streamed /generate the error event) and that is the same 400; a bad budget
+// body creates nothing.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer } from "../../index.ts";
-import { startSimEngine, type SimEngine, type SimRoute } from "../../server/sim-engine/sim-engine.ts";
+import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { call, chat } from "../helpers/server.ts";
 import type { ChatCompletion, SessionBody, SessionCreatedBody, WireMessage } from "../helpers/bodies.ts";
 
@@ -15,25 +18,20 @@ const APIS = ["sglang-chat", "sglang-generate", "vllm-completions"] as const;
 let engine: SimEngine;
 const servers = new Map<Api, SessionServer>();
 let withDefaults: SessionServer;
-/** While set, the engine refuses every generation as its upstream does a prompt over its context. */
-let overflowing = false;
-
-// The upstream texts (sessions/budget.ts cites where each comes from).
-const OVERFLOW_TEXT: Record<SimRoute, string> = {
-  "/v1/chat/completions": "The input (40960 tokens) is longer than the model's context length (32768 tokens).",
-  "/generate": "The input (40960 tokens) is longer than the model's context length (32768 tokens).",
-  "/v1/completions":
-    "The decoder prompt (length 40960) is longer than the maximum model length of 32768. Make sure that `max_model_len` is no smaller than the number of text tokens.",
-};
+/** States no context length in GET /v1/models, and refuses a prompt over 64 tokens as its upstream does. */
+let silent: SimEngine;
+const silentServers = new Map<Api, SessionServer>();
 
 test.before(async () => {
-  engine = await startSimEngine({
-    beforeReply: (_body, route) => {
-      if (overflowing) throw Object.assign(new Error(OVERFLOW_TEXT[route]), { statusCode: 400 });
-    },
-  });
-  for (const api of APIS)
+  engine = await startSimEngine();
+  silent = await startSimEngine({ maxModelLen: 64, modelsWithoutMaxModelLen: true });
+  for (const api of APIS) {
     servers.set(api, await startSessionServer({ engineUrl: engine.url, engineApi: api, workers: 1, logLevel: "warn" }));
+    silentServers.set(
+      api,
+      await startSessionServer({ engineUrl: silent.url, engineApi: api, workers: 1, logLevel: "warn" }),
+    );
+  }
   withDefaults = await startSessionServer({
     engineUrl: engine.url,
     engineApi: "sglang-generate",
@@ -43,9 +41,10 @@ test.before(async () => {
   });
 });
 test.after(async () => {
-  for (const server of servers.values()) await server.shutdown();
+  for (const server of [...servers.values(), ...silentServers.values()]) await server.shutdown();
   await withDefaults?.shutdown();
   await engine?.close();
+  await silent?.close();
 });
 
 const ASK: WireMessage[] = [{ role: "user", content: "What is the weather in Paris?" }];
@@ -107,20 +106,38 @@ for (const api of APIS) {
     assert.ok(probe.res.json.usage.completion_tokens > 3, "the uncapped turn is longer: the cap did something");
   });
 
-  test(`${api}: the engine's own "prompt too long" 400 is TITO_ERR_BUDGET's 400, nothing committed`, async () => {
+  test(`${api}: a prompt over the engine's context length (its GET /v1/models) is a 400 naming both; nothing sent`, async () => {
     const base = servers.get(api)!.url;
     const id = (await create(base)).json.session_id;
-    overflowing = true;
-    let res;
-    try {
-      res = (await chat<{ error: string }>(base, id, ASK)).res;
-    } finally {
-      overflowing = false;
-    }
+    const before = engine.requests;
+    const long = [{ role: "user", content: "x ".repeat(41_000) }];
+    const res = (await chat<{ error: string; code: string }>(base, id, long, { max_tokens: 8 })).res;
     assert.is(res.status, 400);
-    assert.match(res.json.error, "the engine refused the prompt as too long");
-    assert.match(res.json.error, "32768");
+    assert.is(res.json.code, "TITO_ERR_BUDGET");
+    assert.match(res.json.error, /the prompt has \d{5} tokens and the engine's context length is 40960/);
+    assert.is(engine.requests, before, "nothing sent to the engine");
     assert.is((await records(base, id)).records.length, 0);
+  });
+
+  test(`${api}: the engine's own "prompt too long" reply (its real status and body) is TITO_ERR_BUDGET's 400`, async () => {
+    // This engine's /v1/models states no length: the server sends, the engine refuses.
+    const base = silentServers.get(api)!.url;
+    const id = (await create(base)).json.session_id;
+    const long = [{ role: "user", content: "Tell me about the weather in Paris. ".repeat(12) }];
+    const streams = api === "sglang-generate" ? [false, true] : [false];
+    for (const stream of streams) {
+      const before = silent.requests;
+      const res = (await chat<{ error: string; code: string }>(base, id, long, { max_tokens: 8, stream })).res;
+      assert.is(res.status, 400, `stream: ${stream}`);
+      assert.is(res.json.code, "TITO_ERR_BUDGET");
+      assert.match(res.json.error, "the engine refused the prompt as too long");
+      assert.match(res.json.error, "64");
+      assert.is(silent.requests, before + 1, "the engine was asked once");
+    }
+    assert.is((await records(base, id)).records.length, 0);
+    // A prompt that fits is served by the same engine.
+    const fits = await chat(base, id, ASK, { max_tokens: 8 });
+    assert.is(fits.res.status, 200);
   });
 }
 

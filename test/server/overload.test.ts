@@ -3,13 +3,17 @@
 // overload through the real tree: --max-inflight-turns 4, --max-queued-turns 16, 64 agents
 // at once against a slow simulated engine: never more than 4 generations at the engine,
 // every turn answered 200 or 429 (Retry-After, TITO_ERR_OVERLOADED; rate_limit_error on
-// the Anthropic route), and exactly one record per 200, none per 429.
+// the Anthropic route), and exactly one record per 200, none per 429, while the workers'
+// RSS (read from /proc) stays within a bound of where it started. Then the order: with the
+// engine held, 16 turns of 16 sessions queued one by one reach the engine in the order they
+// arrived, one session's turn never overtaking another's.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer } from "../../index.ts";
 import { Admission } from "../../server/router/admission.ts";
 import { OverloadedError } from "../../server/router/errors.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import { readFileSync } from "node:fs";
 import { call, newSession } from "../helpers/server.ts";
 import type { SessionBody } from "../helpers/bodies.ts";
 
@@ -43,10 +47,24 @@ let engine: SimEngine;
 let server: SessionServer;
 let atEngine = 0;
 let maxAtEngine = 0;
+/** While set, each generation waits at the engine until released, in the order it arrived. */
+let holding: Array<{ content: string; release: () => void }> | undefined;
+
+/** A process's resident set size in bytes (/proc/<pid>/status, VmRSS). */
+function rss(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB$/m);
+  assert.ok(line, `no VmRSS for ${pid}`);
+  return Number(line[1]) * 1024;
+}
 
 test.before(async () => {
   engine = await startSimEngine({
-    beforeReply: async () => {
+    beforeReply: async (body) => {
+      if (holding) {
+        const messages = (body as { messages?: Array<{ content?: unknown }> }).messages ?? [];
+        const content = String(messages[messages.length - 1]?.content ?? "");
+        await new Promise<void>((release) => holding!.push({ content, release }));
+      }
       atEngine++;
       maxAtEngine = Math.max(maxAtEngine, atEngine);
       await new Promise((resolve) => setTimeout(resolve, 150));
@@ -71,6 +89,10 @@ test("10× overload: at most 4 at the engine, every turn a 200 or a 429, none lo
   const base = server.url;
   const ids = await Promise.all(Array.from({ length: 64 }, () => newSession(base)));
   const before = engine.requests;
+  const pids = server.tree().shards.map((s) => s.pid!);
+  const start = pids.map(rss);
+  const peak = [...start];
+  const sample = setInterval(() => pids.forEach((pid, i) => (peak[i] = Math.max(peak[i]!, rss(pid)))), 10);
   const messages = [{ role: "user", content: "What is the weather in Paris?" }];
   const answers = await Promise.all(
     ids.map((id, i) =>
@@ -79,6 +101,14 @@ test("10× overload: at most 4 at the engine, every turn a 200 or a 429, none lo
         : call(base, "POST", `/sessions/${id}/v1/chat/completions`, { model: "m", messages }),
     ),
   );
+  clearInterval(sample);
+  pids.forEach((pid, i) => (peak[i] = Math.max(peak[i]!, rss(pid))));
+  // Waiting turns wait at the router's door, not in the workers: their memory does not grow with the queue.
+  for (const [i, pid] of pids.entries())
+    assert.ok(
+      peak[i]! - start[i]! < 64 * 1024 * 1024,
+      `worker ${pid}: RSS ${start[i]! >> 20} MiB at the start, ${peak[i]! >> 20} MiB at the peak`,
+    );
   assert.ok(maxAtEngine <= 4, `${maxAtEngine} generations at the engine at once`);
   assert.ok(maxAtEngine >= 1);
   const ok = answers.filter((r) => r.status === 200).length;
@@ -103,6 +133,58 @@ test("10× overload: at most 4 at the engine, every turn a 200 or a 429, none lo
   const metrics = (await call(base, "GET", "/metrics")).text;
   assert.match(metrics, /tito_admission_inflight_turns 0/);
   assert.match(metrics, /tito_admission_queued_turns 0/);
+});
+
+/** Polls the router's gauge until it reads `n` (the turn sent last is queued). */
+async function queued(base: string, n: number): Promise<void> {
+  for (;;) {
+    const metrics = (await call(base, "GET", "/metrics")).text;
+    if (new RegExp(`^tito_admission_queued_turns ${n}$`, "m").test(metrics)) return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+test("waiting turns reach the engine in arrival order, across sessions", async () => {
+  const base = server.url;
+  const ids = await Promise.all(Array.from({ length: 20 }, () => newSession(base)));
+  const arrivals: Array<{ content: string; release: () => void }> = [];
+  holding = arrivals;
+  const ask = (i: number) =>
+    call(base, "POST", `/sessions/${ids[i]}/v1/chat/completions`, {
+      model: "m",
+      messages: [{ role: "user", content: `agent ${i}` }],
+    });
+  const arrived = async (n: number) => {
+    while (arrivals.length < n) await new Promise((resolve) => setImmediate(resolve));
+  };
+  const answers: Array<ReturnType<typeof ask>> = [];
+  try {
+    // Four in flight, held at the engine.
+    for (let i = 0; i < 4; i++) answers.push(ask(i));
+    await arrived(4);
+    // Sixteen more, each queued before the next is sent: their arrival order is known.
+    for (let i = 4; i < 20; i++) {
+      answers.push(ask(i));
+      await queued(base, i - 3);
+    }
+    // One place at a time: each release lets the oldest waiting turn in, which reaches the
+    // engine before the next release.
+    for (let served = 0; served < 20; served++) {
+      await arrived(Math.min(20, served + 4));
+      arrivals[served]!.release();
+    }
+  } finally {
+    holding = undefined;
+    arrivals.forEach((h) => h.release());
+  }
+  const statuses = (await Promise.all(answers)).map((r) => r.status);
+  assert.equal(statuses, Array<number>(20).fill(200));
+  const order = arrivals.map((a) => a.content);
+  assert.equal(order.slice(0, 4).sort(), ["agent 0", "agent 1", "agent 2", "agent 3"]);
+  assert.equal(
+    order.slice(4),
+    Array.from({ length: 16 }, (_, i) => `agent ${i + 4}`),
+  );
 });
 
 test.run();
