@@ -43,7 +43,11 @@ export interface ChatRenderer {
    * (the full renders of both grew with the history on every turn). Undefined when the
    * earlier messages may render differently once more follow: then the full renders decide.
    */
-  readonly renderAppended?: (messages: readonly ChatMessage[], kept: number, options: RenderOptions) => string | undefined;
+  readonly renderAppended?: (
+    messages: readonly ChatMessage[],
+    kept: number,
+    options: RenderOptions,
+  ) => string | undefined;
 }
 
 const compiled = new WeakMap<TokenizerFolder, Template>();

@@ -98,7 +98,11 @@ function renderAppendedOrThrow(
 ): string | undefined {
   if (!renderer.renderAppended) return undefined;
   try {
-    return renderer.renderAppended(renderer.contentFormat === undefined ? joinTextParts(messages) : messages, kept, options);
+    return renderer.renderAppended(
+      renderer.contentFormat === undefined ? joinTextParts(messages) : messages,
+      kept,
+      options,
+    );
   } catch (err) {
     if (err instanceof TitoError) throw err;
     throw new TemplateRenderError((err as Error).message, { cause: err });

@@ -147,7 +147,16 @@ test("parseJsonLossless reads what JSON.parse reads, throws what it throws, and 
     { numRuns: 500 },
   );
   // Texts with a float take the reader (not JSON.parse): its strings too must refuse what JSON.parse refuses.
-  for (const bad of ['{"a": 1.0,}', "[1e-07", '{"a" 1}', '"\u0001"', "01.5", '[1.5, "a\u0001b"]', '[1.5, "abc', '[1.5, "a\\"]']) {
+  for (const bad of [
+    '{"a": 1.0,}',
+    "[1e-07",
+    '{"a" 1}',
+    '"\u0001"',
+    "01.5",
+    '[1.5, "a\u0001b"]',
+    '[1.5, "abc',
+    '[1.5, "a\\"]',
+  ]) {
     let native: unknown;
     try {
       JSON.parse(bad);
