@@ -48,8 +48,8 @@ export function parseJsonLossless(text: string): unknown {
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][-+]?\d+)?/y;
-/** Characters a JSON string holds as they are: anything but a quote, a backslash or a control character. */
-const PLAIN = /[^"\\\u0000-\u001f]*/y;
+/** Characters a JSON string holds as they are: anything but a quote, a backslash or a control character (below space). */
+const PLAIN = /[ !#-[\]-\uffff]*/y;
 const SAFE_DIGITS = 15;
 
 class Reader {
