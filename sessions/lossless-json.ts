@@ -122,7 +122,11 @@ class Reader {
       } else this.#fail(); // a raw control character, or the text ended inside the string
     }
     this.#at = i + 1;
-    return escaped ? (JSON.parse(t.slice(start - 1, i + 1)) as string) : t.slice(start, i);
+    // A long substring is a view of the whole text in V8 (a sliced string, from 13 characters
+    // on), and the session keeps the messages it read: each turn's appended message kept
+    // that turn's whole request body alive. JSON.parse of the string's own text makes a
+    // string of its own (and reads the escapes).
+    return escaped || i - start > 12 ? (JSON.parse(t.slice(start - 1, i + 1)) as string) : t.slice(start, i);
   }
   #eat(code: number): boolean {
     this.space();
