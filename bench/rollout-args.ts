@@ -2,6 +2,7 @@
 // place. A preset sets defaults; explicit flags always win over it.
 import { benchArgs } from "./bench-args.ts";
 import { existsSync } from "node:fs";
+import { cpus } from "node:os";
 import { join, resolve } from "node:path";
 import { REPO_ROOT } from "./rollout-procs.ts";
 
@@ -38,13 +39,17 @@ count, and straight to the simulated engine (the floor), in one run.
 
   --preset NAME        small (default): 8 sessions x 20 turns, no routing replay
                        r3: 8 sessions x 10 turns, routed_experts growing to 16 MiB, records GETs
+                       reference: the shape of the reference project's overhead benchmark
+                       (bench_session_server_overhead.py): 32 sessions x 50 turns, 64 / 64
+                       tokens, routed_experts of the whole sequence at 1000 raw bytes per token
+                       (~8.8 MiB of base64 on the last turn), no records GETs, workers 1,2,nproc
   --quick              a small configuration (about a minute): 4 x 8 turns, 4 MiB, records GETs
   --sessions N         concurrent sessions
   --turns T            chat turns per session (turn k sends 2k+1 messages)
   --input-tokens N     tokens of the first user message and of each appended tool message
   --output-tokens N    completion_tokens of every engine reply
   --r3-last-mib M      routed_experts (base64, as on the wire) growing linearly to M MiB on the last turn
-  --workers LIST       worker counts to sweep, e.g. 1,2,4 (default 1,2)
+  --workers LIST       worker counts to sweep, e.g. 1,2,4 (default 1,2; reference: 1,2,nproc)
   --get-records        each session GETs its full records after its last turn
   --latency-ms MS      simulated generation time per engine reply (default 0)
   --repeat R           run every configuration R times, each on a fresh server (default 1)
@@ -64,6 +69,17 @@ count, and straight to the simulated engine (the floor), in one run.
                        count, interleaved with this one (runs base-wN), and print this code's
                        CPU per turn against it: the same-hour "before" of a change
   --help               this text`;
+
+/**
+ * The reference's overhead benchmark (radixark/miles tests/manual/session/
+ * bench_session_server_overhead.py @ 31f1ca96, its defaults and the shape the issue quotes):
+ * 32 sessions x 50 sequential turns, 64 new content tokens in and 64 out per turn, and each
+ * reply's routed_experts covering the whole sequence so far at --r3-scale 1000 raw bytes
+ * per token. Here turn 50's sequence is ~6,900 Qwen3 tokens (64 + 49 x (64 + 64 + the
+ * template's ~10) + 64), so 6.9 MB raw, 8.8 MiB as base64; the simulated engine grows it
+ * linearly by turn, as the sequence grows. Its mock answers at once (no generation time).
+ */
+const REFERENCE_R3_LAST_MIB = 8.8;
 
 const PRESETS: Record<string, Partial<RolloutConfig>> = {
   small: {
@@ -85,6 +101,17 @@ const PRESETS: Record<string, Partial<RolloutConfig>> = {
     getRecords: true,
     warmup: 2,
     passes: 1,
+  },
+  reference: {
+    sessions: 32,
+    turns: 50,
+    inputTokens: 64,
+    outputTokens: 64,
+    r3LastMiB: REFERENCE_R3_LAST_MIB,
+    getRecords: false,
+    warmup: 1,
+    passes: 1,
+    workers: [...new Set([1, 2, cpus().length])],
   },
   quick: {
     sessions: 4,
@@ -136,8 +163,10 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
   });
   const presetName = values.quick ? "quick" : (values.preset ?? "small");
   const preset = PRESETS[presetName];
-  if (!preset) fail(`unknown --preset ${JSON.stringify(presetName)} (small, r3)`);
-  const workers = (values.workers ?? "1,2").split(",").map((w) => num("workers", w.trim(), 1)!);
+  if (!preset) fail(`unknown --preset ${JSON.stringify(presetName)} (small, r3, reference)`);
+  const workers = (values.workers ?? (preset.workers ?? [1, 2]).join(","))
+    .split(",")
+    .map((w) => num("workers", w.trim(), 1)!);
   if (new Set(workers).size !== workers.length) fail("--workers lists a count twice");
   return {
     preset: presetName,

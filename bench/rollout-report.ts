@@ -188,7 +188,37 @@ export function targets(config: RolloutConfig, labels: LabelSummary[]): Ratio[] 
       },
     ];
   }
+  if (config.preset === "reference") return referenceRows(labels, servers);
   return [];
+}
+
+/**
+ * The reference's published figures for its overhead benchmark (issue 47): 58 turns/s on one
+ * instance, 476 on 16 instances of a 192-core machine, so 8.2x for 16x the processes (0.51
+ * per added instance's share). Compared as ratios (scaling per worker), never absolute:
+ * machines differ.
+ */
+const REFERENCE_TURNS_PER_S = { 1: 58, 16: 476 } as const;
+
+function referenceRows(labels: LabelSummary[], servers: LabelSummary[]): Ratio[] {
+  const w1 = labels.find((l) => l.label === "w1")!;
+  const refScaling = REFERENCE_TURNS_PER_S[16] / REFERENCE_TURNS_PER_S[1];
+  const rows: Ratio[] = [];
+  for (const l of servers) {
+    if (l.label === "w1") continue;
+    const n = Number(l.label.slice(1));
+    rows.push({
+      name: `scaling efficiency ${l.label}: (turns/s ${l.label} / w1) / ${n} (reference, 16 instances: ${(refScaling / 16).toFixed(2)})`,
+      value: l.turnsPerSec / w1.turnsPerSec / n,
+      unit: "x",
+    });
+  }
+  rows.push({
+    name: `w1 turns/s per reference w1 turns/s (${REFERENCE_TURNS_PER_S[1]}; different machines)`,
+    value: w1.turnsPerSec / REFERENCE_TURNS_PER_S[1],
+    unit: "x",
+  });
+  return rows;
 }
 
 function perProcess(values: Record<string, number>, digits: number): string {

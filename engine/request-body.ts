@@ -9,10 +9,11 @@
 /** ASCII whitespace JSON allows around values. */
 const isJsonSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 const CLOSE_BRACE = 0x7d;
+const IDS_END = Buffer.from("]}");
 
 /**
  * `body` is `JSON.parse(bytes)` (a non-empty object); `forced` are the fields to set, in
- * order, with `input_ids` last; `promptText` is `promptIds` as idsText gives it. Never
+ * order, with `input_ids` last; `promptBytes` is `promptIds` as idsBytes writes them. Never
  * mutates its inputs.
  */
 export function buildUpstreamBody(
@@ -20,7 +21,7 @@ export function buildUpstreamBody(
   body: Record<string, unknown>,
   forced: Record<string, unknown>,
   promptIds: readonly number[],
-  promptText = promptIds.join(","),
+  promptBytes: Buffer = Buffer.from(promptIds.join(","), "latin1"),
 ): Buffer {
   let end = bytes.length - 1;
   while (end >= 0 && isJsonSpace(bytes[end]!)) end--;
@@ -32,6 +33,6 @@ export function buildUpstreamBody(
     Object.keys(forced).every((key) => !Object.hasOwn(body, key));
   if (!spliceable) return Buffer.from(JSON.stringify({ ...body, ...forced, input_ids: promptIds }));
   const extra = JSON.stringify(forced).slice(1, -1);
-  const tail = `${extra ? `,${extra}` : ""},"input_ids":[${promptText}]}`;
-  return Buffer.concat([bytes.subarray(0, end), Buffer.from(tail, "utf8")]);
+  const head = Buffer.from(`${extra ? `,${extra}` : ""},"input_ids":[`, "utf8");
+  return Buffer.concat([bytes.subarray(0, end), head, promptBytes, IDS_END]);
 }

@@ -54,7 +54,7 @@ export function sglangChatEngine(options: AdapterOptions): Engine {
         delete body.stream_options; // asked of the engine without a stream
         fields = { ...fields, stream: false };
       }
-      const request = buildUpstreamBody(turn.clientBytes, body, fields, turn.promptIds, turn.promptText);
+      const request = buildUpstreamBody(turn.clientBytes, body, fields, turn.promptIds, turn.promptBytes);
       const done = await sendTurn(options, turn, CHAT_PATH, request, (res) => {
         const scanned = scanReply(res.body, res.quotes);
         if (scanned.promptTokens !== undefined && scanned.promptTokens !== turn.promptIds.length)

@@ -97,7 +97,7 @@ export function sglangGenerateEngine(options: AdapterOptions): Engine {
       // 001067fffe33427bee0ed2f007fb7551a1d76b44. None: no field, the request as before.
       const salt = turn.cacheSalt === undefined ? "" : `,"extra_key":${JSON.stringify(turn.cacheSalt)}`;
       const rest = `{"sampling_params":${sampling},"return_logprob":true${options.routingReplay ? ',"return_routed_experts":true' : ""}${options.indexerReplay ? ',"return_indexer_topk":true' : ""}${salt},"stream":${turn.stream === true}}`;
-      const request = withIds("input_ids", turn.promptText, rest);
+      const request = withIds("input_ids", turn.promptBytes, rest);
       if (turn.stream === true)
         return streamTurn(
           options,

@@ -115,8 +115,8 @@ export function definedJson(fields: Record<string, unknown>): string {
   return JSON.stringify(out);
 }
 
-/** A request body whose first member is the prompt's ids, spliced as text (it can be long). */
-export function withIds(key: string, promptText: string, rest: string): Buffer {
+/** A request body whose first member is the prompt's ids, spliced in as bytes (they can be long: ids-text.ts idsBytes). */
+export function withIds(key: string, promptBytes: Buffer, rest: string): Buffer {
   const tail = rest === "{}" ? "}" : `,${rest.slice(1)}`;
-  return Buffer.from(`{"${key}":[${promptText}]${tail}`, "utf8");
+  return Buffer.concat([Buffer.from(`{"${key}":[`, "utf8"), promptBytes, Buffer.from(`]${tail}`, "utf8")]);
 }

@@ -103,7 +103,7 @@ export function vllmCompletionsEngine(options: AdapterOptions): Engine {
         // 002032ee2b18e1f7bd924ec47b62504ba3866063. Undefined: no field.
         cache_salt: turn.cacheSalt,
       });
-      const request = withIds("prompt", turn.promptText, rest);
+      const request = withIds("prompt", turn.promptBytes, rest);
       if (turn.stream === true)
         return streamTurn(options, turn, COMPLETIONS_PATH, request, new CompletionsStreamReader(), s.stop);
       const done = await sendTurn(options, turn, COMPLETIONS_PATH, request, (res) => {

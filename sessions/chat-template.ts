@@ -36,6 +36,18 @@ export interface ChatRenderer {
    * appended messages are rendered as a diff of full renders, not against a synthetic context.
    */
   readonly carriesState?: boolean;
+  /**
+   * For a renderer whose appended messages are a diff of the real history (a family's
+   * `increment: "history"`): what rendering all of `messages` with the generation prompt
+   * adds to rendering their first `kept` without it, from the appended messages alone
+   * (the full renders of both grew with the history on every turn). Undefined when the
+   * earlier messages may render differently once more follow: then the full renders decide.
+   */
+  readonly renderAppended?: (
+    messages: readonly ChatMessage[],
+    kept: number,
+    options: RenderOptions,
+  ) => string | undefined;
 }
 
 const compiled = new WeakMap<TokenizerFolder, Template>();

@@ -39,6 +39,8 @@ const CHUNK_BITS = 12;
 const CHUNK = 1 << CHUNK_BITS;
 const CHUNK_MASK = CHUNK - 1;
 const FIRST_CHUNK = 256;
+/** Spare slots of an ids() copy: a turn's appended ids (a tool result, the generation prompt) usually fit. */
+const APPEND_ROOM = 2048;
 
 export class Checkpoints implements CheckpointView {
   #chunks: Int32Array[] = [];
@@ -75,15 +77,20 @@ export class Checkpoints implements CheckpointView {
   ids(k: number, end?: number): number[] {
     const mark = this.#mark(k);
     const stop = Math.min(end ?? mark.end, mark.end);
-    const out: number[] = [];
+    // Allocated whole, with room for a turn's appended ids: the per-turn copy of the prompt's
+    // start is the hot loop here, and an array grown by push() re-copied itself ~20 times on
+    // the way to 80k ids (3x the CPU of this fill; docs/benchmark.md, "Long sessions").
+    // Shortening `length` by less than half keeps the capacity, so the caller's pushes fit.
+    const out: number[] = new Array<number>(stop + APPEND_ROOM);
     const shared = Math.min(stop, mark.shared);
-    // Chunk by chunk: the per-turn copy of the prompt's start is the hot loop here.
+    let p = 0;
     for (let c = 0; c * CHUNK < shared; c++) {
       const chunk = this.#chunks[c]!;
       const n = Math.min(CHUNK, shared - c * CHUNK);
-      for (let i = 0; i < n; i++) out.push(chunk[i]!);
+      for (let i = 0; i < n; i++) out[p++] = chunk[i]!;
     }
-    for (let i = shared; i < stop; i++) out.push(mark.tail![i - mark.shared]!);
+    for (let i = shared; i < stop; i++) out[p++] = mark.tail![i - mark.shared]!;
+    out.length = stop;
     return out;
   }
 

@@ -21,8 +21,8 @@ export interface EngineTurnRequest {
   body: Record<string, unknown>;
   /** The prompt: every id the model sees, exactly as the trajectory holds them. */
   promptIds: readonly number[];
-  /** `promptIds` as decimal JSON text ("1,2,3"), kept incrementally per session (ids-text.ts). */
-  promptText: string;
+  /** `promptIds` as decimal JSON text ("1,2,3") in ASCII bytes (ids-text.ts idsBytes). */
+  promptBytes: Buffer;
   /** The session's model family: the token-level APIs parse the completion text with it. */
   family: TitoFamily;
   /** The turn's template kwargs (server, family pins, request): the chat API forwards them as `chat_template_kwargs`. */

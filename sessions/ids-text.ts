@@ -24,6 +24,23 @@ let scratch = new Uint8Array(64 * 1024);
 
 /** `ids` as decimal text joined by commas: exactly `ids.join(",")` for integer ids. */
 export function idsText(ids: readonly number[]): string {
+  const [out, p] = writeIds(ids);
+  return Buffer.from(out.buffer, out.byteOffset, p).toString("latin1");
+}
+
+/**
+ * idsText's bytes (ASCII, so its UTF-8 too), in a Buffer of their own: what an engine
+ * request splices in. The string of idsText spliced into a template string cost two more
+ * passes over ~6 bytes per id (the latin1 string, then its UTF-8 encode) on every turn,
+ * growing with the history (docs/benchmark.md, "Long sessions").
+ */
+export function idsBytes(ids: readonly number[]): Buffer {
+  const [out, p] = writeIds(ids);
+  return Buffer.from(out.subarray(0, p));
+}
+
+/** Writes `ids` as text into the scratch bytes (or one-off bytes when too long); returns them and the length. */
+function writeIds(ids: readonly number[]): [Uint8Array, number] {
   const need = ids.length * MAX_ID_BYTES;
   let out = scratch;
   if (need > out.length) {
@@ -56,5 +73,5 @@ export function idsText(ids: readonly number[]): string {
       out[p++] = g[l + 3]!;
     }
   }
-  return Buffer.from(out.buffer, out.byteOffset, p).toString("latin1");
+  return [out, p];
 }

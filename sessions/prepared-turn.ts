@@ -5,8 +5,8 @@ import type { ChatMessage } from "./chat-template.ts";
 
 export interface PreparedTurn {
   promptIds: number[];
-  /** promptIds as decimal text (idsText). */
-  promptText: string;
+  /** promptIds as decimal text, in bytes (idsBytes). */
+  promptBytes: Buffer;
   messages: ChatMessage[];
   tools?: unknown[];
   body: Record<string, unknown>;

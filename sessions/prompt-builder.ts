@@ -89,6 +89,26 @@ export function renderOrThrow(
   }
 }
 
+/** renderer.renderAppended (undefined when it has none or cannot tell), with renderOrThrow's inputs and errors. */
+function renderAppendedOrThrow(
+  renderer: ChatRenderer,
+  messages: readonly ChatMessage[],
+  kept: number,
+  options: RenderOptions,
+): string | undefined {
+  if (!renderer.renderAppended) return undefined;
+  try {
+    return renderer.renderAppended(
+      renderer.contentFormat === undefined ? joinTextParts(messages) : messages,
+      kept,
+      options,
+    );
+  } catch (err) {
+    if (err instanceof TitoError) throw err;
+    throw new TemplateRenderError((err as Error).message, { cause: err });
+  }
+}
+
 const DUMMY_SYSTEM: ChatMessage = { role: "system", content: "You are a helpful assistant." };
 
 /** Bound of each memo below: cleared whole when full (they hold a handful of entries in practice). */
@@ -320,6 +340,8 @@ function historyIncrement(
   tools?: unknown[],
 ): number[] {
   const options = { kwargs: ctx.kwargs, tools };
+  const appended = renderAppendedOrThrow(ctx.renderer, request, kept, { ...options, addGenerationPrompt: true });
+  if (appended !== undefined) return ctx.folder.encode(appended);
   const short = renderOrThrow(ctx.renderer, request.slice(0, kept), { ...options, addGenerationPrompt: false });
   const long = renderOrThrow(ctx.renderer, request, { ...options, addGenerationPrompt: true });
   if (!long.startsWith(short))

@@ -24,7 +24,7 @@ import { encodeSample } from "./core-samples.ts";
 import { isEngineStream, type Engine, type EngineCompletion, type SamplingDefaults } from "./engine-port.ts";
 import { readGenerationDefaults } from "./generation-config.ts";
 import { streamedTurn } from "./streamed-turn.ts";
-import { idsText } from "./ids-text.ts";
+import { idsBytes } from "./ids-text.ts";
 import { listPage, summarize, type ListOptions, type ListPage } from "./session-summary.ts";
 import { selectFamily, type TitoFamilyName } from "./families/index.ts";
 import { serverKwargs, TurnKwargs } from "./template-kwargs.ts";
@@ -216,7 +216,7 @@ export class SessionCore {
         clientBytes: turn.clientBytes,
         body: turn.body,
         promptIds: turn.promptIds,
-        promptText: turn.promptText,
+        promptBytes: turn.promptBytes,
         family: this.#ctx.family,
         templateKwargs: this.#ctx.family.engineKwargs?.(turn.kwargs) ?? turn.kwargs,
         headers: req.headers,
@@ -355,10 +355,10 @@ export class SessionCore {
       await this.#records.truncate(t.id, plan.rollbackToTurns);
       t.rollbackTo(plan.rollbackToTurns);
     }
-    const promptText = idsText(plan.promptIds);
+    const promptBytes = idsBytes(plan.promptIds);
     return {
       promptIds: plan.promptIds,
-      promptText,
+      promptBytes,
       messages: [...messages],
       tools,
       body: capped,

@@ -186,4 +186,30 @@ export function encodeDeepseekV32(messages: readonly ChatMessage[], options_: Re
   return options_.addGenerationPrompt ? text : withoutSuffix(text, trailingOpener(list, opts));
 }
 
-export const deepseekV32Renderer: ChatRenderer = { render: encodeDeepseekV32 };
+/**
+ * What encodeDeepseekV32 of all of `messages` with the generation prompt adds to its render
+ * of the first `kept` without one, rendering only the appended messages: each message
+ * renders from itself, the messages before it and the pass; of the pass, only the last
+ * user's index can differ between the two renders, and it changes a message's text only
+ * with thinking and drop_thinking both on (then undefined: the full renders decide). The
+ * shorter render left out its last message's opener (trailingOpener): it comes first here.
+ */
+export function appendedDeepseekV32(
+  messages: readonly ChatMessage[],
+  kept: number,
+  options_: RenderOptions,
+): string | undefined {
+  const opts = options(options_.kwargs ?? {});
+  if (!options_.addGenerationPrompt || kept < 1 || kept > messages.length) return undefined;
+  if (opts.mode === "thinking" && opts.drop) return undefined;
+  const { list, tools, at } = withTools(messages, toolFunctions(options_.tools, true));
+  const from = kept + (list.length - messages.length);
+  const pass: Pass = { opts, tools, toolsAt: at, lastUser: lastUserIndex(list) };
+  const opener = trailingOpener(list.slice(0, from), opts);
+  if (!renderMessage(list, from - 1, pass).endsWith(opener)) return undefined;
+  let text = opener;
+  for (let i = from; i < list.length; i++) text += renderMessage(list, i, pass);
+  return text;
+}
+
+export const deepseekV32Renderer: ChatRenderer = { render: encodeDeepseekV32, renderAppended: appendedDeepseekV32 };

@@ -4,7 +4,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { buildUpstreamBody } from "../../engine/request-body.ts";
-import { idsText } from "../../sessions/ids-text.ts";
+import { idsBytes, idsText } from "../../sessions/ids-text.ts";
 
 const forced = { logprobs: true, return_meta_info: true, no_stop_trim: false, return_routed_experts: true };
 const ids = [151644, 872, 198, 9707, 0, 151645];
@@ -67,7 +67,13 @@ test("ids text equals a plain join, for every id size, a long prompt and no ids"
   const long = Array.from({ length: 200_000 }, (_, i) => (i * 7919) % 151_936);
   assert.is(idsText(long), long.join(","), "larger than the kept scratch buffer");
   assert.is(idsText(ids), ids.join(","), "a later short one after it");
-  const out = buildUpstreamBody(Buffer.from('{"messages":[]}'), { messages: [] }, {}, long, idsText(long));
+  // The bytes are the same text, and each call's own: a later call does not write over an earlier result.
+  const first = idsBytes(ids);
+  assert.is(idsBytes(long).toString("latin1"), long.join(","));
+  assert.is(idsBytes([5, 6]).toString("latin1"), "5,6");
+  assert.is(first.toString("latin1"), ids.join(","));
+  assert.is(idsBytes([]).length, 0);
+  const out = buildUpstreamBody(Buffer.from('{"messages":[]}'), { messages: [] }, {}, long, idsBytes(long));
   assert.equal(JSON.parse(out.toString()).input_ids, long);
 });
 

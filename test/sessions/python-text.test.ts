@@ -146,7 +146,17 @@ test("parseJsonLossless reads what JSON.parse reads, throws what it throws, and 
     }),
     { numRuns: 500 },
   );
-  for (const bad of ['{"a": 1.0,}', "[1e-07", '{"a" 1}', '"\u0001"', "01.5"]) {
+  // Texts with a float take the reader (not JSON.parse): its strings too must refuse what JSON.parse refuses.
+  for (const bad of [
+    '{"a": 1.0,}',
+    "[1e-07",
+    '{"a" 1}',
+    '"\u0001"',
+    "01.5",
+    '[1.5, "a\u0001b"]',
+    '[1.5, "abc',
+    '[1.5, "a\\"]',
+  ]) {
     let native: unknown;
     try {
       JSON.parse(bad);
@@ -159,6 +169,8 @@ test("parseJsonLossless reads what JSON.parse reads, throws what it throws, and 
       bad,
     );
   }
+  for (const good of ['[1.5, "a\\"b\\\\", "", "\\u00e9\\n", "plain \u00e9 text"]', '{"k": 2.0, "s": "x\\\\"}'])
+    assert.equal(parseJsonLossless(good), JSON.parse(good), good);
   const read = parseJsonLossless('{"z": 1, "10": [30.0, 1e-07], "__proto__": {"x": 2.50}, "n": 12345678901234567890}');
   assert.is(stringifyLossless(read), '{"z":1,"10":[30.0,1e-07],"__proto__":{"x":2.50},"n":12345678901234567890}');
   assert.ok(Object.hasOwn(read as object, "__proto__"), "__proto__ is an own key, as JSON.parse makes it");

@@ -6,7 +6,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
 import { compareTrajectories } from "../../../sessions/drift.ts";
-import { encodeDeepseekV32 } from "../../../sessions/families/deepseekv32-encoder.ts";
+import { appendedDeepseekV32, encodeDeepseekV32 } from "../../../sessions/families/deepseekv32-encoder.ts";
 import { detectFamily, selectFamily, type TitoFamily } from "../../../sessions/families/index.ts";
 import { planPrompt, promptContext, type PromptContext } from "../../../sessions/prompt-builder.ts";
 import { loadTokenizerFolder } from "../../../sessions/tokenizer-folder.ts";
@@ -280,6 +280,50 @@ test("against the synthetic base, user, tool, assistant+user, two assistants+use
     const sameIds = JSON.stringify(plan.promptIds) === JSON.stringify(folder.encode(render(request, true)));
     assert.is(sameIds, appended[0]!.role !== "tool", JSON.stringify(appended));
   }
+});
+
+test("the appended messages rendered alone are the diff of the two full renders; thinking with drop_thinking is left to them", () => {
+  const histories: [ChatMessage[], unknown[]][] = [
+    [[...m0, twoCalls], tools],
+    [[m0[1]!, twoCalls], tools], // no system message: the tools go into a new one first
+    [[...m0, { role: "assistant", content: "Done.", reasoning_content: "r" }], []],
+  ];
+  const appends: ChatMessage[][] = [
+    [{ role: "user", content: "More?" }],
+    [{ role: "tool", tool_call_id: "c1", content: "sunny" }],
+    [
+      { role: "tool", tool_call_id: "c1", content: "sunny" },
+      { role: "tool", tool_call_id: "c2", content: "rain" },
+      { role: "user", content: "And Oslo?" },
+    ],
+    [{ role: "system", content: "Be brief." }],
+    [
+      { role: "assistant", content: "One.", reasoning_content: "" },
+      { role: "user", content: "More?" },
+    ],
+  ];
+  const modes = [PIN, { drop_thinking: false, thinking: false }, { drop_thinking: true, thinking: false }];
+  let compared = 0;
+  for (const [history, t] of histories)
+    for (const appended of appends)
+      for (const kwargs of modes) {
+        const request = [...history, ...appended];
+        let full: string;
+        try {
+          full = render(request, true, kwargs, t);
+        } catch {
+          continue; // e.g. a tool result after an assistant with no calls: the full render refuses it
+        }
+        const short = render(history, false, kwargs, t);
+        assert.ok(full.startsWith(short));
+        const alone = appendedDeepseekV32(request, history.length, { tools: t, addGenerationPrompt: true, kwargs });
+        assert.is(alone, full.slice(short.length), `${JSON.stringify(appended)} ${JSON.stringify(kwargs)}`);
+        compared++;
+      }
+  assert.ok(compared >= 25, `compared ${compared}`);
+  const dropping = { drop_thinking: true, thinking: true };
+  const request = [...m0, twoCalls, { role: "user", content: "More?" }];
+  assert.is(appendedDeepseekV32(request, 3, { tools, addGenerationPrompt: true, kwargs: dropping }), undefined);
 });
 
 test("drift classes: count, type, assistant text (soft), non-assistant text (hard)", () => {
