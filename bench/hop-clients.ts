@@ -111,13 +111,13 @@ export function curlClient(origin: string): HttpClient {
   const bodyFile = join(tmpdir(), `tito-hop-curl-${process.pid}.json`);
   return {
     async block(call, n) {
-      const args = ["-s", "-o", "/dev/null", "-w", "%{http_code} %{time_total}\\n"];
+      const args = ["-s", "-w", "%{http_code} %{time_total}\\n"];
       if (call.method === "POST") {
         writeFileSync(bodyFile, call.body ?? "");
         args.push("-X", "POST", "-H", "content-type: application/json", "--data-binary", `@${bodyFile}`);
       }
       const url = origin + call.path;
-      for (let i = 0; i <= n; i++) args.push(url);
+      for (let i = 0; i <= n; i++) args.push("-o", "/dev/null", url); // -o holds for one URL each
       const curl = spawn("curl", args, { stdio: ["ignore", "pipe", "inherit"] });
       let text = "";
       curl.stdout.setEncoding("latin1").on("data", (s: string) => (text += s));

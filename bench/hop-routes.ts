@@ -80,14 +80,15 @@ async function routeCalls(url: string): Promise<Record<Route, { id: string; call
     const id = await created(url);
     // The same body again is a new turn in place of the last (docs/http.md, "Retries"): a
     // session of one turn, so every timed turn costs the same.
-    await post(url, `/sessions/${id}/v1/chat/completions`, CHAT_BODY);
+    // A session speaks one API: the messages route's is Anthropic's.
+    if (route === "messages") await post(url, `/sessions/${id}/v1/messages`, MESSAGES_BODY);
+    else await post(url, `/sessions/${id}/v1/chat/completions`, CHAT_BODY);
     const forward = (op: "chat" | "samples" | "proxy", method: string, path: string) =>
       ({ op, sessionId: id, method, path, query: "", headers }) as ShardRequest;
     if (route === "chat") {
       const call: Call = { method: "POST", path: `/sessions/${id}/v1/chat/completions`, body: CHAT_BODY, status: 200 };
       out.chat = { id, call, op: forward("chat", "POST", "/v1/chat/completions") };
     } else if (route === "messages") {
-      await post(url, `/sessions/${id}/v1/messages`, MESSAGES_BODY);
       const call: Call = { method: "POST", path: `/sessions/${id}/v1/messages`, body: MESSAGES_BODY, status: 200 };
       out.messages = { id, call, op: forward("chat", "POST", "/v1/messages") };
     } else if (route === "proxy") {
