@@ -94,8 +94,8 @@ export class RecordsStreamer {
    * Has the streamer write one response to `socket`. Resolves true when the whole body was
    * written, false when it was cut short (the client left, a read failed, the streamer
    * died), and undefined when the streamer could not take the socket: none is ready (none
-   * ran, and this call starts one; it is starting; or it failed too often) or the send was refused. The socket and the body
-   * are then still the caller's.
+   * ran, and this call starts one; it is starting; or it failed too often) or the send was
+   * refused. The socket and the body are then still the caller's.
    */
   write(
     socket: Socket,
