@@ -10,6 +10,7 @@
 // the engine over keep-alive HTTP), started afresh beside each server. The target is a
 // ratio from one run: what the proxied request adds over a direct call is at most 1.3×
 // what the bare chain adds, at p50.
+// Then every route the router relays, with three clients (bench/hop-routes.ts).
 // It is a client only: it stops exactly the processes it started.
 import { mkdirSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -29,11 +30,16 @@ import {
 import { fmt, summarize, type LatencySummary } from "./rollout-stats.ts";
 import { benchArgs } from "./bench-args.ts";
 import { codeNote, gitState } from "./code-state.ts";
+import { CLIENT_KINDS, type ClientKind } from "./hop-clients.ts";
+import { measureRoutes, routesTable, type RouteRow } from "./hop-routes.ts";
 
-const USAGE = `Usage: npm run bench:hop -- [--workers 1,2,8] [--requests N] [--out FILE] [--cpu-prof DIR]
+const USAGE = `Usage: npm run bench:hop -- [--workers 1,2,8] [--requests N] [--route-requests N] [--clients LIST] [--out FILE] [--cpu-prof DIR]
 
   --workers LIST   worker counts to start (default 1,2,8)
   --requests N     timed requests per path per worker count (default 2000)
+  --route-requests N  timed requests per route, client and worker count in the
+                   every-route part (default 500; 0 leaves that part out)
+  --clients LIST   the clients of the every-route part: inproc, child, curl (default all)
   --out FILE       also write the results as JSON
   --cpu-prof DIR   write a V8 .cpuprofile of every server process (host, router, workers) into DIR`;
 
@@ -57,24 +63,46 @@ interface HopRow {
   bareAddedP50Us: number;
   /** addedP50Us / bareAddedP50Us: the target is at most 1.3. */
   hopRatio: number;
+  /** Every route with every client (bench/hop-routes.ts). */
+  routes: RouteRow[];
 }
 
-function parse(argv: string[]): { workers: number[]; requests: number; out?: string; cpuProf?: string } {
+interface Args {
+  workers: number[];
+  requests: number;
+  routeRequests: number;
+  clients: ClientKind[];
+  out?: string;
+  cpuProf?: string;
+}
+
+function parse(argv: string[]): Args {
   const values = benchArgs("bench:hop", USAGE, argv, {
     workers: { type: "string" },
     requests: { type: "string" },
+    "route-requests": { type: "string" },
+    clients: { type: "string" },
     out: { type: "string" },
     "cpu-prof": { type: "string" },
   });
   const workers = (values.workers ?? "1,2,8").split(",").map(Number);
   const requests = Number(values.requests ?? 2000);
-  if (!workers.every((w) => Number.isInteger(w) && w >= 1) || !Number.isInteger(requests) || requests < BLOCK) {
+  const routeRequests = Number(values["route-requests"] ?? 500);
+  const clients = (values.clients ?? CLIENT_KINDS.join(",")).split(",") as ClientKind[];
+  if (
+    !workers.every((w) => Number.isInteger(w) && w >= 1) ||
+    !Number.isInteger(requests) ||
+    requests < BLOCK ||
+    !Number.isInteger(routeRequests) ||
+    routeRequests < 0 ||
+    !clients.every((c) => CLIENT_KINDS.includes(c))
+  ) {
     process.stderr.write(
-      `bench:hop: --workers must list integers >= 1 and --requests be an integer >= ${BLOCK}\n\n${USAGE}\n`,
+      `bench:hop: --workers must list integers >= 1, --requests be an integer >= ${BLOCK}, --route-requests an integer >= 0 and --clients list ${CLIENT_KINDS.join(", ")}\n\n${USAGE}\n`,
     );
     process.exit(2);
   }
-  return { workers, requests, out: values.out, cpuProf: values["cpu-prof"] };
+  return { workers, requests, routeRequests, clients, out: values.out, cpuProf: values["cpu-prof"] };
 }
 
 /** One request, body read to the end; returns µs. */
@@ -205,7 +233,7 @@ async function runOne(
   workers: number,
   engine: { url: string; pid: number },
   floor: Floor,
-  requests: number,
+  { requests, routeRequests, clients }: Args,
   env?: Record<string, string>,
 ): Promise<HopRow> {
   const server = await startServer(workers, engine.url, [], false, env);
@@ -230,6 +258,20 @@ async function runOne(
         bareWorker: floor.workerPid,
       },
     );
+    const routes =
+      routeRequests === 0
+        ? []
+        : await measureRoutes(
+            {
+              serverUrl: server.url,
+              bareUrl: floor.url,
+              routerPid: pids.router,
+              workerPids: workerPids,
+              barePids: { router: floor.routerPid, worker: floor.workerPid },
+            },
+            clients,
+            routeRequests,
+          );
     const d = summarize(legs.direct);
     const p = summarize(legs.proxied);
     const b = summarize(legs.bare);
@@ -247,6 +289,7 @@ async function runOne(
       addedP99Us: p.p99 - d.p99,
       bareAddedP50Us: b.p50 - d.p50,
       hopRatio: (p.p50 - d.p50) / (b.p50 - d.p50),
+      routes,
     };
   } finally {
     for (const problem of await stopServer(server, childPids)) process.stderr.write(`bench:hop: warning: ${problem}\n`);
@@ -294,11 +337,12 @@ function table(rows: HopRow[]): string {
   );
   for (const r of rows)
     lines.push(`| ${r.workers} | ${fmt(r.addedP50Us, 0)} | ${fmt(r.bareAddedP50Us, 0)} | ${fmt(r.hopRatio, 2)} |`);
+  lines.push(...routesTable(rows));
   return lines.join("\n");
 }
 
 async function main(): Promise<void> {
-  const { workers, requests, out, cpuProf } = parse(process.argv.slice(2));
+  const { workers, requests, out, cpuProf, ...args } = parse(process.argv.slice(2));
   const env = cpuProf ? cpuProfEnv(cpuProf) : undefined;
   killStartedOnExit();
   const load = loadavg();
@@ -313,7 +357,7 @@ async function main(): Promise<void> {
       // whole run had served thousands of requests (its JIT done) before a later server's first.
       const floor = await startFloor(engine.url);
       try {
-        rows.push(await runOne(w, engine, floor, requests, env));
+        rows.push(await runOne(w, engine, floor, { workers, requests, ...args }, env));
       } finally {
         await floor.stop();
       }
@@ -329,6 +373,13 @@ async function main(): Promise<void> {
   process.stdout.write(
     `target: the proxied request adds at most 1.3× what the bare topology adds, at p50 — worst measured ${fmt(worst, 2)}×: ${worst <= 1.3 ? "met" : "NOT met"}\n`,
   );
+  const routeRatios = rows.flatMap((r) => r.routes.map((x) => x.ratio));
+  if (routeRatios.length > 0) {
+    const worstRoute = Math.max(...routeRatios);
+    process.stdout.write(
+      `target: on every route and client, the router adds at most 1.3× what the bare router adds, at p50 — worst measured ${fmt(worstRoute, 2)}×: ${worstRoute <= 1.3 ? "met" : "NOT met"}\n`,
+    );
+  }
   const steal = stealShare(cpuAtStart);
   process.stdout.write(
     `load average at start: ${load.map((l) => l.toFixed(2)).join(" ")}, CPU steal ${steal} (${process.version}${codeNote(git)})\n`,

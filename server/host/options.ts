@@ -108,6 +108,11 @@ export interface SessionServerOptions {
    * GETs themselves, at their own priority: about 45-60 MiB less memory per worker.
    */
   recordsStreamer?: boolean;
+  /**
+   * How long a worker's records streamer lives on with no records GET in flight before it
+   * exits (the next GET starts one). Default 30000 ms.
+   */
+  recordsIdleMs?: number;
 }
 
 export type ResolvedOptions = Required<
@@ -188,6 +193,7 @@ const OPTION_NAMES: readonly string[] = Object.keys({
   fsync: 1,
   recordsNice: 1,
   recordsStreamer: 1,
+  recordsIdleMs: 1,
 } satisfies Record<keyof SessionServerOptions, 1>);
 
 /** The headers a session's routing key goes in by default: SGLang's model gateway's and vLLM's router's (docs/engines.md). */
@@ -287,6 +293,7 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     fsync: options.fsync ?? "interval",
     recordsNice: int("recordsNice", options.recordsNice ?? 10, 0, 19),
     recordsStreamer: options.recordsStreamer ?? true,
+    recordsIdleMs: int("recordsIdleMs", options.recordsIdleMs ?? 30_000, 1),
   };
   oneOf("engineApi", resolved.engineApi, ENGINE_APIS);
   oneOf("generationConfig", resolved.generationConfig, ["on", "off"]);

@@ -255,6 +255,7 @@ function childSpecs(
       fsync: opts.fsync,
       recordsNice: opts.recordsNice,
       recordsStreamer: opts.recordsStreamer,
+      recordsIdleMs: opts.recordsIdleMs,
       sessionIdleTtlS: opts.sessionIdleTtlS,
       anthropicPingMs: opts.anthropicPingMs,
       sessionBudget: { maxTotalTokens: opts.maxSessionTokens, maxTurns: opts.maxSessionTurns },

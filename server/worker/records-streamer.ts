@@ -6,12 +6,14 @@
 // (RecordStream.portableParts()); the streamer opens the files itself and says when it is
 // done, and only then are the segments unpinned.
 //
-// The worker starts its streamer once it is ready itself, and again after it dies (the
+// The worker starts its streamer when a records GET needs one, and again after it dies (the
 // responses it was writing are then cut short: the client sees fewer bytes than it was
-// promised); until a streamer is ready, the worker writes records bodies itself. It is the
-// worker's own child, outside the supervision tree, and never outlives the worker
-// (child-runtime.ts). Should it die three times in a row without finishing a response,
-// the worker writes records bodies itself from then on, as it does for in-memory ones.
+// promised); until a streamer is ready, the worker writes records bodies itself. With no
+// response in flight for idleMs, the streamer is stopped: a Node process holds ~45 MiB
+// resident, which an idle worker should not pay (issue 47). It is the worker's own child,
+// outside the supervision tree, and never outlives the worker (child-runtime.ts). Should it
+// die three times in a row without finishing a response, the worker writes records bodies
+// itself from then on, as it does for in-memory ones.
 import type { ChildProcess } from "node:child_process";
 import type { Socket } from "node:net";
 import { extname } from "node:path";
@@ -30,6 +32,8 @@ const FAILURES_TO_GIVE_UP = 3;
 const RESTART_DELAY_MS = 250;
 /** How long a closing worker gives its streamer to end (responses in flight are cut). */
 const CLOSE_GRACE_MS = 1_000;
+/** How long a streamer with no response in flight lives on (default of RecordsStreamerOptions.idleMs). */
+export const RECORDS_IDLE_MS = 30_000;
 
 export interface RecordsStreamerOptions {
   shard: number;
@@ -37,7 +41,9 @@ export interface RecordsStreamerOptions {
   nice: number;
   logger: Logger;
   metrics: WorkerMetrics;
-  /** The clock of the restart delay (default the system clock; tests move a manual one on). */
+  /** A streamer with no response in flight this long is stopped (default RECORDS_IDLE_MS). */
+  idleMs?: number;
+  /** The clock of the restart delay and the idle stop (default the system clock; tests move a manual one on). */
   clock?: Clock;
 }
 
@@ -53,6 +59,9 @@ export class RecordsStreamer {
   /** The running streamer has said it is ready (child-runtime's ready message). */
   #ready = false;
   #restartTimer: ClockTimer | undefined;
+  #idleTimer: ClockTimer | undefined;
+  /** A streamer stopped for being idle: its exit is no failure and starts no other. */
+  #retired: ChildProcess | undefined;
   #starts = 0;
   #failures = 0;
   #nextId = 0;
@@ -76,17 +85,17 @@ export class RecordsStreamer {
     return !this.#closed && this.#failures < FAILURES_TO_GIVE_UP;
   }
 
-  /** Starts the streamer (the worker is ready); it is started again whenever it dies, while usable. */
+  /** Starts a streamer unless one runs (or is due to restart); while usable, it is started again when it dies. */
   start(): void {
-    if (this.usable && !isAlive(this.#proc)) this.#spawn();
+    if (this.usable && !isAlive(this.#proc) && this.#restartTimer === undefined) this.#spawn();
   }
 
   /**
    * Has the streamer write one response to `socket`. Resolves true when the whole body was
    * written, false when it was cut short (the client left, a read failed, the streamer
-   * died), and undefined when the streamer could not take the socket: none is ready (it
-   * is starting, or failed too often) or the send was refused. The socket and the body
-   * are then still the caller's.
+   * died), and undefined when the streamer could not take the socket: none is ready (none
+   * ran, and this call starts one; it is starting; or it failed too often) or the send was
+   * refused. The socket and the body are then still the caller's.
    */
   write(
     socket: Socket,
@@ -95,7 +104,14 @@ export class RecordsStreamer {
     parts: readonly PortablePart[],
   ): Promise<boolean | undefined> {
     const proc = this.#proc;
-    if (!this.usable || !this.#ready || proc === undefined) return Promise.resolve(undefined);
+    if (!this.usable) return Promise.resolve(undefined);
+    if (!this.#ready || proc === undefined) {
+      // This GET is the worker's to write; the next ones find the streamer ready.
+      this.start();
+      return Promise.resolve(undefined);
+    }
+    this.#clock.clear(this.#idleTimer);
+    this.#idleTimer = undefined;
     const id = this.#nextId++;
     const message: StreamRecords = { type: "stream-records", id, status, headers, parts: toWire(parts) };
     return new Promise((resolve) => {
@@ -113,6 +129,7 @@ export class RecordsStreamer {
   async close(): Promise<void> {
     this.#closed = true;
     this.#clock.clear(this.#restartTimer);
+    this.#clock.clear(this.#idleTimer);
     await stopChild(this.#proc, CLOSE_GRACE_MS);
     for (const id of [...this.#pending.keys()]) this.#settle(id, false);
   }
@@ -122,6 +139,24 @@ export class RecordsStreamer {
     if (settle === undefined) return;
     this.#pending.delete(id);
     settle(complete);
+    this.#idleAfter();
+  }
+
+  /** With nothing in flight, the streamer is stopped after idleMs unless a response comes first. */
+  #idleAfter(): void {
+    if (this.#pending.size > 0 || !this.#ready || this.#closed) return;
+    this.#clock.clear(this.#idleTimer);
+    this.#idleTimer = this.#clock.setTimeout(() => {
+      this.#idleTimer = undefined;
+      if (this.#pending.size > 0 || !this.#ready) return;
+      const proc = this.#proc;
+      this.#retired = proc;
+      this.#proc = undefined;
+      this.#ready = false;
+      this.#options.metrics.streamerUp(false);
+      void stopChild(proc, CLOSE_GRACE_MS);
+    }, this.#options.idleMs ?? RECORDS_IDLE_MS);
+    this.#idleTimer.unref();
   }
 
   #spawn(): void {
@@ -133,6 +168,7 @@ export class RecordsStreamer {
       if (message?.type === "ready" && proc === this.#proc) {
         this.#ready = true;
         metrics.streamerUp(true);
+        this.#idleAfter();
       } else if (isRecordsStreamed(message)) {
         this.#failures = 0;
         metrics.handoffBytes(message.bytes);
@@ -141,6 +177,10 @@ export class RecordsStreamer {
     });
     proc.once("error", (err) => logger.warn({ err }, `shard-${shard}: records streamer error`));
     proc.once("exit", (code, signal) => {
+      if (proc === this.#retired) {
+        this.#retired = undefined;
+        return; // stopped for being idle, with nothing in flight
+      }
       this.#ready = false;
       metrics.streamerUp(false);
       const cut = [...this.#pending.keys()];
@@ -160,7 +200,10 @@ export class RecordsStreamer {
         fields,
         `shard-${shard}: records streamer exited (${how}); its ${cut.length} response(s) were cut short; a new one starts, and until it is ready the worker writes records itself`,
       );
-      this.#restartTimer = this.#clock.setTimeout(() => this.start(), RESTART_DELAY_MS);
+      this.#restartTimer = this.#clock.setTimeout(() => {
+        this.#restartTimer = undefined;
+        this.start();
+      }, RESTART_DELAY_MS);
       this.#restartTimer.unref();
     });
   }

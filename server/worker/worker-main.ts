@@ -52,6 +52,8 @@ export type WorkerConfig = Omit<
   recordsNice: number;
   /** False: no streamer, the worker writes every records GET itself. */
   recordsStreamer: boolean;
+  /** How long the streamer lives on with no records GET in flight (records-streamer.ts). */
+  recordsIdleMs?: number;
   /** `--anthropic-ping-ms`: a streamed Anthropic turn's ping interval while it waits on the engine (messages-turn.ts). */
   anthropicPingMs?: number;
 };
@@ -160,10 +162,17 @@ try {
 // Records GETs the router hands over: the response kept for a ticket goes straight to the
 // client's socket, which the host passes on (records-handoff.ts). Bodies read from the
 // journal are written by the worker's records streamer, at a lower CPU priority; it is
-// started once this worker is ready, and until it is, the worker writes them itself.
+// started when a GET needs it and stops once idle, and until it is ready, the worker writes
+// them itself.
 const streamer =
   config.durability === "journal" && config.recordsStreamer
-    ? new RecordsStreamer({ shard: config.index, nice: config.recordsNice, logger, metrics })
+    ? new RecordsStreamer({
+        shard: config.index,
+        nice: config.recordsNice,
+        idleMs: config.recordsIdleMs,
+        logger,
+        metrics,
+      })
     : undefined;
 const parked = new ParkedResponses(metrics, streamer);
 runtime.onMessage((message, handle) => {
@@ -183,4 +192,3 @@ runtime.onClose(async () => {
   await core.close();
 });
 runtime.ready({ socketPath });
-streamer?.start();

@@ -60,8 +60,13 @@ async function start(name: string, options: SessionServerOptions = {}): Promise<
 
 const tree = () => server!.tree();
 
-/** The worker's records streamer, once it runs and is ready (tito_worker_records_streamer_up). */
+/**
+ * The worker's records streamer, once it runs and is ready (tito_worker_records_streamer_up).
+ * A records GET starts one (the worker writes that GET itself), so one is made first.
+ */
 async function streamerUp(): Promise<number> {
+  const first = await recordsGet(server!.url, `/sessions/${id}`, { version: "1.1", boundMs: BOUND_MS });
+  assert.is(first.outcome, "complete", `the GET that starts the streamer: ${first.why}`);
   const deadline = Date.now() + BOUND_MS;
   for (;;) {
     const worker = tree().shards[0]!.pid;

@@ -1,6 +1,7 @@
 // The records streamer (docs/architecture.md) through real processes: a records GET read
-// from the journal is written by the worker's own helper process, started once the worker
-// is ready, at the nice value of --records-nice, byte for byte what the relay sends. Killed
+// from the journal is written by the worker's own helper process, started by the first GET
+// that needs it and stopped once idle, at the nice value of --records-nice, byte for byte
+// what the relay sends. Killed
 // midway, the client sees a cut response and a new streamer starts while the worker lives
 // on; dead three times in a row, the worker writes bodies itself. It never outlives its
 // worker, and a shutdown leaves none behind. A client that leaves midway gets its response
@@ -133,14 +134,17 @@ async function killAndWait(pid: number): Promise<void> {
 test("a journal-backed records GET is written by the worker's streamer, at --records-nice", async () => {
   await start("nice", { recordsNice: 7 });
   const id = await session(2);
-  const pid = await streamerUp(); // started once the worker was ready
+  assert.equal(childrenOf(workerPid()), [], "no streamer before a records GET needs one");
+  assert.is(await metric("tito_worker_records_streamer_starts_total"), 0);
+  await getWhole(id); // the worker writes it, and starts its streamer
+  const pid = await streamerUp();
   await getWhole(id);
   assert.is(stat(pid)![16], "7", "the streamer runs at nice 7 (field 19 of /proc/<pid>/stat)");
   assert.is(stat(workerPid())![16], "0", "the worker keeps its own priority");
   await getWhole(id);
   assert.is(await streamerUp(), pid, "one streamer serves GET after GET");
   assert.is(await metric("tito_worker_records_streamer_starts_total"), 1);
-  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 2);
+  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 3);
   assert.ok((await metric("tito_worker_handoff_bytes_total")) > 4 * R3_BYTES, "the streamer's bytes are counted");
 });
 
@@ -180,6 +184,7 @@ async function cutGet(id: string): Promise<{ cut: RawResponse; streamer: number 
 test("the streamer killed midway: the client sees the body cut short; a new streamer starts", async () => {
   await start("killed");
   const id = await session(4);
+  await getWhole(id);
   const first = await streamerUp();
   const worker = workerPid();
   const { cut, streamer } = await cutGet(id);
@@ -194,7 +199,7 @@ test("the streamer killed midway: the client sees the body cut short; a new stre
   assert.is.not(second, first);
   await getWhole(id);
   assert.is(await metric("tito_worker_records_streamer_starts_total"), 2);
-  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 2);
+  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 3);
   assert.is(workerPid(), worker);
 });
 
@@ -225,11 +230,12 @@ async function leaveMidway(id: string, rounds: number): Promise<void> {
 test("the client leaves midway: the streamer settles the response as cut and streams on", async () => {
   await start("left");
   const id = await session(4);
+  await getWhole(id);
   const pid = await streamerUp();
   await leaveMidway(id, 3);
   await getWhole(id);
   assert.is(await streamerUp(), pid, "the same streamer, alive");
-  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 1);
+  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 2);
 });
 
 test("the client leaves midway with no streamer: the worker settles the response as cut", async () => {
@@ -243,6 +249,7 @@ test("the client leaves midway with no streamer: the worker settles the response
 test("a streamer dead three times in a row: the worker writes records itself", async () => {
   await start("fallback");
   const id = await session(4);
+  await getWhole(id);
   for (let death = 1; death <= 3; death++) {
     await streamerUp();
     assert.is((await cutGet(id)).cut.complete, false);
@@ -253,8 +260,25 @@ test("a streamer dead three times in a row: the worker writes records itself", a
   assert.is(await metric("tito_worker_records_streamer_up"), 0);
   await getWhole(id);
   await getWhole(id);
-  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 2);
+  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 3);
   assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="cut",shard="0"'), 3);
+});
+
+test("an idle streamer exits after recordsIdleMs; the next records GET starts another", async () => {
+  await start("idle", { recordsIdleMs: 300 });
+  const id = await session(2);
+  await getWhole(id); // the worker writes it, and starts its streamer
+  const first = await streamerUp();
+  assert.equal(await waitGone([first], BOUND_MS), [], "the idle streamer exits");
+  assert.equal(childrenOf(workerPid()), [], "and no other starts by itself");
+  assert.is(await metric("tito_worker_records_streamer_up"), 0);
+  assert.is(await metric("tito_worker_records_streamer_starts_total"), 1);
+  await getWhole(id);
+  const second = await streamerUp();
+  assert.is.not(second, first);
+  assert.is(await metric("tito_worker_records_streamer_starts_total"), 2);
+  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 2);
+  assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="cut",shard="0"'), 0);
 });
 
 test("records in memory, or recordsStreamer: false: no streamer, the worker writes records", async () => {
@@ -276,8 +300,8 @@ test("records in memory, or recordsStreamer: false: no streamer, the worker writ
 test("the worker killed: its streamer exits too; a shutdown leaves no streamer behind", async () => {
   await start("orphans");
   const id = await session(1);
-  const streamer = await streamerUp();
   await getWhole(id);
+  const streamer = await streamerUp();
   await killAndWait(workerPid());
   assert.equal(await waitGone([streamer], 5_000), [], "the streamer does not outlive its worker");
   const deadline = Date.now() + BOUND_MS;

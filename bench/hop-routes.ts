@@ -1,0 +1,208 @@
+// bench:hop's second part (issue 47): every route the router relays — chat, Anthropic
+// messages, the session's engine proxy, records, samples — timed with each client of
+// bench/hop-clients.ts (in-process undici, fetch in a child process, curl), against the
+// same route's shard op sent straight to the worker's socket (no router) and against the
+// bare topology (bench/bare-topology.ts) through its HTTP router and straight to its
+// worker's socket. What the router adds on a route is `via router − straight to the
+// worker`; the bare topology's `via its router − straight to its worker` is the floor of
+// an HTTP front relaying over a Unix socket; the ratio of the two, at p50, is the target
+// (≤ 1.3×). The route's worker work cancels out of both differences, so chat turns,
+// whose worker renders and tokenizes, are held to the same floor as a proxied GET.
+// Blocks of each leg alternate, so a shared machine's drift hits all of them alike.
+import { request } from "undici";
+import { shardOf, type ShardRequest } from "../server/shard-protocol.ts";
+import { cpuMs } from "./rollout-proc-stats.ts";
+import { fmt, summarize, type LatencySummary } from "./rollout-stats.ts";
+import {
+  bareWorkerClient,
+  httpClient,
+  listeningSocketOf,
+  workerClient,
+  type Call,
+  type ClientKind,
+  type HttpClient,
+} from "./hop-clients.ts";
+
+export type Route = "chat" | "messages" | "proxy" | "records" | "samples";
+export const ROUTES: readonly Route[] = ["chat", "messages", "proxy", "records", "samples"];
+
+const BLOCK = 50;
+const CHAT_BODY = JSON.stringify({ model: "tito-sim", messages: [{ role: "user", content: "Hello there" }] });
+const MESSAGES_BODY = JSON.stringify({
+  model: "tito-sim",
+  max_tokens: 16,
+  messages: [{ role: "user", content: "Hello there" }],
+});
+
+export interface RouteRow {
+  client: ClientKind;
+  route: Route;
+  viaRouter: LatencySummary;
+  toWorker: LatencySummary;
+  /** Router CPU µs per request on this route (/proc; one 10 ms tick over the leg's requests). */
+  routerCpuUs: number;
+  addedP50Us: number;
+  /** The bare topology, same client: via its router, and straight to its worker. */
+  bareViaRouter: LatencySummary;
+  bareToWorker: LatencySummary;
+  bareRouterCpuUs: number;
+  bareAddedP50Us: number;
+  /** addedP50Us / bareAddedP50Us: the target is at most 1.3. */
+  ratio: number;
+}
+
+interface Setup {
+  serverUrl: string;
+  bareUrl: string;
+  routerPid: number;
+  /** Worker pid by shard index. */
+  workerPids: number[];
+  barePids: { router: number; worker: number };
+}
+
+async function created(url: string): Promise<string> {
+  const res = await request(`${url}/sessions`, { method: "POST" });
+  const { session_id } = (await res.body.json()) as { session_id: string };
+  return session_id;
+}
+
+async function post(url: string, path: string, body: string): Promise<void> {
+  const res = await request(url + path, { method: "POST", body, headers: { "content-type": "application/json" } });
+  const text = await res.body.text();
+  if (res.statusCode !== 200) throw new Error(`POST ${path}: ${res.statusCode} ${text}`);
+}
+
+/** One session per route, each with one committed turn; the call each route's requests make and its shard op. */
+async function routeCalls(url: string): Promise<Record<Route, { id: string; call: Call; op: ShardRequest }>> {
+  const out = {} as Record<Route, { id: string; call: Call; op: ShardRequest }>;
+  const headers = { host: "127.0.0.1", "content-type": "application/json" };
+  for (const route of ROUTES) {
+    const id = await created(url);
+    // The same body again is a new turn in place of the last (docs/http.md, "Retries"): a
+    // session of one turn, so every timed turn costs the same.
+    // A session speaks one API: the messages route's is Anthropic's.
+    if (route === "messages") await post(url, `/sessions/${id}/v1/messages`, MESSAGES_BODY);
+    else await post(url, `/sessions/${id}/v1/chat/completions`, CHAT_BODY);
+    const forward = (op: "chat" | "samples" | "proxy", method: string, path: string) =>
+      ({ op, sessionId: id, method, path, query: "", headers }) as ShardRequest;
+    if (route === "chat") {
+      const call: Call = { method: "POST", path: `/sessions/${id}/v1/chat/completions`, body: CHAT_BODY, status: 200 };
+      out.chat = { id, call, op: forward("chat", "POST", "/v1/chat/completions") };
+    } else if (route === "messages") {
+      const call: Call = { method: "POST", path: `/sessions/${id}/v1/messages`, body: MESSAGES_BODY, status: 200 };
+      out.messages = { id, call, op: forward("chat", "POST", "/v1/messages") };
+    } else if (route === "proxy") {
+      const call: Call = { method: "GET", path: `/sessions/${id}/v1/models`, status: 200 };
+      out.proxy = { id, call, op: forward("proxy", "GET", "/v1/models") };
+    } else if (route === "records") {
+      out.records = {
+        id,
+        call: { method: "GET", path: `/sessions/${id}`, status: 200 },
+        op: { op: "get", sessionId: id },
+      };
+    } else {
+      const call: Call = { method: "POST", path: `/sessions/${id}/samples`, body: "{}", status: 200 };
+      out.samples = { id, call, op: forward("samples", "POST", "/samples") };
+    }
+  }
+  return out;
+}
+
+/** Every route with every client, `requests` of each leg, in alternating blocks after a warm-up. */
+export async function measureRoutes(
+  setup: Setup,
+  clients: readonly ClientKind[],
+  requests: number,
+): Promise<RouteRow[]> {
+  const calls = await routeCalls(setup.serverUrl);
+  const n = setup.workerPids.length;
+  const workers = await Promise.all(setup.workerPids.map((pid) => workerClient(listeningSocketOf(pid))));
+  const bareWorker = await bareWorkerClient(listeningSocketOf(setup.barePids.worker));
+  const tito = new Map<ClientKind, HttpClient>(clients.map((k) => [k, httpClient(k, setup.serverUrl)]));
+  const bare = new Map<ClientKind, HttpClient>(clients.map((k) => [k, httpClient(k, setup.bareUrl)]));
+  const bareCall: Call = { method: "GET", path: `/sessions/${calls.proxy.id}/v1/models`, status: 200 };
+  const lat = new Map<string, number[]>();
+  const cpu = new Map<string, number>();
+  const add = (key: string, values: number[], cpuUs = 0) => {
+    lat.set(key, [...(lat.get(key) ?? []), ...values]);
+    cpu.set(key, (cpu.get(key) ?? 0) + cpuUs);
+  };
+  const timedCpu = async (pid: number, run: () => Promise<number[]>) => {
+    const before = cpuMs(pid);
+    const values = await run();
+    return { values, cpuUs: (cpuMs(pid) - before) * 1000 };
+  };
+  try {
+    const rounds = Math.max(1, Math.round(requests / BLOCK));
+    for (let round = -1; round < rounds; round++) {
+      const keep = round >= 0; // round -1 warms every leg up
+      for (const route of ROUTES) {
+        const { id, call, op } = calls[route];
+        const worker = workers[shardOf(id, n)]!;
+        const direct = await worker.block(op, call.body === undefined ? undefined : Buffer.from(call.body), 200, BLOCK);
+        if (keep) add(`worker:${route}`, direct);
+        for (const kind of clients) {
+          const via = await timedCpu(setup.routerPid, () => tito.get(kind)!.block(call, BLOCK));
+          if (keep) add(`${kind}:${route}`, via.values, via.cpuUs);
+        }
+      }
+      const socket = await bareWorker.block(`/v1/models`, BLOCK);
+      if (keep) add("bare-worker", socket);
+      for (const kind of clients) {
+        const via = await timedCpu(setup.barePids.router, () => bare.get(kind)!.block(bareCall, BLOCK));
+        if (keep) add(`bare:${kind}`, via.values, via.cpuUs);
+      }
+    }
+  } finally {
+    await Promise.all([...tito.values(), ...bare.values()].map((c) => c.close()));
+    for (const w of workers) w.close();
+    bareWorker.close();
+  }
+  const rows: RouteRow[] = [];
+  const bareToWorker = summarize(lat.get("bare-worker")!);
+  for (const client of clients) {
+    const bareVia = lat.get(`bare:${client}`)!;
+    const bareViaRouter = summarize(bareVia);
+    const bareAddedP50Us = bareViaRouter.p50 - bareToWorker.p50;
+    for (const route of ROUTES) {
+      const via = lat.get(`${client}:${route}`)!;
+      const viaRouter = summarize(via);
+      const toWorker = summarize(lat.get(`worker:${route}`)!);
+      const addedP50Us = viaRouter.p50 - toWorker.p50;
+      rows.push({
+        client,
+        route,
+        viaRouter,
+        toWorker,
+        routerCpuUs: cpu.get(`${client}:${route}`)! / via.length,
+        addedP50Us,
+        bareViaRouter,
+        bareToWorker,
+        bareRouterCpuUs: cpu.get(`bare:${client}`)! / bareVia.length,
+        bareAddedP50Us,
+        ratio: addedP50Us / bareAddedP50Us,
+      });
+    }
+  }
+  return rows;
+}
+
+/** The every-route table's markdown lines (none when the part was left out). */
+export function routesTable(rows: { workers: number; routes: RouteRow[] }[]): string[] {
+  const lines: string[] = [];
+  if (rows.some((r) => r.routes.length > 0))
+    lines.push(
+      "",
+      "Every route: what the router adds (p50 via the router − p50 of the same shard op straight to the worker's socket) against the bare topology's (via its router − straight to its worker), µs; router CPU µs per request:",
+      "",
+      "| workers | client | route | via router p50 / p99 | to the worker p50 | router adds | router CPU | bare via router p50 | bare to worker p50 | bare adds | bare router CPU | ratio (target ≤ 1.3) |",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    );
+  for (const r of rows)
+    for (const x of r.routes)
+      lines.push(
+        `| ${r.workers} | ${x.client} | ${x.route} | ${fmt(x.viaRouter.p50, 0)} / ${fmt(x.viaRouter.p99, 0)} | ${fmt(x.toWorker.p50, 0)} | ${fmt(x.addedP50Us, 0)} | ${fmt(x.routerCpuUs, 0)} | ` +
+          `${fmt(x.bareViaRouter.p50, 0)} | ${fmt(x.bareToWorker.p50, 0)} | ${fmt(x.bareAddedP50Us, 0)} | ${fmt(x.bareRouterCpuUs, 0)} | ${fmt(x.ratio, 2)} |`,
+      );
+  return lines;
+}
