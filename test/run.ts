@@ -139,7 +139,9 @@ function runFile(file: string, timeoutMs: number): Promise<Outcome> {
     // Its own process group, so a timeout also ends the processes the file started.
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, NODE_DISABLE_COLORS: "1" },
+    // TITO_CHILD_ENTRIES=dist: a session server started from source runs dist/'s children,
+    // not the .ts through tsx (about a CPU second less per child; `npm test` builds first).
+    env: { TITO_CHILD_ENTRIES: "dist", ...process.env, NODE_DISABLE_COLORS: "1" },
   });
   running.add(child);
   let output = "";

@@ -19,8 +19,8 @@
 //   as a real Qwen3 completion (sim-engine-completion.ts), ended by the family's stop token.
 // Modes:
 // - default: as above.
-// - `prebuilt` (benchmarks): replies built before timing, keyed by the turn; see
-//   sim-engine-prebuilt.ts for the contract.
+// - `rawReplies` (benchmarks): the generation routes answer from the request's raw bytes,
+//   never parsed, with what the given replier builds (bench/sim-engine-prebuilt.ts).
 // `routed_experts` (synthetic base64 int32 expert ids, one row of layers × top-k per token
 // of prompt + completion but the last, as SGLang returns it; or `routedExpertsBytes` bytes
 // when set) is added to `meta_info` on the SGLang routes when the request sets
@@ -40,7 +40,6 @@ import {
   routedExpertsSize,
   type RoutingShape,
 } from "./sim-engine-payload.ts";
-import { PrebuiltReplies, type PrebuiltApi, type PrebuiltOptions } from "./sim-engine-prebuilt.ts";
 import { promptIdsOf, stopList } from "./sim-engine-completion.ts";
 import { AbortBoard, markAborted } from "./sim-engine-abort.ts";
 import { CacheReport, sglangSaltOf, vllmSaltOf } from "./sim-engine-cache.ts";
@@ -55,7 +54,14 @@ import {
   type CompletionsBody,
 } from "./sim-engine-completions.ts";
 
-export type { PrebuiltOptions } from "./sim-engine-prebuilt.ts";
+/** A generation API a raw reply answers. */
+export type RawApi = "chat" | "generate" | "completions";
+/** Replies made from a request's raw bytes, which the engine then never parses. */
+export interface RawReplier {
+  reply(api: RawApi, body: Buffer): { chunks: Buffer[]; length: number };
+}
+/** Builds a RawReplier over the engine's tokenizer and served model name. */
+export type RawReplies = (folder: TokenizerFolder, model: string) => RawReplier;
 
 export interface SimEngineOptions {
   tokenizerDir?: string; // default bundledQwen3Dir()
@@ -78,8 +84,8 @@ export interface SimEngineOptions {
   routedExpertsBytes?: number;
   alwaysRoutedExperts?: boolean;
   logger?: boolean; // fastify logger, default false
-  /** Pre-built replies for benchmarks (no tokenizer work per request). */
-  prebuilt?: PrebuiltOptions;
+  /** Replies from raw request bytes, for benchmarks (bench/sim-engine-prebuilt.ts): no parse, no tokenizer work. */
+  rawReplies?: RawReplies;
   /** Served model name (default "tito-sim"). */
   model?: string;
   /**
@@ -197,7 +203,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     routedExpertsSize(shape, promptTokens, completionTokens, options.routedExpertsBytes);
   const { stopId } = ctx.model;
 
-  // The chat route's errors (and the pre-built mode's) keep the engine's original `{error}` shape.
+  // The chat route's errors (and the raw-reply mode's) keep the engine's original `{error}` shape.
   app.setErrorHandler(errorShape((message) => ({ error: message })));
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: `not found: ${request.method} ${request.url}` });
@@ -228,12 +234,12 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     return reply.code(200).send();
   });
 
-  if (options.prebuilt) {
-    const prebuilt = new PrebuiltReplies(folder, model, options.prebuilt);
-    // Raw bytes: the pre-built mode never parses a request body.
+  if (options.rawReplies) {
+    const replier = options.rawReplies(folder, model);
+    // Raw bytes: this mode never parses a request body.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
-    const routes: Array<[SimRoute, PrebuiltApi]> = [
+    const routes: Array<[SimRoute, RawApi]> = [
       ["/v1/chat/completions", "chat"],
       ["/generate", "generate"],
       ["/v1/completions", "completions"],
@@ -244,7 +250,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
         const body = request.body as Buffer;
         if (options.latencyMs) await sleep(options.latencyMs);
         await options.beforeReply?.(body, route);
-        const built = prebuilt.reply(api, body);
+        const built = replier.reply(api, body);
         return send(reply, built.chunks, built.length);
       });
     }
