@@ -207,7 +207,8 @@ async function main(): Promise<number> {
     for (let file = queue.shift(); file; file = queue.shift()) {
       const outcome = await runFile(file, options.timeoutMs);
       outcomes.push(outcome);
-      const secs = (outcome.ms / 1000).toFixed(1) + (outcome.cpu === undefined ? "" : ` s, ${outcome.cpu.toFixed(1)} CPU`);
+      const secs =
+        (outcome.ms / 1000).toFixed(1) + (outcome.cpu === undefined ? "" : ` s, ${outcome.cpu.toFixed(1)} CPU`);
       if (outcome.failed === 0) {
         process.stdout.write(`ok   ${outcome.file} (${outcome.passed} tests, ${secs} s)\n`);
       } else {
@@ -227,12 +228,16 @@ async function main(): Promise<number> {
   if (options.times) {
     process.stdout.write("\nper file, most CPU first (wall s, CPU s):\n");
     for (const o of [...outcomes].sort((a, b) => (b.cpu ?? 0) - (a.cpu ?? 0))) {
-      process.stdout.write(`${(o.ms / 1000).toFixed(1).padStart(7)} ${(o.cpu ?? NaN).toFixed(1).padStart(7)}  ${o.file}\n`);
+      process.stdout.write(
+        `${(o.ms / 1000).toFixed(1).padStart(7)} ${(o.cpu ?? NaN).toFixed(1).padStart(7)}  ${o.file}\n`,
+      );
     }
   }
   process.stdout.write(
     `\n${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s, ${options.jobs} at once, ` +
-      `${cpu.toFixed(1)} CPU s, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}` +
+      `${cpu.toFixed(1)} CPU s, load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")}` +
       (skipped ? `, ${skipped} skipped` : "") +
       (bad.length ? `\nfailed files: ${bad.join(", ")}` : "") +
       `\n${passed} passed, ${failed} failed\n`,
