@@ -11,7 +11,7 @@ import { promptContext, renderOrThrow } from "../../../sessions/prompt-builder.t
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import type { TokenizerFolder } from "../../../sessions/tokenizer-folder.ts";
 import { FAMILY_ROWS, type FamilyRow, type LoopCase, type Token } from "./family-table.ts";
-import { driftTypes, playLoop } from "./glm-minimax-loop.ts";
+import { driftTypes, playLoop } from "./tito-loop.ts";
 
 /** A token's id: a number as it is, else the folder's token, else the one id its text encodes to. */
 function idOf(folder: TokenizerFolder, token: Token): number {
