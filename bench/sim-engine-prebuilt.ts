@@ -16,7 +16,7 @@
 // This file never parses a request body.
 import assert from "node:assert";
 import type { TokenizerFolder } from "../sessions/tokenizer-folder.ts";
-import type { RawApi, RawReplier, RawReplies } from "../server/sim-engine/sim-engine.ts";
+import type { RawApi, RawReplier, RawReplies } from "../server/sim-engine/raw-replies.ts";
 import { ROUTED_EXPERTS_MARKER, logprobAt } from "../server/sim-engine/sim-engine-reply.ts";
 import { RoutedExpertsPayload } from "../server/sim-engine/sim-engine-payload.ts";
 import { completionLogprobs } from "../server/sim-engine/sim-engine-completions.ts";

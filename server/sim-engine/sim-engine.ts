@@ -28,6 +28,7 @@
 // It never echoes request headers; the one state it keeps across requests is its prefix cache
 // (sim-engine-cache.ts), which reports hits as the engines do.
 import { setTimeout as sleep } from "node:timers/promises";
+import type { RawApi, RawReplies } from "./raw-replies.ts";
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply } from "fastify";
 import type { ChatMessage } from "../../sessions/chat-template.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
@@ -54,14 +55,7 @@ import {
   type CompletionsBody,
 } from "./sim-engine-completions.ts";
 
-/** A generation API a raw reply answers. */
-export type RawApi = "chat" | "generate" | "completions";
-/** Replies made from a request's raw bytes, which the engine then never parses. */
-export interface RawReplier {
-  reply(api: RawApi, body: Buffer): { chunks: Buffer[]; length: number };
-}
-/** Builds a RawReplier over the engine's tokenizer and served model name. */
-export type RawReplies = (folder: TokenizerFolder, model: string) => RawReplier;
+export type { RawApi, RawReplier, RawReplies } from "./raw-replies.ts";
 
 export interface SimEngineOptions {
   tokenizerDir?: string; // default bundledQwen3Dir()
