@@ -138,7 +138,7 @@ export function cpuProfEnv(dir: string): Record<string, string> {
 export function startEngine(flags: string[], echoStderr = false): Promise<Started> {
   return startChild({
     name: "sim-engine",
-    args: ["--import", "tsx", "server/sim-engine/engine-main.ts", "--port", "0", ...flags],
+    args: ["--import", "tsx", "bench/prebuilt-engine-main.ts", "--port", "0", ...flags],
     ready: /^sim-engine ready url=(\S+)/,
     echoStderr,
   });

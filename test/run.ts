@@ -5,7 +5,12 @@
 // crashes, hangs, or does not exit after its summary is a failure that names the file.
 // The last line is `N passed, N failed`, and the exit code is 1 on any failure.
 //
-//   node --import tsx test/run.ts [--fast] [--jobs N] [--timeout S] [regex …]
+//   node --import tsx test/run.ts [--fast] [--times] [--jobs N] [--timeout S] [regex …]
+//
+// Each file's line shows its wall seconds and its CPU seconds (user + system, its own and
+// its children's: test/cpu-at-exit.ts); on a shared machine CPU is the cost to compare.
+// --times ends with a table of every file, most CPU first. The summary says the load
+// average at the end of the run.
 //
 // --timeout (or TITO_TEST_TIMEOUT_S) is each file's limit in seconds, default 600: the
 // longest files (chaos, durability, the CLI) take minutes on a loaded 2-core machine.
@@ -13,16 +18,17 @@
 // --fast leaves out the files that start process trees (the CLI, startSessionServer,
 // npm), the long HTTP fuzz and the all-tokenizers family loop: the edit loop. Regexes filter test files by path (any one must match).
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism, loadavg } from "node:os";
 import { dirname, join, relative, resolve, sep } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const testDir = join(root, "test");
 
 interface Options {
   fast: boolean;
+  times: boolean;
   jobs: number;
   timeoutMs: number;
   filters: RegExp[];
@@ -31,6 +37,7 @@ interface Options {
 function parseArgs(argv: string[]): Options {
   const options: Options = {
     fast: false,
+    times: false,
     jobs: availableParallelism(),
     timeoutMs: Number(process.env.TITO_TEST_TIMEOUT_S ?? 600) * 1000,
     filters: [],
@@ -38,6 +45,7 @@ function parseArgs(argv: string[]): Options {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === "--fast") options.fast = true;
+    else if (arg === "--times") options.times = true;
     else if (arg === "--jobs") options.jobs = Math.max(1, Number(argv[++i]));
     else if (arg === "--timeout") options.timeoutMs = Number(argv[++i]) * 1000;
     else options.filters.push(new RegExp(arg));
@@ -77,15 +85,27 @@ function startsTree(file: string, seen = new Set<string>()): boolean {
   return false;
 }
 
-/** Files that take longest go first, so the run does not end on one long file alone. */
-const SLOW_FIRST = [
-  /server\/(chaos|http-fuzz|durability|cli|records-|reshard|supervision|rollout|streaming)/,
-  /server\//,
+/**
+ * Files that take longest go first, so the run does not end on one long file alone (two
+ * jobs balance only if the long files start early). The order comes from the last run's
+ * CPU seconds per file (COSTS, written after every run, not committed); a file it does not
+ * know gets a guess from these patterns: process-tree suites first, then other server
+ * suites, then the rest.
+ */
+const SLOW_GUESS: [RegExp, number][] = [
+  [/server\/(chaos|http-fuzz|durability|cli|records-|reshard|supervision|rollout|streaming)|crosscheck/, 60],
+  [/server\//, 10],
 ];
-const rank = (file: string) => {
-  const i = SLOW_FIRST.findIndex((r) => r.test(file));
-  return i < 0 ? SLOW_FIRST.length : i;
-};
+const guess = (file: string) => SLOW_GUESS.find(([r]) => r.test(file))?.[1] ?? 1;
+const COSTS = join(root, ".test-costs.json");
+
+function readCosts(): Record<string, number> {
+  try {
+    return JSON.parse(readFileSync(COSTS, "utf8")) as Record<string, number>;
+  } catch {
+    return {};
+  }
+}
 
 interface Outcome {
   file: string;
@@ -93,6 +113,8 @@ interface Outcome {
   failed: number;
   skipped: number;
   ms: number;
+  /** User + system CPU seconds of the file's process and the children it waited for, if it said. */
+  cpu?: number;
   /** Why the file failed as a whole (crash, hang, no summary), if it did. */
   problem?: string;
   output: string;
@@ -106,14 +128,20 @@ const EXIT_GRACE_MS = 10_000;
 
 const running = new Set<ChildProcess>();
 
+/** Preloaded into each file's process: prints its CPU seconds (with its children's) at exit. */
+const CPU_AT_EXIT = pathToFileURL(join(testDir, "cpu-at-exit.ts")).href;
+const CPU_LINE = /^TITO_CPU user=([\d.]+) sys=([\d.]+)\n?/m;
+
 function runFile(file: string, timeoutMs: number): Promise<Outcome> {
   const started = Date.now();
-  const child = spawn(process.execPath, ["--import", "tsx", file], {
+  const child = spawn(process.execPath, ["--import", "tsx", "--import", CPU_AT_EXIT, file], {
     cwd: root,
     // Its own process group, so a timeout also ends the processes the file started.
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, NODE_DISABLE_COLORS: "1" },
+    // TITO_CHILD_ENTRIES=dist: a session server started from source runs dist/'s children,
+    // not the .ts through tsx (about a CPU second less per child; `npm test` builds first).
+    env: { TITO_CHILD_ENTRIES: "dist", ...process.env, NODE_DISABLE_COLORS: "1" },
   });
   running.add(child);
   let output = "";
@@ -145,6 +173,9 @@ function runFile(file: string, timeoutMs: number): Promise<Outcome> {
       clearTimeout(grace);
       running.delete(child);
       const ms = Date.now() - started;
+      const cpuLine = CPU_LINE.exec(output);
+      const cpu = cpuLine ? Number(cpuLine[1]) + Number(cpuLine[2]) : undefined;
+      output = output.replace(CPU_LINE, "");
       const summary = SUMMARY.exec(output.replace(ANSI, ""));
       const total = summary ? Number(summary[1]) : 0;
       const passed = summary ? Number(summary[2]) : 0;
@@ -153,7 +184,7 @@ function runFile(file: string, timeoutMs: number): Promise<Outcome> {
       if (!summary) problem ??= `no test summary (exit code ${code}, signal ${signal})`;
       else if (code !== 0 && !problem && failed === 0) problem = `exit code ${code}, signal ${signal}`;
       if (problem && failed === 0) failed = 1;
-      resolveOutcome({ file: rel(file), passed, failed, skipped, ms, problem, output });
+      resolveOutcome({ file: rel(file), passed, failed, skipped, ms, cpu, problem, output });
     });
   });
 }
@@ -162,7 +193,9 @@ async function main(): Promise<number> {
   const options = parseArgs(process.argv.slice(2));
   let files = testFiles().filter((f) => options.filters.length === 0 || options.filters.some((r) => r.test(rel(f))));
   if (options.fast) files = files.filter((f) => !startsTree(f) && !NOT_FAST.test(rel(f)));
-  files.sort((a, b) => rank(rel(a)) - rank(rel(b)));
+  const costs = readCosts();
+  const cost = (file: string) => costs[rel(file)] ?? guess(rel(file));
+  files.sort((a, b) => cost(b) - cost(a));
   if (files.length === 0) {
     process.stdout.write("no test files matched\n0 passed, 1 failed\n");
     return 1;
@@ -174,7 +207,8 @@ async function main(): Promise<number> {
     for (let file = queue.shift(); file; file = queue.shift()) {
       const outcome = await runFile(file, options.timeoutMs);
       outcomes.push(outcome);
-      const secs = (outcome.ms / 1000).toFixed(1);
+      const secs =
+        (outcome.ms / 1000).toFixed(1) + (outcome.cpu === undefined ? "" : ` s, ${outcome.cpu.toFixed(1)} CPU`);
       if (outcome.failed === 0) {
         process.stdout.write(`ok   ${outcome.file} (${outcome.passed} tests, ${secs} s)\n`);
       } else {
@@ -188,8 +222,22 @@ async function main(): Promise<number> {
   const failed = outcomes.reduce((n, o) => n + o.failed, 0);
   const skipped = outcomes.reduce((n, o) => n + o.skipped, 0);
   const bad = outcomes.filter((o) => o.failed > 0).map((o) => o.file);
+  for (const o of outcomes) costs[o.file] = o.cpu ?? o.ms / 1000;
+  writeFileSync(COSTS, JSON.stringify(costs, null, 1) + "\n");
+  const cpu = outcomes.reduce((n, o) => n + (o.cpu ?? 0), 0);
+  if (options.times) {
+    process.stdout.write("\nper file, most CPU first (wall s, CPU s):\n");
+    for (const o of [...outcomes].sort((a, b) => (b.cpu ?? 0) - (a.cpu ?? 0))) {
+      process.stdout.write(
+        `${(o.ms / 1000).toFixed(1).padStart(7)} ${(o.cpu ?? NaN).toFixed(1).padStart(7)}  ${o.file}\n`,
+      );
+    }
+  }
   process.stdout.write(
-    `\n${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s, ${options.jobs} at once` +
+    `\n${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s, ${options.jobs} at once, ` +
+      `${cpu.toFixed(1)} CPU s, load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")}` +
       (skipped ? `, ${skipped} skipped` : "") +
       (bad.length ? `\nfailed files: ${bad.join(", ")}` : "") +
       `\n${passed} passed, ${failed} failed\n`,

@@ -3,7 +3,7 @@
 import { existsSync, statSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { FAMILY_NAMES, type TitoFamilyName } from "../../sessions/families/names.ts";
+import { APPENDABLE_ROLES, FAMILY_NAMES, type TitoFamilyName } from "../../sessions/families/names.ts";
 import type { MessageMatcher } from "../../sessions/index.ts";
 import { closestName } from "./closest-name.ts";
 import { InvalidOptionError } from "./errors.ts";
@@ -13,9 +13,6 @@ export const ENGINE_APIS: readonly string[] = ["sglang-chat", "sglang-generate",
 
 /** sessions/message-compare.ts MESSAGE_MATCHERS (host/ takes only types from sessions/). */
 export const MESSAGE_MATCHERS: readonly MessageMatcher[] = ["strict", "loose", "role-content"];
-
-/** The family names `--tito-family` takes (sessions/families/names.ts, the one list; it imports nothing). */
-export const TITO_FAMILIES: readonly TitoFamilyName[] = FAMILY_NAMES;
 
 export interface SessionServerOptions {
   /** Listen address of the HTTP front door. Default "127.0.0.1". */
@@ -309,7 +306,7 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
   oneOf("fsync", resolved.fsync, ["every", "interval", "never"]);
   if (resolved.dataDir !== undefined && resolved.dataDir.trim() === "")
     throw new InvalidOptionError(`${label("dataDir")} must not be empty`);
-  if (resolved.titoFamily !== undefined) oneOf("titoFamily", resolved.titoFamily, TITO_FAMILIES);
+  if (resolved.titoFamily !== undefined) oneOf("titoFamily", resolved.titoFamily, FAMILY_NAMES);
   oneOf("logLevel", resolved.logLevel, LOG_LEVELS);
   if (resolved.engineUrl) {
     try {
@@ -333,6 +330,12 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
   }
   if (resolved.allowedAppendRoles?.length === 0)
     throw new InvalidOptionError(`${label("allowedAppendRoles")} must name at least one role`);
+  // A role no family appends fails every worker's start: refused here, before any is spawned.
+  for (const role of resolved.allowedAppendRoles ?? [])
+    if (!APPENDABLE_ROLES.includes(role))
+      throw new InvalidOptionError(
+        `${label("allowedAppendRoles")} takes ${APPENDABLE_ROLES.join(", ")}; got ${JSON.stringify(role)}`,
+      );
   for (const path of resolved.agentProxyAllow)
     if (!path.startsWith("/") || path.includes("?"))
       throw new InvalidOptionError(

@@ -37,10 +37,10 @@ import type { RouterConfig } from "../router/router-main.ts";
 import type { WorkerConfig } from "../worker/worker-main.ts";
 import type { ReshardConfig } from "../worker/reshard-main.ts";
 
-const here = dirname(fileURLToPath(import.meta.url));
-// Children run the same build as this module: the compiled .js in dist/ (plain node), or the
-// .ts sources through tsx when this module itself runs from source (tests, development).
-const entryExt = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
+// Children run this build (.ts through tsx from source), or dist/ if TITO_CHILD_ENTRIES=dist (test/run.ts).
+const toDist = import.meta.url.endsWith(".ts") && process.env.TITO_CHILD_ENTRIES === "dist";
+const here = join(dirname(fileURLToPath(import.meta.url)), ...(toDist ? ["../../dist/server/host"] : []));
+const entryExt = toDist || import.meta.url.endsWith(".js") ? ".js" : ".ts";
 
 /**
  * The router's live heap is small (~13 MiB) and it allocates ~25 MiB/s of short-lived

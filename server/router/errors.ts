@@ -22,6 +22,17 @@ export class WorkerUnavailableError extends RouterError {
   }
 }
 
+/**
+ * The router could not listen on --host/--port (in use, not permitted, no such address):
+ * a configuration error reported before it was ever ready, so it is not restarted (OTP's
+ * init rule, actors/control-messages.ts) and the start fails with it; no HTTP client sees it.
+ */
+export class RouterListenError extends RouterError {
+  constructor(address: string, err: Error) {
+    super("TITO_ERR_LISTEN", 500, `cannot listen on ${address}: ${err.message}`, { cause: err });
+  }
+}
+
 /** The worker failed the request (a bug or a transport failure other than its death). */
 export class WorkerFailedError extends RouterError {
   constructor(message: string, options?: { cause?: unknown }) {

@@ -5,6 +5,7 @@
 import pino from "pino";
 import { startChildRuntime, type HostToRouter, type RolloutState } from "../../actors/index.ts";
 import { RolloutDoor } from "./rollout-door.ts";
+import { RouterListenError } from "./errors.ts";
 import { buildRouterApp } from "./router-app.ts";
 import { addEvents, type RouterStatus } from "./supervision-view.ts";
 import { ShardLinks } from "./shard-links.ts";
@@ -73,8 +74,10 @@ runtime.onClose(async () => {
 try {
   await app.listen({ host: config.host, port: config.port });
 } catch (err) {
-  logger.fatal({ err }, "router cannot listen");
-  process.exit(3);
+  // A port in use or not ours to take stays so on a restart: a configuration error.
+  const listenError = new RouterListenError(`${config.host}:${config.port}`, err as Error);
+  logger.fatal({ err }, listenError.message);
+  await runtime.initFailed(listenError);
 }
 const address = app.server.address();
 const port = typeof address === "object" && address ? address.port : config.port;

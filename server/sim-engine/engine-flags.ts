@@ -43,9 +43,6 @@ POST /v1/chat/completions (patched SGLang), /generate (SGLang), /v1/completions 
                                 usage.prompt_tokens_details.cached_tokens (vLLM's
                                 --enable-prompt-tokens-details)
   --weight-version V            report meta_info.weight_version V on the SGLang routes
-  --prebuilt-tokens N           pre-built replies of N completion tokens (benchmarks)
-  --prebuilt-turns T            pre-build turns 0..T-1 at start (with --prebuilt-tokens)
-  --prebuilt-r3-last-bytes B    pre-built routed_experts growing linearly to B bytes on turn T-1
   --log                         fastify request logs on stderr
   --help                        this text
 
@@ -73,9 +70,6 @@ export const ENGINE_FLAGS = {
   "prefix-cache": { type: "boolean" },
   "prompt-tokens-details": { type: "boolean" },
   "weight-version": { type: "string" },
-  "prebuilt-tokens": { type: "string" },
-  "prebuilt-turns": { type: "string" },
-  "prebuilt-r3-last-bytes": { type: "string" },
   log: { type: "boolean" },
   help: { type: "boolean" },
 } as const;

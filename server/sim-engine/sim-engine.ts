@@ -19,8 +19,8 @@
 //   as a real Qwen3 completion (sim-engine-completion.ts), ended by the family's stop token.
 // Modes:
 // - default: as above.
-// - `prebuilt` (benchmarks): replies built before timing, keyed by the turn; see
-//   sim-engine-prebuilt.ts for the contract.
+// - `rawReplies` (benchmarks): the generation routes answer from the request's raw bytes,
+//   never parsed, with what the given replier builds (bench/sim-engine-prebuilt.ts).
 // `routed_experts` (synthetic base64 int32 expert ids, one row of layers × top-k per token
 // of prompt + completion but the last, as SGLang returns it; or `routedExpertsBytes` bytes
 // when set) is added to `meta_info` on the SGLang routes when the request sets
@@ -28,6 +28,7 @@
 // It never echoes request headers; the one state it keeps across requests is its prefix cache
 // (sim-engine-cache.ts), which reports hits as the engines do.
 import { setTimeout as sleep } from "node:timers/promises";
+import type { RawApi, RawReplies } from "./raw-replies.ts";
 import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyReply } from "fastify";
 import type { ChatMessage } from "../../sessions/chat-template.ts";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
@@ -40,7 +41,6 @@ import {
   routedExpertsSize,
   type RoutingShape,
 } from "./sim-engine-payload.ts";
-import { PrebuiltReplies, type PrebuiltApi, type PrebuiltOptions } from "./sim-engine-prebuilt.ts";
 import { promptIdsOf, stopList } from "./sim-engine-completion.ts";
 import { AbortBoard, markAborted } from "./sim-engine-abort.ts";
 import { CacheReport, sglangSaltOf, vllmSaltOf } from "./sim-engine-cache.ts";
@@ -56,7 +56,7 @@ import {
   type CompletionsBody,
 } from "./sim-engine-completions.ts";
 
-export type { PrebuiltOptions } from "./sim-engine-prebuilt.ts";
+export type { RawApi, RawReplier, RawReplies } from "./raw-replies.ts";
 
 export interface SimEngineOptions {
   tokenizerDir?: string; // default bundledQwen3Dir()
@@ -79,8 +79,8 @@ export interface SimEngineOptions {
   routedExpertsBytes?: number;
   alwaysRoutedExperts?: boolean;
   logger?: boolean; // fastify logger, default false
-  /** Pre-built replies for benchmarks (no tokenizer work per request). */
-  prebuilt?: PrebuiltOptions;
+  /** Replies from raw request bytes, for benchmarks (bench/sim-engine-prebuilt.ts): no parse, no tokenizer work. */
+  rawReplies?: RawReplies;
   /** Served model name (default "tito-sim"). */
   model?: string;
   /**
@@ -200,7 +200,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     routedExpertsSize(shape, promptTokens, completionTokens, options.routedExpertsBytes);
   const { stopId } = ctx.model;
 
-  // The chat route's errors (and the pre-built mode's) keep the engine's original `{error}` shape.
+  // The chat route's errors (and the raw-reply mode's) keep the engine's original `{error}` shape.
   app.setErrorHandler(errorShape((message) => ({ error: message })));
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: `not found: ${request.method} ${request.url}` });
@@ -216,12 +216,12 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     return reply.code(200).send();
   });
 
-  if (options.prebuilt) {
-    const prebuilt = new PrebuiltReplies(folder, model, options.prebuilt);
-    // Raw bytes: the pre-built mode never parses a request body.
+  if (options.rawReplies) {
+    const replier = options.rawReplies(folder, model);
+    // Raw bytes: this mode never parses a request body.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
-    const routes: Array<[SimRoute, PrebuiltApi]> = [
+    const routes: Array<[SimRoute, RawApi]> = [
       ["/v1/chat/completions", "chat"],
       ["/generate", "generate"],
       ["/v1/completions", "completions"],
@@ -232,7 +232,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
         const body = request.body as Buffer;
         if (options.latencyMs) await sleep(options.latencyMs);
         await options.beforeReply?.(body, route);
-        const built = prebuilt.reply(api, body);
+        const built = replier.reply(api, body);
         return send(reply, built.chunks, built.length);
       });
     }

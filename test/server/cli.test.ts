@@ -2,6 +2,7 @@
 // and host death taking every child with it; flag parsing and usage errors through its
 // main() in this process, with one real process per exit code.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "uvu";
@@ -13,9 +14,8 @@ import { LOCK_FILE } from "../../server/host/data-dir-lock.ts";
 import type { SessionCreatedBody, SupervisionBody } from "../helpers/bodies.ts";
 import { call } from "../helpers/server.ts";
 import { npmTokenizerDir } from "../sessions/fixtures.ts";
-import { MESSAGE_MATCHERS as HOST_MATCHERS, TITO_FAMILIES } from "../../server/host/options.ts";
+import { MESSAGE_MATCHERS as HOST_MATCHERS } from "../../server/host/options.ts";
 import { FLAG_OF, FLAGS } from "../../server/host/cli.ts";
-import { FAMILY_NAMES } from "../../sessions/families/index.ts";
 import { MESSAGE_MATCHERS } from "../../sessions/message-compare.ts";
 
 let engine: SimEngine;
@@ -73,6 +73,11 @@ test("every value is checked before anything starts, and errors name the flag", 
     [["--records-nice=-1"], "--records-nice must be an integer between 0 and 19, got -1"],
     [["--log-level", "loud"], '--log-level must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
     [["--message-matcher", "lenient"], '--message-matcher must be one of strict, loose, role-content, got "lenient"'],
+    // A role no family appends: refused by the host, before a worker loads a tokenizer to refuse it.
+    [
+      ["--allowed-append-roles", "user,bogus"],
+      '--allowed-append-roles takes tool, user, system, assistant; got "bogus"',
+    ],
   ];
   for (const [args, message] of cases) {
     const run = await runMain(["serve", "--port", "0", ...args]);
@@ -94,6 +99,25 @@ test("a worker's configuration error exits 2 at once with its message; the worke
   );
   assert.not.match(run.stderr, /restarting/, "no restart was attempted");
   assert.is(run.stdout, "");
+});
+
+test("a port in use: the router's start fails at once (exit 2, its message), the router is not restarted", async () => {
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+  const port = (holder.address() as AddressInfo).port;
+  try {
+    const args = ["serve", "--port", String(port), "--engine", engine.url, "--workers", "1", "--log-level", "warn"];
+    const run = await runMain(args);
+    assert.is(run.code, 2, run.stderr);
+    assert.match(
+      run.stderr,
+      `tito-server: router could not start: cannot listen on 127.0.0.1:${port}: listen EADDRINUSE`,
+    );
+    assert.not.match(run.stderr, /router restarting/, "no restart was attempted");
+    assert.is(run.stdout, "");
+  } finally {
+    holder.close();
+  }
 });
 
 test("without --workers, one worker per available core, at most 8", async () => {
@@ -159,8 +183,7 @@ test("every flag has its option's name for errors, so no error names an option t
   assert.equal(Object.values(FLAG_OF).sort(), flags.map((flag) => `--${flag}`).sort());
 });
 
-test("the host's family list is the families' own (host/ cannot import sessions/ values)", () => {
-  assert.equal([...TITO_FAMILIES], [...FAMILY_NAMES]);
+test("the host's message matcher list is the session layer's (host/ cannot import sessions/ values)", () => {
   assert.equal([...HOST_MATCHERS], [...MESSAGE_MATCHERS]);
 });
 

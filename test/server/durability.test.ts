@@ -32,6 +32,7 @@ import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engi
 import { waitForEvent } from "../helpers/events.ts";
 import type { ErrorBody } from "../helpers/bodies.ts";
 import { call, chat, newSession } from "../helpers/server.ts";
+import { qwen3 } from "../sessions/fixtures.ts";
 
 const WORKERS = 2;
 const R3_BYTES = 96 * 1024; // routed_experts per reply, before base64
@@ -40,7 +41,7 @@ const dataRoot = mkdtempSync(join(tmpdir(), "tito-durability-test-"));
 const servers: SessionServer[] = [];
 
 test.before(async () => {
-  engine = await startSimEngine({ routedExpertsBytes: R3_BYTES });
+  engine = await startSimEngine({ tokenizerFolder: qwen3(), routedExpertsBytes: R3_BYTES });
 });
 test.after(async () => {
   for (const s of servers) await s.shutdown();
@@ -196,7 +197,11 @@ function peakRssBytes(pid: number): number {
 
 test("a records GET over 700 MiB streams whole; the worker's peak RSS stays under 1 GiB, also after a replay", async () => {
   const TURNS = 12;
-  const big = await startSimEngine({ routedExpertsBytes: 48 * 1024 * 1024, alwaysRoutedExperts: true });
+  const big = await startSimEngine({
+    tokenizerFolder: qwen3(), // the one the other engine loaded
+    routedExpertsBytes: 48 * 1024 * 1024,
+    alwaysRoutedExperts: true,
+  });
   try {
     const server = await start({
       workers: 1,

@@ -300,6 +300,7 @@ const UNREACHABLE: Record<string, string> = {
   TITO_ERR_ROUTER_INTERNAL: "a bug in the router",
   TITO_ERR_UNHEALTHY: "a worker failing its health check while the tree runs: test/server/supervision.test.ts",
   TITO_ERR_TREE_UNKNOWN: "the moment between the router listening and the host sending the tree",
+  TITO_ERR_LISTEN: "a router that cannot listen fails the start, no client sees it: test/server/cli.test.ts",
   TITO_ERR_OVERLOADED: "only with --max-queued-turns, which this tree does not set: test/server/overload.test.ts",
 };
 

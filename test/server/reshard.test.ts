@@ -26,15 +26,21 @@ import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engi
 import { spawnCli, startCli } from "../helpers/cli.ts";
 import { waitGone } from "../helpers/events.ts";
 import { call, chat, newSession } from "../helpers/server.ts";
+import { qwen3 } from "../sessions/fixtures.ts";
 
 let engine: SimEngine;
 let bigEngine: SimEngine;
 const root = mkdtempSync(join(tmpdir(), "tito-reshard-test-"));
 
 test.before(async () => {
-  engine = await startSimEngine();
+  // One tokenizer load for both engines (a load is 1–2 CPU seconds).
+  engine = await startSimEngine({ tokenizerFolder: qwen3() });
   // 6 MiB of routed_experts per reply: a journal whose copy takes a while to interrupt.
-  bigEngine = await startSimEngine({ routedExpertsBytes: 6 * 1024 * 1024, alwaysRoutedExperts: true });
+  bigEngine = await startSimEngine({
+    tokenizerFolder: qwen3(),
+    routedExpertsBytes: 6 * 1024 * 1024,
+    alwaysRoutedExperts: true,
+  });
 });
 test.after(async () => {
   await engine?.close();

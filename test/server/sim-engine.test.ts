@@ -10,7 +10,7 @@ import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-f
 import { renderChat, type ChatMessage } from "../../sessions/chat-template.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { payloadByte } from "../../server/sim-engine/sim-engine-payload.ts";
-import { countAssistantTurns } from "../../server/sim-engine/sim-engine-prebuilt.ts";
+import { countAssistantTurns, prebuiltReplies } from "../../bench/sim-engine-prebuilt.ts";
 import { factsFromText, sampleArguments } from "../../server/sim-engine/sim-engine-reply.ts";
 import type { ChatCompletion, ErrorBody, WireMessage } from "../helpers/bodies.ts";
 
@@ -57,7 +57,11 @@ test.before(async () => {
   });
   prebuilt = await startSimEngine({
     tokenizerFolder: qwen,
-    prebuilt: { completionTokens: 7, turns: 2, routedExpertsBytesByTurn: (k) => (k === 0 ? 0 : k * 1000 + 1) },
+    rawReplies: prebuiltReplies({
+      completionTokens: 7,
+      turns: 2,
+      routedExpertsBytesByTurn: (k) => (k === 0 ? 0 : k * 1000 + 1),
+    }),
   });
 });
 

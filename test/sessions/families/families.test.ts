@@ -6,11 +6,12 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { SessionConfigError } from "../../../sessions/errors.ts";
 import { detectFamily, selectFamily, type TitoFamily } from "../../../sessions/families/index.ts";
+import { APPENDABLE_ROLES } from "../../../sessions/families/names.ts";
 import { promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import type { TokenizerFolder } from "../../../sessions/tokenizer-folder.ts";
 import { FAMILY_ROWS, type FamilyRow, type LoopCase, type Token } from "./family-table.ts";
-import { driftTypes, playLoop } from "./glm-minimax-loop.ts";
+import { driftTypes, playLoop } from "./tito-loop.ts";
 
 /** A token's id: a number as it is, else the folder's token, else the one id its text encodes to. */
 function idOf(folder: TokenizerFolder, token: Token): number {
@@ -31,6 +32,8 @@ function checkSettings(row: FamilyRow, folder: TokenizerFolder, family: TitoFami
   assert.is(family.maxTrimTokens, row.maxTrimTokens);
   assert.equal(sorted(family.trailingTokenIds), sorted(ids(row.trailing)));
   assert.equal(family.appendRoles, row.appendRoles);
+  // The host refuses any other --allowed-append-roles entry before it spawns a worker.
+  for (const role of family.appendRoles) assert.ok(APPENDABLE_ROLES.includes(role), `${role} is in APPENDABLE_ROLES`);
   assert.equal(family.pinnedKwargs, row.pinnedKwargs);
   assert.equal(family.sglangParsers, row.sglangParsers);
   assert.equal(family.stopTokens, row.stopTokens);

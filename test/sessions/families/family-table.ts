@@ -12,7 +12,7 @@ import { npmFolder, qwen3 } from "../fixtures.ts";
 import { nemotron3Folder, qwen35Folder, qwennextFolder } from "./chatml-folders.ts";
 import { call, result, tool, twoQuestionHistory, types, WEATHER_BOT } from "./family-fixtures.ts";
 import { glm47Folder, minimaxFolder } from "./glm-minimax-folders.ts";
-import type { LoopScript } from "./glm-minimax-loop.ts";
+import type { LoopScript } from "./tito-loop.ts";
 import { llama31Folder, LLAMA3_PLAIN_TEMPLATE } from "./llama3-folder.ts";
 import { gptossInklingFolder, inklingFolder, kimiFolder } from "./kimi-inkling-folders.ts";
 

@@ -12,7 +12,7 @@ import { selectFamily } from "../../../sessions/families/index.ts";
 import { planPrompt, promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { npmFolder } from "../fixtures.ts";
-import { counter, playTurn } from "./glm-minimax-loop.ts";
+import { counter, playTurn } from "./tito-loop.ts";
 
 const folder = npmFolder("gemma3");
 const family = selectFamily(folder);

@@ -14,7 +14,7 @@ import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { glm47Folder } from "./glm-minimax-folders.ts";
 import { GLM47_LOOP } from "./family-table.ts";
-import { counter, playLoop } from "./glm-minimax-loop.ts";
+import { counter, playLoop } from "./tito-loop.ts";
 import { call } from "./family-fixtures.ts";
 import { FIXTURES } from "./family-table.ts";
 

@@ -13,7 +13,7 @@ import { detectFamily, selectFamily, type AssistantTurn } from "../../../session
 import { planPrompt, promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
-import { counter, playTurn } from "./glm-minimax-loop.ts";
+import { counter, playTurn } from "./tito-loop.ts";
 import { call } from "./family-fixtures.ts";
 import { gptossInklingFolder, inklingFolder } from "./kimi-inkling-folders.ts";
 import { FIXTURES } from "./family-table.ts";

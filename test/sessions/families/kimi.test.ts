@@ -14,7 +14,7 @@ import { planPrompt, promptContext, renderOrThrow, type PromptContext } from "..
 import { serverKwargs, TurnKwargs } from "../../../sessions/template-kwargs.ts";
 import type { TokenizerFolder } from "../../../sessions/tokenizer-folder.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
-import { counter, driftTypes, playTurn } from "./glm-minimax-loop.ts";
+import { counter, driftTypes, playTurn } from "./tito-loop.ts";
 import { call } from "./family-fixtures.ts";
 import { kimiFolder } from "./kimi-inkling-folders.ts";
 import { FIXTURES } from "./family-table.ts";

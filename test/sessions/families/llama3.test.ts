@@ -16,7 +16,7 @@ import type { TokenizerFolder } from "../../../sessions/tokenizer-folder.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { npmFolder } from "../fixtures.ts";
 import { llama31Folder } from "./llama3-folder.ts";
-import { counter, playTurn } from "./glm-minimax-loop.ts";
+import { counter, playTurn } from "./tito-loop.ts";
 import { call } from "./family-fixtures.ts";
 import { FIXTURES } from "./family-table.ts";
 

@@ -12,7 +12,7 @@ import { templateJson } from "../../../sessions/families/tool-args.ts";
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { minimaxFolder } from "./glm-minimax-folders.ts";
-import { counter, playTurn } from "./glm-minimax-loop.ts";
+import { counter, playTurn } from "./tito-loop.ts";
 import { call } from "./family-fixtures.ts";
 import { FIXTURES } from "./family-table.ts";
 

@@ -11,7 +11,7 @@ import { selectFamily } from "../../../sessions/families/index.ts";
 import { promptContext, renderOrThrow } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { nemotron3Folder } from "./chatml-folders.ts";
-import { counter } from "./glm-minimax-loop.ts";
+import { counter } from "./tito-loop.ts";
 import { FIXTURES } from "./family-table.ts";
 
 const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.nemotron3;

@@ -9,7 +9,7 @@ import { parseTagged } from "../../../sessions/families/tagged-completion.ts";
 import { formatCoderCall } from "../../../sessions/families/tool-call-syntax.ts";
 import { parameterTypes, qwen3CoderArgumentValue } from "../../../sessions/families/tool-args.ts";
 import { tool, types } from "./family-fixtures.ts";
-import { counter } from "./glm-minimax-loop.ts";
+import { counter } from "./tito-loop.ts";
 
 const tools = [
   tool("f", {

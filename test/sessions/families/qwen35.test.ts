@@ -13,7 +13,7 @@ import { planPrompt, promptContext, renderOrThrow } from "../../../sessions/prom
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
 import { qwen35Folder } from "./chatml-folders.ts";
-import { counter, playTurn } from "./glm-minimax-loop.ts";
+import { counter, playTurn } from "./tito-loop.ts";
 import { call } from "./family-fixtures.ts";
 import { FIXTURES } from "./family-table.ts";
 

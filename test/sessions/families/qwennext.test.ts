@@ -11,7 +11,7 @@ import { generationPromptInputs } from "../../../sessions/generation-prompt.ts";
 import { promptContext } from "../../../sessions/prompt-builder.ts";
 import { serverKwargs } from "../../../sessions/template-kwargs.ts";
 import { qwennextFolder } from "./chatml-folders.ts";
-import { counter } from "./glm-minimax-loop.ts";
+import { counter } from "./tito-loop.ts";
 import { FIXTURES } from "./family-table.ts";
 
 const { tools, twoCalls: TWO_CALLS, history } = FIXTURES.qwennext;

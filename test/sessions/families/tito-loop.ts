@@ -1,6 +1,7 @@
-// A TITO turn loop without HTTP, for the GLM and MiniMax family tests: the engine "writes"
-// family.formatCompletion(turn) and stops with a given stop token; the client gets the
-// parsed message back and sends it with its next request, as a real client does.
+// A TITO turn loop without HTTP, for every family's tests (families.test.ts and the
+// families' own files): the engine "writes" family.formatCompletion(turn) and stops with a
+// given stop token; the client gets the parsed message back and sends it with its next
+// request, as a real client does.
 import * as assert from "uvu/assert";
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
 import { compareTrajectories, type MismatchType } from "../../../sessions/drift.ts";

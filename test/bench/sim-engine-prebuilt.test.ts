@@ -6,7 +6,8 @@ import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-f
 import { renderChat, type ChatMessage } from "../../sessions/chat-template.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { payloadByte } from "../../server/sim-engine/sim-engine-payload.ts";
-import { flagSet, scanIdArray } from "../../server/sim-engine/sim-engine-prebuilt-scan.ts";
+import { flagSet, scanIdArray } from "../../bench/sim-engine-prebuilt-scan.ts";
+import { prebuiltReplies } from "../../bench/sim-engine-prebuilt.ts";
 import type { ChatCompletion } from "../helpers/bodies.ts";
 import type { CompletionsReply, GenerateReply } from "../helpers/engine-bodies.ts";
 
@@ -19,7 +20,11 @@ let prebuilt: SimEngine;
 test.before(async () => {
   prebuilt = await startSimEngine({
     tokenizerFolder: qwen,
-    prebuilt: { completionTokens: 7, turns: 2, routedExpertsBytesByTurn: (k) => (k === 0 ? 0 : k * 1000 + 1) },
+    rawReplies: prebuiltReplies({
+      completionTokens: 7,
+      turns: 2,
+      routedExpertsBytesByTurn: (k) => (k === 0 ? 0 : k * 1000 + 1),
+    }),
   });
 });
 

@@ -1,4 +1,5 @@
-// Pre-built replies for benchmarks, in each engine API (the patched chat route, SGLang
+// Pre-built replies for benchmarks, served by the simulated engine's raw-reply hook
+// (SimEngineOptions.rawReplies, server/sim-engine/sim-engine.ts), in each engine API (the patched chat route, SGLang
 // /generate, vLLM /v1/completions): the engine's answer to turn k is built once (before
 // timing) as byte templates, so serving a request costs a byte scan of its body, a few
 // small number buffers and a write: no JSON parse, no tokenizer, no logprob or base64
@@ -14,10 +15,11 @@
 // write `tokens` as `token_id:N` when the body sets `return_tokens_as_token_ids`.
 // This file never parses a request body.
 import assert from "node:assert";
-import type { TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
-import { ROUTED_EXPERTS_MARKER, logprobAt } from "./sim-engine-reply.ts";
-import { RoutedExpertsPayload } from "./sim-engine-payload.ts";
-import { completionLogprobs } from "./sim-engine-completions.ts";
+import type { TokenizerFolder } from "../sessions/tokenizer-folder.ts";
+import type { RawApi, RawReplier, RawReplies } from "../server/sim-engine/raw-replies.ts";
+import { ROUTED_EXPERTS_MARKER, logprobAt } from "../server/sim-engine/sim-engine-reply.ts";
+import { RoutedExpertsPayload } from "../server/sim-engine/sim-engine-payload.ts";
+import { completionLogprobs } from "../server/sim-engine/sim-engine-completions.ts";
 import { countAssistantTurns, flagSet, scanIdArray } from "./sim-engine-prebuilt-scan.ts";
 
 export { countAssistantTurns } from "./sim-engine-prebuilt-scan.ts";
@@ -31,9 +33,7 @@ export interface PrebuiltOptions {
   turns?: number;
 }
 
-/** The route a pre-built reply answers. */
-export type PrebuiltApi = "chat" | "generate" | "completions";
-type Variant = PrebuiltApi | "completions-ids";
+type Variant = RawApi | "completions-ids";
 
 const FILLER = " The quick brown fox jumps over the lazy dog while the engine keeps on talking.";
 
@@ -73,7 +73,13 @@ function template(body: unknown, routedBytes: number): Template {
 
 const EMPTY_IDS = Buffer.from("[]");
 
-export class PrebuiltReplies {
+/** The simulated engine's rawReplies option for pre-built replies. */
+export const prebuiltReplies =
+  (options: PrebuiltOptions): RawReplies =>
+  (folder, model) =>
+    new PrebuiltReplies(folder, model, options);
+
+export class PrebuiltReplies implements RawReplier {
   readonly #templates = new Map<string, Template>();
   readonly #payload = new RoutedExpertsPayload();
   readonly #options: PrebuiltOptions;
@@ -115,7 +121,7 @@ export class PrebuiltReplies {
   }
 
   /** The reply bytes for a request body on a route. */
-  reply(api: PrebuiltApi, body: Buffer): { chunks: Buffer[]; length: number } {
+  reply(api: RawApi, body: Buffer): { chunks: Buffer[]; length: number } {
     const ids = scanIdArray(body, api === "completions" ? "prompt" : "input_ids", this.#header);
     const turn = api === "chat" ? countAssistantTurns(body) : Math.max(0, (ids?.headers ?? 0) - 1);
     const variant = api === "completions" && flagSet(body, "return_tokens_as_token_ids") ? "completions-ids" : api;
