@@ -24,6 +24,7 @@ import { prepareJournal, type ReshardJob } from "./journal-layout.ts";
 import type { TrainingSample } from "../../sessions/index.ts";
 import { CreateSessionError, SamplesRequestError } from "./errors.ts";
 import { errorText, httpText } from "./http-text.ts";
+import { waitHealthy } from "./wait-healthy.ts";
 import {
   RolloutClient,
   type PauseOptions,
@@ -277,21 +278,6 @@ function childSpecs(
     },
     shards,
   };
-}
-
-async function waitHealthy(url: string, deadline: number): Promise<void> {
-  let last = "";
-  while (Date.now() < deadline) {
-    try {
-      const res = await httpText(`${url}/health`, { timeoutMs: 5_000 });
-      if (res.status === 200) return;
-      last = `${res.status} ${res.text}`;
-    } catch (err) {
-      last = (err as Error).message;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new SessionServerFailedError(`session server did not become healthy: ${last}`);
 }
 
 /** Runs the re-shard job (server/worker/reshard-main.ts) as a child process, to completion. */
