@@ -95,8 +95,9 @@ export class JournalRecordStore implements RecordStore {
     await this.compact(this.#log.segments());
   }
 
-  async open(sessionId: string): Promise<void> {
-    const { segment } = await this.#log.append(encodeEntry({ kind: EntryKind.CREATE, id: sessionId }));
+  async open(sessionId: string, trajectory?: "tree"): Promise<void> {
+    const meta = trajectory === undefined ? {} : { trajectory };
+    const { segment } = await this.#log.append(encodeEntry({ kind: EntryKind.CREATE, id: sessionId, ...meta }));
     const entry = new SessionEntry(sessionId);
     this.#sessions.set(sessionId, entry);
     note(entry, segment);
@@ -122,6 +123,7 @@ export class JournalRecordStore implements RecordStore {
       ...(typeof record.weightVersion === "string" ? { weightVersion: record.weightVersion } : {}),
       ...(record.engineWeightVersion === undefined ? {} : { engineWeightVersion: record.engineWeightVersion }),
       ...(turn.clientApi === undefined ? {} : { clientApi: turn.clientApi }),
+      ...(record.node === undefined ? {} : { node: record.node }),
     };
     const response =
       record.responseCrc === undefined ? record.response : [{ parts: record.response, crc: record.responseCrc }];
@@ -262,7 +264,7 @@ export class JournalRecordStore implements RecordStore {
       entry = new SessionEntry(meta.id);
       this.#sessions.set(meta.id, entry);
       note(entry, segment);
-      visitor.created(meta.id);
+      visitor.created(meta.id, meta.trajectory === "tree" ? "tree" : undefined);
       return;
     }
     if (meta.kind === EntryKind.DELETE) {
@@ -305,6 +307,7 @@ export class JournalRecordStore implements RecordStore {
       assistant: meta.assistant,
       conversation: meta.conversation,
       clientApi: meta.clientApi,
+      node: meta.node,
       request: scanned.request,
       timestamp: meta.timestamp,
       weightVersion: meta.weightVersion,
@@ -346,6 +349,7 @@ function locationFields(r: RecordFields): RecordFields {
   const fields: RecordFields = { timestamp: r.timestamp, method: r.method, path: r.path, statusCode: r.statusCode };
   if (typeof r.weightVersion === "string") fields.weightVersion = r.weightVersion;
   if (typeof r.engineWeightVersion === "string") fields.engineWeightVersion = r.engineWeightVersion;
+  if (r.node !== undefined) fields.node = r.node;
   return fields;
 }
 

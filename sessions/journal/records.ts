@@ -22,6 +22,16 @@ export interface TurnRecord {
   weightVersion?: string | null;
   /** The engine's own `meta_info.weight_version`, when its reply carried one. */
   engineWeightVersion?: string;
+  /** Where the turn sits in a tree-mode session (sessions/tree/tree.ts); absent in linear mode. */
+  node?: NodeFields;
+}
+
+/** A tree-mode record's node: its id, its parent's ("null": a first turn), the node it retried, its finish reason. */
+export interface NodeFields {
+  id: string;
+  parent: string | null;
+  retryOf: string | null;
+  finishReason: string | null;
 }
 
 /** Why a session was deleted: by a client (DELETE), or for being idle (--session-idle-ttl-s). */
@@ -49,11 +59,14 @@ export interface ReplayedTurn extends TurnState {
   /** The record's commit time and weight version (the session listing shows them). */
   timestamp?: number;
   weightVersion?: string;
+  /** Its node, in a tree-mode session. */
+  node?: NodeFields;
 }
 
 /** Receives a journal's history in order; only sessions alive at some point are named. */
 export interface ReplayVisitor {
-  created(sessionId: string): void;
+  /** `trajectory` "tree": a tree-mode session (absent: linear). */
+  created(sessionId: string, trajectory?: "tree"): void;
   committed(sessionId: string, turn: ReplayedTurn): void;
   truncated(sessionId: string, count: number): void;
   /** `reason` is absent for a client's DELETE (and in journals from before expiry). */
@@ -70,7 +83,7 @@ export interface RecordStore {
   readonly retainsReplyBuffers: boolean;
   /** Rebuilds what the store holds from before this process (nothing, for memory). */
   recover(visitor: ReplayVisitor): Promise<void>;
-  open(sessionId: string): Promise<void>;
+  open(sessionId: string, trajectory?: "tree"): Promise<void>;
   append(sessionId: string, record: TurnRecord, turn: TurnState): Promise<void>;
   /** Keeps the first `count` records (a rollback). */
   truncate(sessionId: string, count: number): Promise<void>;
@@ -126,7 +139,7 @@ const COMMA = Buffer.from(",");
 /** The fields of a record besides its request and response bytes. */
 export type RecordFields = Pick<
   TurnRecord,
-  "timestamp" | "method" | "path" | "statusCode" | "weightVersion" | "engineWeightVersion"
+  "timestamp" | "method" | "path" | "statusCode" | "weightVersion" | "engineWeightVersion" | "node"
 >;
 
 /** A record's JSON up to its request bytes; `recordMiddle` goes between request and response. */
@@ -135,8 +148,15 @@ export function recordHead(record: RecordFields): Buffer {
     record.engineWeightVersion === undefined
       ? ""
       : `"engine_weight_version":${JSON.stringify(record.engineWeightVersion)},`;
+  const node = record.node;
+  // Tree mode only: a linear session's records are as they always were.
+  const tree =
+    node === undefined
+      ? ""
+      : `"node_id":${JSON.stringify(node.id)},"parent":${JSON.stringify(node.parent)},` +
+        `"retry_of":${JSON.stringify(node.retryOf)},"finish_reason":${JSON.stringify(node.finishReason)},`;
   return Buffer.from(
-    `{"timestamp":${JSON.stringify(record.timestamp)},"method":${JSON.stringify(record.method)},` +
+    `{${tree}"timestamp":${JSON.stringify(record.timestamp)},"method":${JSON.stringify(record.method)},` +
       `"path":${JSON.stringify(record.path)},"status_code":${record.statusCode},` +
       `"weight_version":${JSON.stringify(record.weightVersion ?? null)},${engine}"request":`,
   );
