@@ -10,6 +10,7 @@ import { ChildInitError, formatEvent } from "../../actors/index.ts";
 import { InvalidOptionError } from "./errors.ts";
 import { resolveOptions, type SessionServerOptions } from "./options.ts";
 import { startSessionServer } from "./session-server.ts";
+import { StopSignals } from "./stop-signals.ts";
 
 export const HELP = `Usage: tito-server serve [options]
 
@@ -94,6 +95,11 @@ Options:
                                TITO_ERR_BUDGET (default 0: none; docs/operations.md)
   --max-session-turns N        a session's turn budget when its create body gives none
                                (default 0: none)
+  --trajectory MODE            linear | tree: a session's trajectory when its create
+                               body gives none; tree keeps every attempt as a node
+                               (default linear; docs/trajectories.md)
+  --max-trajectory-nodes N     nodes a tree-mode session may hold; past it a turn is
+                               a 409 TITO_ERR_TRAJECTORY_NODES (default 1024)
   --max-inflight-turns N       chat turns this instance sends on at once; more wait at
                                the router's door in arrival order (default 0: unlimited)
   --max-queued-turns M         turns that may wait at the door; beyond, a 429 with
@@ -142,6 +148,8 @@ export const FLAGS = {
   "anthropic-ping-ms": { type: "string" },
   "max-session-tokens": { type: "string" },
   "max-session-turns": { type: "string" },
+  trajectory: { type: "string" },
+  "max-trajectory-nodes": { type: "string" },
   "max-inflight-turns": { type: "string" },
   "max-queued-turns": { type: "string" },
   "sim-latency-ms": { type: "string" },
@@ -187,6 +195,8 @@ export const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
   anthropicPingMs: "--anthropic-ping-ms",
   maxSessionTokens: "--max-session-tokens",
   maxSessionTurns: "--max-session-turns",
+  trajectory: "--trajectory",
+  maxTrajectoryNodes: "--max-trajectory-nodes",
   maxInflightTurns: "--max-inflight-turns",
   maxQueuedTurns: "--max-queued-turns",
   simLatencyMs: "--sim-latency-ms",
@@ -289,6 +299,8 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     anthropicPingMs: num("anthropic-ping-ms", values["anthropic-ping-ms"]),
     maxSessionTokens: num("max-session-tokens", values["max-session-tokens"]),
     maxSessionTurns: num("max-session-turns", values["max-session-turns"]),
+    trajectory: values.trajectory as SessionServerOptions["trajectory"],
+    maxTrajectoryNodes: num("max-trajectory-nodes", values["max-trajectory-nodes"]),
     maxInflightTurns: num("max-inflight-turns", values["max-inflight-turns"]),
     maxQueuedTurns: num("max-queued-turns", values["max-queued-turns"]),
     simLatencyMs: num("sim-latency-ms", values["sim-latency-ms"]),
@@ -298,53 +310,6 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   // Every value is checked here, before anything starts, and a bad one names its flag.
   resolveOptions(options, { port: 8080, label: (option) => FLAG_OF[option] ?? option });
   return options;
-}
-
-/**
- * SIGINT/SIGTERM, listened to from before the start (a signal that lands while the server
- * starts, or just after its ready line, must never meet Node's default and kill the host
- * with its children and lock left behind). The first one shuts down — at once, or as soon
- * as the start is done; later ones are ignored while it runs, except that a third SIGINT
- * forces the exit: the process-exit hooks then SIGKILL the children and release the lock.
- */
-class StopSignals {
-  #stopping = false;
-  #interrupts = 0;
-  #onStop: (() => void) | undefined;
-  readonly #log: (line: string) => void;
-
-  constructor(log: (line: string) => void) {
-    this.#log = log;
-    process.on("SIGINT", this.#onSignal);
-    process.on("SIGTERM", this.#onSignal);
-  }
-
-  get stopping(): boolean {
-    return this.#stopping;
-  }
-
-  /** Runs `stop` on the first signal (now, if one came already); `stopping` is set either way. */
-  whenSignalled(stop: () => void): void {
-    this.#onStop = stop;
-    if (this.#stopping) stop();
-  }
-
-  /** Marks a shutdown that began for another reason (the tree failed): signals are then ignored too. */
-  markStopping(): void {
-    this.#stopping = true;
-  }
-
-  #onSignal = (signal: NodeJS.Signals) => {
-    if (signal === "SIGINT") this.#interrupts++;
-    if (!this.#stopping) {
-      this.#stopping = true;
-      this.#log(`tito-server: ${signal}: shutting down (later signals are ignored; a third SIGINT forces the exit)`);
-      this.#onStop?.();
-    } else if (this.#interrupts >= 3) {
-      this.#log("tito-server: third SIGINT: forcing the exit; children are killed");
-      process.exit(130);
-    } else this.#log(`tito-server: ${signal} ignored: already shutting down`);
-  };
 }
 
 async function serve(argv: string[]): Promise<number> {

@@ -253,11 +253,11 @@ function childSpecs(
       durability: opts.durability,
       dataDir,
       fsync: opts.fsync,
-      recordsNice: opts.recordsNice,
-      recordsStreamer: opts.recordsStreamer,
+      ...{ recordsNice: opts.recordsNice, recordsStreamer: opts.recordsStreamer },
       sessionIdleTtlS: opts.sessionIdleTtlS,
       anthropicPingMs: opts.anthropicPingMs,
       sessionBudget: { maxTotalTokens: opts.maxSessionTokens, maxTurns: opts.maxSessionTurns },
+      trajectory: { mode: opts.trajectory, maxNodes: opts.maxTrajectoryNodes },
     };
     // --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
     return {
