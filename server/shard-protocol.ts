@@ -56,6 +56,8 @@ export type ShardRequest =
   | SessionOp<"create">
   | GetOp
   | SessionOp<"delete">
+  // GET /sessions/{id}/tree: the session's nodes as an outline (sessions/tree/tree-outline.ts).
+  | SessionOp<"tree">
   | ChatOp
   | ForwardOp<"samples">
   | ForwardOp<"proxy">
@@ -130,6 +132,7 @@ const SHAPES: { [O in ShardOp]: ShapeOf<Extract<ShardRequest, { op: O }>> } = {
   create: "session",
   get: "session",
   delete: "session",
+  tree: "session",
   chat: "forward",
   samples: "forward",
   proxy: "forward",

@@ -33,9 +33,12 @@ export function parseBudget(bytes: Buffer | undefined, defaults: SessionBudget):
     throw new InvalidSessionBudgetError("the session body must be a JSON object");
   const budget = { ...defaults };
   for (const [key, value] of Object.entries(body)) {
+    if (key === "trajectory") continue; // the session's mode: sessions/tree/tree-options.ts reads it
     const field = BUDGET_KEYS[key];
     if (field === undefined)
-      throw new InvalidSessionBudgetError(`unknown key "${key}" (known: ${Object.keys(BUDGET_KEYS).join(", ")})`);
+      throw new InvalidSessionBudgetError(
+        `unknown key "${key}" (known: ${[...Object.keys(BUDGET_KEYS), "trajectory"].join(", ")})`,
+      );
     if (value === null) continue;
     if (!Number.isSafeInteger(value) || (value as number) < 1)
       throw new InvalidSessionBudgetError(`${key} must be a positive integer, got ${JSON.stringify(value)}`);

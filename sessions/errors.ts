@@ -266,3 +266,32 @@ export class SessionFinishedError extends TitoError {
     );
   }
 }
+
+/** A tree-mode session holds --max-trajectory-nodes nodes: it takes no more turns. */
+export class TrajectoryNodeLimitError extends TitoError {
+  constructor(sessionId: string, limit: number) {
+    super(
+      "TITO_ERR_TRAJECTORY_NODES",
+      409,
+      `session ${sessionId} holds ${limit} trajectory nodes, the limit (--max-trajectory-nodes): it takes no more turns`,
+    );
+  }
+}
+
+/** A tree-mode turn would extend a node whose completion the engine cut at its token limit. */
+export class LengthCutNodeError extends TitoError {
+  constructor(sessionId: string, nodeId: string) {
+    super(
+      "TITO_ERR_NODE_CUT",
+      409,
+      `session ${sessionId}: node ${nodeId} was cut by length (finish_reason "length"); a turn cannot extend it (retry it instead)`,
+    );
+  }
+}
+
+/** A session body's `trajectory` is not "linear" or "tree". */
+export class InvalidTrajectoryModeError extends TitoError {
+  constructor(value: unknown) {
+    super("TITO_ERR_INVALID_TRAJECTORY", 400, `trajectory must be "linear" or "tree", got ${JSON.stringify(value)}`);
+  }
+}

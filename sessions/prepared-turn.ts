@@ -2,6 +2,7 @@
 // step 1): what the engine is asked and what the commit checks. A type of its own module, so
 // the modules around the core can take it without importing the core.
 import type { ChatMessage } from "./chat-template.ts";
+import type { TreePlacement } from "./tree/tree-turn.ts";
 
 export interface PreparedTurn {
   promptIds: number[];
@@ -17,4 +18,6 @@ export interface PreparedTurn {
   version: number;
   /** Whether `messages` took stored copies over the client's (then the journal keeps them). */
   adopted: boolean;
+  /** In tree mode: where the turn attaches (sessions/tree/tree-turn.ts). */
+  place?: TreePlacement;
 }

@@ -9,6 +9,7 @@ import { Checkpoints, type CheckpointView } from "./checkpoints.ts";
 import { TokenizationError } from "./errors.ts";
 import type { TrajectoryView } from "./prompt-builder.ts";
 import type { SessionBudget } from "./budget.ts";
+import type { TrajectoryTree } from "./tree/tree.ts";
 
 interface CommittedTurn {
   /** Message count right after the turn (its assistant message is the last one). */
@@ -37,6 +38,8 @@ export class Trajectory implements TrajectoryView {
    * stays on one engine replica).
    */
   routingKey: string;
+  /** Set in tree mode (sessions/tree/): every turn is a node, and this linear view holds one node's path. */
+  tree?: TrajectoryTree;
   #messages: ChatMessage[] = [];
   #turns: CommittedTurn[] = [];
   readonly #checkpoints = new Checkpoints();

@@ -83,6 +83,11 @@ Options:
                                TITO_ERR_BUDGET (default 0: none; docs/operations.md)
   --max-session-turns N        a session's turn budget when its create body gives none
                                (default 0: none)
+  --trajectory MODE            linear | tree: a session's trajectory when its create
+                               body gives none; tree keeps every attempt as a node
+                               (default linear; docs/trajectories.md)
+  --max-trajectory-nodes N     nodes a tree-mode session may hold; past it a turn is
+                               a 409 TITO_ERR_TRAJECTORY_NODES (default 1024)
   --max-inflight-turns N       chat turns this instance sends on at once; more wait at
                                the router's door in arrival order (default 0: unlimited)
   --max-queued-turns M         turns that may wait at the door; beyond, a 429 with

@@ -11,6 +11,7 @@ import { HELP } from "./cli-help.ts";
 import { InvalidOptionError } from "./errors.ts";
 import { resolveOptions, type SessionServerOptions } from "./options.ts";
 import { startSessionServer } from "./session-server.ts";
+import { StopSignals } from "./stop-signals.ts";
 
 export { HELP };
 
@@ -50,6 +51,8 @@ export const FLAGS = {
   "anthropic-ping-ms": { type: "string" },
   "max-session-tokens": { type: "string" },
   "max-session-turns": { type: "string" },
+  trajectory: { type: "string" },
+  "max-trajectory-nodes": { type: "string" },
   "max-inflight-turns": { type: "string" },
   "max-queued-turns": { type: "string" },
   "sim-latency-ms": { type: "string" },
@@ -95,6 +98,8 @@ export const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
   anthropicPingMs: "--anthropic-ping-ms",
   maxSessionTokens: "--max-session-tokens",
   maxSessionTurns: "--max-session-turns",
+  trajectory: "--trajectory",
+  maxTrajectoryNodes: "--max-trajectory-nodes",
   maxInflightTurns: "--max-inflight-turns",
   maxQueuedTurns: "--max-queued-turns",
   simLatencyMs: "--sim-latency-ms",
@@ -197,6 +202,8 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
     anthropicPingMs: num("anthropic-ping-ms", values["anthropic-ping-ms"]),
     maxSessionTokens: num("max-session-tokens", values["max-session-tokens"]),
     maxSessionTurns: num("max-session-turns", values["max-session-turns"]),
+    trajectory: values.trajectory as SessionServerOptions["trajectory"],
+    maxTrajectoryNodes: num("max-trajectory-nodes", values["max-trajectory-nodes"]),
     maxInflightTurns: num("max-inflight-turns", values["max-inflight-turns"]),
     maxQueuedTurns: num("max-queued-turns", values["max-queued-turns"]),
     simLatencyMs: num("sim-latency-ms", values["sim-latency-ms"]),
@@ -206,53 +213,6 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
   // Every value is checked here, before anything starts, and a bad one names its flag.
   resolveOptions(options, { port: 8080, label: (option) => FLAG_OF[option] ?? option });
   return options;
-}
-
-/**
- * SIGINT/SIGTERM, listened to from before the start (a signal that lands while the server
- * starts, or just after its ready line, must never meet Node's default and kill the host
- * with its children and lock left behind). The first one shuts down — at once, or as soon
- * as the start is done; later ones are ignored while it runs, except that a third SIGINT
- * forces the exit: the process-exit hooks then SIGKILL the children and release the lock.
- */
-class StopSignals {
-  #stopping = false;
-  #interrupts = 0;
-  #onStop: (() => void) | undefined;
-  readonly #log: (line: string) => void;
-
-  constructor(log: (line: string) => void) {
-    this.#log = log;
-    process.on("SIGINT", this.#onSignal);
-    process.on("SIGTERM", this.#onSignal);
-  }
-
-  get stopping(): boolean {
-    return this.#stopping;
-  }
-
-  /** Runs `stop` on the first signal (now, if one came already); `stopping` is set either way. */
-  whenSignalled(stop: () => void): void {
-    this.#onStop = stop;
-    if (this.#stopping) stop();
-  }
-
-  /** Marks a shutdown that began for another reason (the tree failed): signals are then ignored too. */
-  markStopping(): void {
-    this.#stopping = true;
-  }
-
-  #onSignal = (signal: NodeJS.Signals) => {
-    if (signal === "SIGINT") this.#interrupts++;
-    if (!this.#stopping) {
-      this.#stopping = true;
-      this.#log(`tito-server: ${signal}: shutting down (later signals are ignored; a third SIGINT forces the exit)`);
-      this.#onStop?.();
-    } else if (this.#interrupts >= 3) {
-      this.#log("tito-server: third SIGINT: forcing the exit; children are killed");
-      process.exit(130);
-    } else this.#log(`tito-server: ${signal} ignored: already shutting down`);
-  };
 }
 
 async function serve(argv: string[]): Promise<number> {

@@ -75,6 +75,10 @@ export interface SessionServerOptions {
   maxSessionTokens?: number;
   /** A session's turn budget when its create body gives none; 0 = none. Default 0. */
   maxSessionTurns?: number;
+  /** The trajectory mode of a session whose create body gives none (docs/trajectories.md). Default "linear". */
+  trajectory?: "linear" | "tree";
+  /** Nodes a tree-mode session may hold; a turn past it is a 409 TITO_ERR_TRAJECTORY_NODES. Default 1024. */
+  maxTrajectoryNodes?: number;
   /** Chat turns the instance sends on at once; more wait at the router's door in arrival order. 0 = unlimited. Default 0. */
   maxInflightTurns?: number;
   /** Turns that may wait at the door (for --max-inflight-turns, or held by a pause); beyond, a 429. 0 = unlimited. Default 0. */
@@ -178,6 +182,8 @@ const OPTION_NAMES: readonly string[] = Object.keys({
   anthropicPingMs: 1,
   maxSessionTokens: 1,
   maxSessionTurns: 1,
+  trajectory: 1,
+  maxTrajectoryNodes: 1,
   maxInflightTurns: 1,
   maxQueuedTurns: 1,
   shutdownGraceMs: 1,
@@ -278,6 +284,8 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
       options.anthropicPingMs === undefined ? undefined : int("anthropicPingMs", options.anthropicPingMs, 1),
     maxSessionTokens: int("maxSessionTokens", options.maxSessionTokens ?? 0, 0),
     maxSessionTurns: int("maxSessionTurns", options.maxSessionTurns ?? 0, 0),
+    trajectory: options.trajectory ?? "linear",
+    maxTrajectoryNodes: int("maxTrajectoryNodes", options.maxTrajectoryNodes ?? 1024, 1),
     maxInflightTurns: int("maxInflightTurns", options.maxInflightTurns ?? 0, 0),
     maxQueuedTurns: int("maxQueuedTurns", options.maxQueuedTurns ?? 0, 0),
     shutdownGraceMs: int("shutdownGraceMs", options.shutdownGraceMs ?? 5_000, 0),
@@ -317,6 +325,7 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     }
   }
   oneOf("messageMatcher", resolved.messageMatcher, MESSAGE_MATCHERS);
+  oneOf("trajectory", resolved.trajectory, ["linear", "tree"]);
   // What the host can check before a worker is spawned, it checks: a worker that finds no
   // tokenizer folder would fail its start anyway (a configuration error: not restarted).
   if (resolved.tokenizerDir !== undefined) {

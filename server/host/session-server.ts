@@ -260,6 +260,7 @@ function childSpecs(
       sessionIdleTtlS: opts.sessionIdleTtlS,
       anthropicPingMs: opts.anthropicPingMs,
       sessionBudget: { maxTotalTokens: opts.maxSessionTokens, maxTurns: opts.maxSessionTurns },
+      trajectory: { mode: opts.trajectory, maxNodes: opts.maxTrajectoryNodes },
     };
     // --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
     return {

@@ -48,11 +48,12 @@ export async function sessionRoutes(
   const { links, handoff } = relay;
   const n = links.size;
   type IdRequest = FastifyRequest<{ Params: { id: string } }>;
-  const bySessionId = (op: Extract<ShardOp, "get" | "delete">) => (request: IdRequest, reply: FastifyReply) => {
-    const sessionId = request.params.id;
-    const body = request.body as Buffer | undefined;
-    return relay.relay(request, reply, { shard: shardOf(sessionId, n), op: { op, sessionId }, body });
-  };
+  const bySessionId =
+    (op: Extract<ShardOp, "get" | "delete" | "tree">) => (request: IdRequest, reply: FastifyReply) => {
+      const sessionId = request.params.id;
+      const body = request.body as Buffer | undefined;
+      return relay.relay(request, reply, { shard: shardOf(sessionId, n), op: { op, sessionId }, body });
+    };
   // The records: the worker writes them to the client's socket itself when it can be handed over.
   const relayRecords = bySessionId("get");
   const records = (request: IdRequest, reply: FastifyReply) => {
@@ -99,5 +100,6 @@ export async function sessionRoutes(
   // Anthropic Messages: a chat turn the worker answers in Anthropic's shapes (docs/agents.md).
   app.post("/sessions/:id/v1/messages", forward("chat"));
   app.post("/sessions/:id/samples", forward("samples"));
+  app.get("/sessions/:id/tree", bySessionId("tree"));
   app.route({ method: [...PROXY_METHODS], url: "/sessions/:id/*", handler: forward("proxy") });
 }

@@ -150,6 +150,8 @@ export function workerHandler(
       }
       case "delete":
         return track(() => core.delete(request.sessionId));
+      case "tree":
+        return track(() => core.tree(request.sessionId));
       case "chat": {
         // The Anthropic Messages route is a chat turn too, answered in its own shapes (messages-turn.ts).
         const anthropic = request.path === MESSAGES_PATH;

@@ -99,6 +99,7 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     generationConfig,
     sessionBudget,
     cacheSalt,
+    trajectory,
   } = config;
   const engine = createEngine({
     api: config.engineApi,
@@ -136,6 +137,7 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     cacheSalt,
     onSessionExpired: metrics.sessionExpired,
     onTurnReplayed: metrics.turnReplayed,
+    trajectory: { ...trajectory, onNode: metrics.treeNode, onBranch: metrics.treeBranch, onRetry: metrics.treeRetry },
   };
 };
 const metrics = new WorkerMetrics(config.index, () => core.sessionCount());

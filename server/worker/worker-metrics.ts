@@ -21,6 +21,9 @@ export class WorkerMetrics {
   readonly #streamerStarts: Counter;
   readonly #streamerUp: Gauge;
   readonly #replayed: Counter;
+  readonly #treeNodes: Counter;
+  readonly #treeBranches: Counter;
+  readonly #treeRetries: Counter;
 
   constructor(shard: number, sessionCount: () => number) {
     this.registry.setDefaultLabels({ shard: String(shard) });
@@ -63,6 +66,22 @@ export class WorkerMetrics {
     this.#replayed = new Counter({
       name: "tito_replayed_turns_total",
       help: "SDK retries of a session's last committed turn answered with its committed reply again, no engine call (docs/http.md).",
+      registers,
+    });
+    // Tree-mode sessions (docs/trajectories.md): nodes / sessions is the nodes per session.
+    this.#treeNodes = new Counter({
+      name: "tito_trajectory_nodes_total",
+      help: "Nodes (committed turns) added to tree-mode sessions.",
+      registers,
+    });
+    this.#treeBranches = new Counter({
+      name: "tito_trajectory_branches_total",
+      help: "Tree-mode nodes whose parent already had a child: each opened a new branch (retries included).",
+      registers,
+    });
+    this.#treeRetries = new Counter({
+      name: "tito_trajectory_retries_total",
+      help: "Tree-mode nodes that retried a sibling with the same history (retry_of set).",
       registers,
     });
     this.#handoffs = new Counter({
@@ -113,6 +132,10 @@ export class WorkerMetrics {
   turnReplayed = (): void => {
     this.#replayed.inc();
   };
+
+  treeNode = (): void => void this.#treeNodes.inc();
+  treeBranch = (): void => void this.#treeBranches.inc();
+  treeRetry = (): void => void this.#treeRetries.inc();
 
   observeMalformedToolCalls = (count: number): void => {
     if (count > 0) this.#malformedToolCalls.inc(count);

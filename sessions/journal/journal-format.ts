@@ -10,6 +10,7 @@
 import { crc32, crc32Combine } from "../../buffers/crc32.ts";
 import type { ChatMessage } from "../chat-template.ts";
 import type { SessionBudget } from "../budget.ts";
+import type { NodeFields } from "./records.ts";
 
 export const HEADER_BYTES = 16;
 export const MAGIC = 0x31454a54; // "TJE1" read as little-endian u32
@@ -44,11 +45,14 @@ export interface TurnMeta {
   engineWeightVersion?: string;
   /** "messages" when the turn came through the Anthropic Messages API; absent for chat (and in older journals). */
   clientApi?: "messages";
+  /** The turn's node in a tree-mode session (records.ts NodeFields); absent in linear mode (and older journals). */
+  node?: NodeFields;
 }
 
 export type EntryMeta =
-  // `budget`: the session's (budget.ts), written only when it has one.
-  | { kind: typeof EntryKind.CREATE; id: string; budget?: SessionBudget }
+  // `budget`: the session's (budget.ts), written only when it has one; `trajectory` "tree":
+  // a tree-mode session, absent for linear (and in journals from before trees).
+  | { kind: typeof EntryKind.CREATE; id: string; budget?: SessionBudget; trajectory?: "tree" }
   | ({ kind: typeof EntryKind.TURN } & TurnMeta)
   | { kind: typeof EntryKind.TRUNCATE; id: string; count: number }
   // `reason` "expired": idle expiry; absent for a client's DELETE (and in journals from before expiry).

@@ -5,7 +5,6 @@
 // offset, length), never the bytes. Compaction removes a sealed segment once every
 // session with entries in it is deleted; a delete in it that still hides older entries
 // of its session elsewhere is first written again at the journal's end.
-import type { SessionBudget } from "../budget.ts";
 import type { Logger } from "pino";
 import { JournalCorruptError } from "../errors.ts";
 import { encodeEntry, EntryKind, type EntryMeta } from "./journal-format.ts";
@@ -20,6 +19,7 @@ import {
   type RecordFields,
   type RecordStore,
   type ReplayVisitor,
+  type SessionMeta,
   type TurnRecord,
   type TurnState,
 } from "./records.ts";
@@ -96,8 +96,12 @@ export class JournalRecordStore implements RecordStore {
     await this.compact(this.#log.segments());
   }
 
-  async open(sessionId: string, budget?: SessionBudget): Promise<void> {
-    const kept = budget && (budget.maxTotalTokens || budget.maxTurns) ? { budget } : {};
+  async open(sessionId: string, meta: SessionMeta = {}): Promise<void> {
+    const { budget, trajectory } = meta;
+    const kept = {
+      ...(budget && (budget.maxTotalTokens || budget.maxTurns) ? { budget } : {}),
+      ...(trajectory === undefined ? {} : { trajectory }),
+    };
     const { segment } = await this.#log.append(encodeEntry({ kind: EntryKind.CREATE, id: sessionId, ...kept }));
     const entry = new SessionEntry(sessionId);
     this.#sessions.set(sessionId, entry);
@@ -124,6 +128,7 @@ export class JournalRecordStore implements RecordStore {
       ...(typeof record.weightVersion === "string" ? { weightVersion: record.weightVersion } : {}),
       ...(record.engineWeightVersion === undefined ? {} : { engineWeightVersion: record.engineWeightVersion }),
       ...(turn.clientApi === undefined ? {} : { clientApi: turn.clientApi }),
+      ...(record.node === undefined ? {} : { node: record.node }),
     };
     const response =
       record.responseCrc === undefined ? record.response : [{ parts: record.response, crc: record.responseCrc }];
@@ -270,7 +275,10 @@ export class JournalRecordStore implements RecordStore {
       entry = new SessionEntry(meta.id);
       this.#sessions.set(meta.id, entry);
       note(entry, segment);
-      visitor.created(meta.id, meta.budget);
+      visitor.created(meta.id, {
+        ...(meta.budget ? { budget: meta.budget } : {}),
+        ...(meta.trajectory === "tree" ? { trajectory: "tree" as const } : {}),
+      });
       return;
     }
     if (meta.kind === EntryKind.DELETE) {
@@ -317,6 +325,7 @@ export class JournalRecordStore implements RecordStore {
       assistant: meta.assistant,
       conversation: meta.conversation,
       clientApi: meta.clientApi,
+      node: meta.node,
       request: scanned.request,
       timestamp: meta.timestamp,
       weightVersion: meta.weightVersion,
@@ -358,6 +367,7 @@ function locationFields(r: RecordFields): RecordFields {
   const fields: RecordFields = { timestamp: r.timestamp, method: r.method, path: r.path, statusCode: r.statusCode };
   if (typeof r.weightVersion === "string") fields.weightVersion = r.weightVersion;
   if (typeof r.engineWeightVersion === "string") fields.engineWeightVersion = r.engineWeightVersion;
+  if (r.node !== undefined) fields.node = r.node;
   return fields;
 }
 

@@ -23,6 +23,16 @@ export interface TurnRecord {
   weightVersion?: string | null;
   /** The engine's own `meta_info.weight_version`, when its reply carried one. */
   engineWeightVersion?: string;
+  /** Where the turn sits in a tree-mode session (sessions/tree/tree.ts); absent in linear mode. */
+  node?: NodeFields;
+}
+
+/** A tree-mode record's node: its id, its parent's ("null": a first turn), the node it retried, its finish reason. */
+export interface NodeFields {
+  id: string;
+  parent: string | null;
+  retryOf: string | null;
+  finishReason: string | null;
 }
 
 /** Why a session was deleted: by a client (DELETE), or for being idle (--session-idle-ttl-s). */
@@ -50,12 +60,20 @@ export interface ReplayedTurn extends TurnState {
   /** The record's commit time and weight version (the session listing shows them). */
   timestamp?: number;
   weightVersion?: string;
+  /** Its node, in a tree-mode session. */
+  node?: NodeFields;
 }
 
 /** Receives a journal's history in order; only sessions alive at some point are named. */
+/** What a session was created with, kept in its CREATE entry (journal-format.ts). */
+export interface SessionMeta {
+  budget?: SessionBudget;
+  trajectory?: "tree";
+}
+
 export interface ReplayVisitor {
-  /** `budget`: the one it was created with, when it had one. */
-  created(sessionId: string, budget?: SessionBudget): void;
+  /** `meta`: its budget (when it had one) and `trajectory` "tree" for a tree-mode session (absent: linear). */
+  created(sessionId: string, meta?: SessionMeta): void;
   /** The session was aborted: it takes no more turns. */
   finished?(sessionId: string): void;
   committed(sessionId: string, turn: ReplayedTurn): void;
@@ -74,8 +92,8 @@ export interface RecordStore {
   readonly retainsReplyBuffers: boolean;
   /** Rebuilds what the store holds from before this process (nothing, for memory). */
   recover(visitor: ReplayVisitor): Promise<void>;
-  /** A new session, and its budget (kept, so a restart keeps it). */
-  open(sessionId: string, budget?: SessionBudget): Promise<void>;
+  /** A new session, its budget and trajectory mode (kept, so a restart keeps them). */
+  open(sessionId: string, meta?: SessionMeta): Promise<void>;
   /** The session takes no more turns (kept, so a restart keeps it). */
   finish(sessionId: string): Promise<void>;
   append(sessionId: string, record: TurnRecord, turn: TurnState): Promise<void>;
@@ -134,7 +152,7 @@ const COMMA = Buffer.from(",");
 /** The fields of a record besides its request and response bytes. */
 export type RecordFields = Pick<
   TurnRecord,
-  "timestamp" | "method" | "path" | "statusCode" | "weightVersion" | "engineWeightVersion"
+  "timestamp" | "method" | "path" | "statusCode" | "weightVersion" | "engineWeightVersion" | "node"
 >;
 
 /** A record's JSON up to its request bytes; `recordMiddle` goes between request and response. */
@@ -143,8 +161,15 @@ export function recordHead(record: RecordFields): Buffer {
     record.engineWeightVersion === undefined
       ? ""
       : `"engine_weight_version":${JSON.stringify(record.engineWeightVersion)},`;
+  const node = record.node;
+  // Tree mode only: a linear session's records are as they always were.
+  const tree =
+    node === undefined
+      ? ""
+      : `"node_id":${JSON.stringify(node.id)},"parent":${JSON.stringify(node.parent)},` +
+        `"retry_of":${JSON.stringify(node.retryOf)},"finish_reason":${JSON.stringify(node.finishReason)},`;
   return Buffer.from(
-    `{"timestamp":${JSON.stringify(record.timestamp)},"method":${JSON.stringify(record.method)},` +
+    `{${tree}"timestamp":${JSON.stringify(record.timestamp)},"method":${JSON.stringify(record.method)},` +
       `"path":${JSON.stringify(record.path)},"status_code":${record.statusCode},` +
       `"weight_version":${JSON.stringify(record.weightVersion ?? null)},${engine}"request":`,
   );

@@ -16,6 +16,8 @@ export interface SampleRequest {
   format: "json" | "safetensors";
   /** `?token_text=1`: the JSON sample also carries each token's decoded text (the viewer's strip). */
   tokenText?: boolean;
+  /** `leaves`, `drop_retries`, `packed` as given: a tree-mode session's choice (sessions/tree/tree-samples.ts checks them). */
+  tree?: { leaves?: unknown; drop_retries?: unknown; packed?: unknown };
 }
 
 export interface SampleTurn {
@@ -48,6 +50,7 @@ export interface Sample {
 }
 
 const BODY_KEYS = ["max_seq_len"];
+const TREE_KEYS = ["leaves", "drop_retries", "packed"];
 
 /** Body `{"max_seq_len": N}` (optional); `?format=json|safetensors`, else Accept decides. */
 export function parseSampleRequest(
@@ -66,11 +69,13 @@ export function parseSampleRequest(
     }
     if (!parsed || typeof parsed !== "object" || Array.isArray(parsed))
       throw new InvalidSampleRequestError("samples request body must be a JSON object");
-    const unknown = Object.keys(parsed).filter((k) => !BODY_KEYS.includes(k));
+    const unknown = Object.keys(parsed).filter((k) => !BODY_KEYS.includes(k) && !TREE_KEYS.includes(k));
     if (unknown.length > 0)
       throw new InvalidSampleRequestError(
-        `unknown key in samples request: ${unknown.join(", ")} (allowed: max_seq_len)`,
+        `unknown key in samples request: ${unknown.join(", ")} (allowed: max_seq_len); a tree-mode session also takes ${TREE_KEYS.join(", ")}`,
       );
+    const tree = Object.entries(parsed).filter(([k]) => TREE_KEYS.includes(k));
+    if (tree.length > 0) request.tree = Object.fromEntries(tree);
     const max = (parsed as { max_seq_len?: unknown }).max_seq_len;
     if (max !== undefined && max !== null) {
       if (!Number.isSafeInteger(max) || (max as number) < 1)

@@ -9,6 +9,8 @@ import type { ChatMessage } from "../chat-template.ts";
 import { parseJsonLossless } from "../lossless-json.ts";
 import type { ReplayedTurn, ReplayVisitor } from "./records.ts";
 import type { SessionRegistry } from "../registry.ts";
+import { replayNode } from "../tree/tree-turn.ts";
+import { TrajectoryTree } from "../tree/tree.ts";
 
 export interface ReplayCounts {
   sessions: number;
@@ -24,17 +26,19 @@ interface SentRequest {
 
 export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { counts(): ReplayCounts } {
   return {
-    created(sessionId, budget) {
-      registry.create(sessionId).budget = budget ?? {};
+    created(sessionId, meta) {
+      const t = registry.create(sessionId);
+      t.budget = meta?.budget ?? {};
+      if (meta?.trajectory === "tree") t.tree = new TrajectoryTree();
     },
     finished(sessionId) {
       registry.get(sessionId).finished = true;
     },
     committed(sessionId, turn: ReplayedTurn) {
       const t = registry.get(sessionId);
-      t.rollbackTo(turn.index);
+      if (!t.tree) t.rollbackTo(turn.index);
       assert.equal(
-        t.assistantCount,
+        t.tree ? t.tree.size : t.assistantCount,
         turn.index,
         `journal: turn ${turn.index} of ${sessionId} follows only ${t.assistantCount} turns`,
       );
@@ -47,14 +51,17 @@ export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { c
         Array.isArray(messages) && Array.isArray(promptIds),
         `journal: turn ${turn.index} of ${sessionId} has no messages or prompt ids`,
       );
-      t.restore({
+      const input = {
         promptIds: promptIds as number[],
         completionIds: turn.completionIds,
         messages: [...messages, turn.assistant],
         tools: Array.isArray(tools) ? [...tools] : undefined,
         weightVersion: turn.weightVersion ?? null,
         timestamp: turn.timestamp,
-      });
+      };
+      assert.ok(!t.tree === !turn.node, `journal: turn ${turn.index} of ${sessionId} and its session's mode disagree`);
+      if (t.tree) replayNode(t, t.tree, input, turn.node!);
+      else t.restore(input);
       t.clientApi = turn.clientApi ?? "chat";
     },
     truncated(sessionId, count) {
@@ -65,7 +72,10 @@ export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { c
     },
     counts: () => ({
       sessions: registry.size,
-      turns: [...registry.ids()].reduce((n, id) => n + registry.get(id).assistantCount, 0),
+      turns: [...registry.ids()].reduce(
+        (n, id) => n + (registry.get(id).tree?.size ?? registry.get(id).assistantCount),
+        0,
+      ),
     }),
   };
 }

@@ -232,6 +232,24 @@ test("the worker's errors of the chat, session, samples and proxy routes carry t
     "TITO_ERR_INVALID_SAMPLE_REQUEST",
   );
   await expectError({ method: "GET", path: `/sessions/${id}/v1/%252e%252e/x` }, 400, "TITO_ERR_PROXY_PATH");
+  await expectError(
+    { method: "POST", path: "/sessions", body: { trajectory: "forest" } },
+    400,
+    "TITO_ERR_INVALID_TRAJECTORY",
+  );
+  // A tree-mode node cut by length cannot be extended (docs/trajectories.md).
+  const tree = await call<SessionCreatedBody>(base, "POST", "/sessions", { trajectory: "tree" }, admin);
+  const cutTurn = turn([{ role: "user", content: "hi" }], { max_tokens: 1 });
+  const cut = await call<{ choices: { message: unknown }[] }>(
+    base,
+    "POST",
+    chatPath(tree.json.session_id),
+    cutTurn,
+    admin,
+  );
+  assert.is(cut.status, 200, cut.text);
+  const extend = turn([{ role: "user", content: "hi" }, cut.json.choices[0]!.message, { role: "user", content: "on" }]);
+  await expectError({ method: "POST", path: chatPath(tree.json.session_id), body: extend }, 409, "TITO_ERR_NODE_CUT");
 });
 
 test("the Anthropic Messages route: Anthropic's error shape, the code inside", async () => {
@@ -320,7 +338,8 @@ test("every client error (4xx) of the session layer was answered above", async (
     .filter((e) => e.status >= 400 && e.status < 500 && e.status !== 499)
     .map((e) => e.code);
   // Reached only with a template that refuses a conversation, or after idle expiry: their own tests.
-  const elsewhere = ["TITO_ERR_TEMPLATE_RENDER", "TITO_ERR_SESSION_EXPIRED"];
+  // The node cap takes --max-trajectory-nodes turns first: test/sessions/tree/tree-mode.test.ts.
+  const elsewhere = ["TITO_ERR_TEMPLATE_RENDER", "TITO_ERR_SESSION_EXPIRED", "TITO_ERR_TRAJECTORY_NODES"];
   for (const code of clientCodes) assert.ok(seen.has(code) || elsewhere.includes(code), `${code}: no case answers it`);
 });
 
