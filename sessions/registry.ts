@@ -29,7 +29,17 @@ export class SessionRegistry {
   }
 
   create(sessionId?: string): Trajectory {
-    const id = sessionId ?? randomBytes(16).toString("hex");
+    return this.adopt(new Trajectory(sessionId ?? this.mintId()));
+  }
+
+  /** A new random id (32 lower-case hex characters). */
+  mintId(): string {
+    return randomBytes(16).toString("hex");
+  }
+
+  /** Registers a trajectory made elsewhere (a fork: Trajectory.forkAt) under its id, checked as create's. */
+  adopt(trajectory: Trajectory): Trajectory {
+    const id = trajectory.id;
     if (!ID_PATTERN.test(id) || id === "." || id === "..") {
       throw new InvalidSessionIdError(
         `invalid session id ${JSON.stringify(id)}: use 1-128 characters of [A-Za-z0-9._~-]`,
@@ -37,7 +47,6 @@ export class SessionRegistry {
     }
     if (this.#sessions.has(id)) throw new SessionExistsError(id);
     this.#expired.delete(id); // the id is taken again (PUT): a new session, not the expired one
-    const trajectory = new Trajectory(id);
     this.#sessions.set(id, trajectory);
     return trajectory;
   }

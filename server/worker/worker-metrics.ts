@@ -21,6 +21,7 @@ export class WorkerMetrics {
   readonly #streamerStarts: Counter;
   readonly #streamerUp: Gauge;
   readonly #replayed: Counter;
+  readonly #forks: Counter;
 
   constructor(shard: number, sessionCount: () => number) {
     this.registry.setDefaultLabels({ shard: String(shard) });
@@ -63,6 +64,11 @@ export class WorkerMetrics {
     this.#replayed = new Counter({
       name: "tito_replayed_turns_total",
       help: "SDK retries of a session's last committed turn answered with its committed reply again, no engine call (docs/http.md).",
+      registers,
+    });
+    this.#forks = new Counter({
+      name: "tito_forks_total",
+      help: "Sessions forked from another session's turn (POST /sessions/{id}/fork).",
       registers,
     });
     this.#handoffs = new Counter({
@@ -108,6 +114,10 @@ export class WorkerMetrics {
 
   sessionExpired = (): void => {
     this.#expired.inc();
+  };
+
+  forked = (): void => {
+    this.#forks.inc();
   };
 
   turnReplayed = (): void => {

@@ -4,7 +4,10 @@
 // files. In memory it keeps, per record, only where its request and reply bytes are (file,
 // offset, length), never the bytes. Compaction removes a sealed segment once every
 // session with entries in it is deleted; a delete in it that still hides older entries
-// of its session elsewhere is first written again at the journal's end.
+// of its session elsewhere is first written again at the journal's end. A fork (issue 43)
+// is one small entry: the new session shares its parent's record locations, and counts as
+// a user of every segment the parent had then, so the entries replay needs to rebuild the
+// parent up to the fork outlive the parent as long as the fork lives.
 import type { SessionBudget } from "../budget.ts";
 import type { Logger } from "pino";
 import { JournalCorruptError } from "../errors.ts";
@@ -161,6 +164,13 @@ export class JournalRecordStore implements RecordStore {
     await this.compact([...entry.segments, segment]);
   }
 
+  async fork(parentId: string, sessionId: string, count: number, rootId: string): Promise<void> {
+    const parent = this.#live(parentId);
+    const meta: EntryMeta = { kind: EntryKind.FORK, id: sessionId, parent: parentId, count, root: rootId };
+    const { segment } = await this.#log.append(encodeEntry(meta));
+    this.#sessions.set(sessionId, forkEntry(sessionId, parent, count, segment));
+  }
+
   async list(sessionId: string): Promise<TurnRecord[]> {
     const locations = [...this.#live(sessionId).records];
     const pinned = this.#pin(locations);
@@ -273,6 +283,20 @@ export class JournalRecordStore implements RecordStore {
       visitor.created(meta.id, meta.budget);
       return;
     }
+    if (meta.kind === EntryKind.FORK) {
+      if (entry && !entry.dead)
+        throw new JournalCorruptError(segment.path, scanned.offset, `session ${meta.id} created twice`);
+      const parent = this.#sessions.get(meta.parent);
+      if (!parent || parent.dead || parent.records.length < meta.count)
+        throw new JournalCorruptError(
+          segment.path,
+          scanned.offset,
+          `fork ${meta.id} of a missing turn of ${meta.parent}`,
+        );
+      this.#sessions.set(meta.id, forkEntry(meta.id, parent, meta.count, segment));
+      visitor.forked(meta.id, meta.parent, meta.count);
+      return;
+    }
     if (meta.kind === EntryKind.DELETE) {
       const reason = meta.reason === "expired" ? meta.reason : undefined;
       // A delete whose session left nothing behind (its entries were compacted) is moot,
@@ -339,6 +363,15 @@ export class JournalRecordStore implements RecordStore {
 function note(entry: SessionEntry, segment: Segment): void {
   entry.segments.add(segment);
   segment.data.add(entry);
+}
+
+/** A fork's entry: its parent's first `count` record locations, and a user of every segment the parent's history is in. */
+function forkEntry(id: string, parent: SessionEntry, count: number, segment: Segment): SessionEntry {
+  const entry = new SessionEntry(id);
+  entry.records = parent.records.slice(0, count);
+  for (const s of parent.segments) note(entry, s);
+  note(entry, segment);
+  return entry;
 }
 
 function kill(entry: SessionEntry, tombstone: Segment, reason: DeleteReason | undefined): void {
