@@ -10,7 +10,7 @@
 import { ForkPlacementError, ForkTurnError, InvalidForkRequestError, SessionNotFoundError } from "./errors.ts";
 import type { IdleExpiry } from "./idle-expiry.ts";
 import type { RecordStore } from "./journal/records.ts";
-import type { SessionRegistry } from "./registry.ts";
+import { checkSessionId, type SessionRegistry } from "./registry.ts";
 import { json, type CoreResponse } from "./core-message.ts";
 
 /** Where a fork may live (the worker's shard), and the id the router minted for it. */
@@ -67,6 +67,7 @@ export async function forkSession(
   const request = parseForkRequest(body);
   const parent = deps.registry.get(parentId);
   const id = request.sessionId ?? placement.mintedId;
+  if (request.sessionId !== undefined) checkSessionId(request.sessionId);
   if (request.sessionId !== undefined && placement.owns && !placement.owns(request.sessionId))
     throw new ForkPlacementError(
       `cannot fork session_id=${parentId} as session_id=${request.sessionId}: a fork lives on its parent's shard and that id routes to another${placement.hint ?? ""}; leave session_id out to have one minted`,
