@@ -69,9 +69,13 @@ async function converse(id: string, messages: unknown[], turns: number, tag: str
 const fork = (id: string, body: unknown) =>
   call<{ session_id: string; code?: string; error?: string }>(base, "POST", `/sessions/${id}/fork`, body);
 
-/** An id the router would place on `shard`. */
-function idOn(shard: number, tag: string): string {
-  for (let i = 0; ; i++) if (shardOf(`${tag}-${i}`, WORKERS) === shard) return `${tag}-${i}`;
+/** An id the router would place on `shard`, and that with 3 workers goes with `other` or not. */
+function idOn(shard: number, tag: string, other?: { id: string; together: boolean }): string {
+  for (let i = 0; ; i++) {
+    const id = `${tag}-${i}`;
+    if (shardOf(id, WORKERS) !== shard) continue;
+    if (!other || (shardOf(id, 3) === shardOf(other.id, 3)) === other.together) return id;
+  }
 }
 
 let parent: string;
@@ -84,14 +88,19 @@ test("a 3-way fork at turn 5, then 2 turns per fork: the shared prefix is the pa
   parentHistory = await converse(parent, [], 6, "parent"); // turns 0..5
   const before = await getBody(parent);
   const shard = shardOf(parent, WORKERS);
-  const named = idOn(shard, "named-fork");
+  // Placed so that a re-shard to 3 workers puts one with the parent and one elsewhere.
+  const named = idOn(shard, "named-fork", { id: parent, together: false });
+  const together = idOn(shard, "together-fork", { id: parent, together: true });
   const made = [
     await fork(parent, { at: 5 }),
     await fork(parent, { at: 5, session_id: named }),
-    await server.fork(parent, 5).then((f) => ({ status: 201, json: { session_id: f.sessionId }, shard: f.shard })),
+    await server
+      .fork(parent, 5, { sessionId: together })
+      .then((f) => ({ status: 201, json: { session_id: f.sessionId }, shard: f.shard })),
   ];
   for (const m of made) assert.is(m.status, 201, JSON.stringify(m.json));
   assert.is(made[1]!.json.session_id, named, "the caller's id");
+  assert.is(made[2]!.json.session_id, together, "the caller's id, through server.fork()");
   for (const m of made) assert.is(shardOf(m.json.session_id, WORKERS), shard, "a fork lives on its parent's shard");
   const history = parentHistory; // the path up to and including turn 5 is all of it
   for (const [i, m] of made.entries()) {
