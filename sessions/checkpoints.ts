@@ -178,12 +178,20 @@ export class Checkpoints implements CheckpointView {
     return copy;
   }
 
-  /** Before ids from `from` to `end` are written: each chunk they touch is this store's own. */
+  /**
+   * Before ids from `from` to `end` are written: each chunk they touch is this store's own.
+   * A shared chunk is copied only as far as this store uses it (a power of two, at least
+   * FIRST_CHUNK): a branch that adds a few ids after a fork copies a few KiB, not 16.
+   */
   #own(from: number, end: number): void {
     if (from >= end) return;
     for (let c = from >>> CHUNK_BITS; c <= (end - 1) >>> CHUNK_BITS; c++) {
       if (this.#owned[c]) continue;
-      this.#chunks[c] = this.#chunks[c]!.slice();
+      const chunk = this.#chunks[c]!;
+      const used = Math.min(CHUNK, Math.max(this.#length, end) - c * CHUNK);
+      const copy = new Int32Array(Math.max(sizeFor(used), FIRST_CHUNK));
+      copy.set(chunk.subarray(0, Math.min(chunk.length, copy.length, Math.max(0, this.#length - c * CHUNK))));
+      this.#chunks[c] = copy;
       this.#owned[c] = true;
     }
   }
@@ -201,19 +209,22 @@ export class Checkpoints implements CheckpointView {
 
   #reserve(size: number): void {
     const chunks = this.#chunks;
-    // The first chunk doubles up to CHUNK (a short session holds little), the others are CHUNK from the start.
-    const first = chunks[0];
-    if (first === undefined || (first.length < CHUNK && size > first.length)) {
-      let length = first?.length ?? FIRST_CHUNK;
-      while (length < Math.min(size, CHUNK)) length *= 2;
-      const grown = new Int32Array(length);
-      if (first) grown.set(first.subarray(0, Math.min(this.#length, first.length)));
-      chunks[0] = grown;
-      this.#owned[0] = true;
-    }
-    while (chunks.length * CHUNK < size) {
-      chunks.push(new Int32Array(CHUNK));
-      this.#owned[chunks.length - 1] = true;
+    // A chunk's first ids double up to CHUNK (a short session, or a fork's copy of a shared
+    // chunk, holds little); chunks past the last one are CHUNK from the start.
+    for (let c = 0; c * CHUNK < size; c++) {
+      const need = Math.min(CHUNK, size - c * CHUNK);
+      const chunk = chunks[c];
+      if (chunk === undefined) {
+        chunks[c] = new Int32Array(c === 0 ? Math.max(sizeFor(need), FIRST_CHUNK) : CHUNK);
+        this.#owned[c] = true;
+      } else if (chunk.length < need) {
+        let length = Math.max(chunk.length, FIRST_CHUNK);
+        while (length < need) length *= 2;
+        const grown = new Int32Array(length);
+        grown.set(chunk.subarray(0, Math.min(chunk.length, Math.max(0, this.#length - c * CHUNK))));
+        chunks[c] = grown;
+        this.#owned[c] = true;
+      }
     }
   }
 
@@ -222,6 +233,13 @@ export class Checkpoints implements CheckpointView {
     assert.ok(mark, `checkpoint ${k} of ${this.#marks.length}`);
     return mark;
   }
+}
+
+/** The power of two at least `n`, at most CHUNK. */
+function sizeFor(n: number): number {
+  let length = 1;
+  while (length < n) length *= 2;
+  return Math.min(length, CHUNK);
 }
 
 function concat(a: Int32Array, b: Int32Array): Int32Array {
