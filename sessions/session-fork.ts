@@ -6,7 +6,7 @@
 // a turn of the parent at the engine meanwhile commits into the parent only. A fork of a
 // finished (aborted) session is a new, live session. A fork lives on its parent's shard:
 // the router mints its id so that it routes there, and a caller-chosen id must hash there
-// too (`owns`). Its root id (the session at the root of its forks) is journalled with it.
+// too (`owns`). Its routing key (its root session's id, Trajectory.routingKey) is journalled with it.
 import { ForkPlacementError, ForkTurnError, InvalidForkRequestError, SessionNotFoundError } from "./errors.ts";
 import type { IdleExpiry } from "./idle-expiry.ts";
 import type { RecordStore } from "./journal/records.ts";
@@ -79,7 +79,7 @@ export async function forkSession(
     // Under its own lock until its records exist: a turn on it waits for them.
     await made.lock.run(async () => {
       try {
-        await deps.records.fork(parentId, made.id, request.at + 1, made.rootId);
+        await deps.records.fork(parentId, made.id, request.at + 1, made.routingKey);
       } catch (err) {
         deps.registry.forget(made.id); // not acknowledged: the fork does not exist
         throw err;

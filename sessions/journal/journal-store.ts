@@ -164,9 +164,9 @@ export class JournalRecordStore implements RecordStore {
     await this.compact([...entry.segments, segment]);
   }
 
-  async fork(parentId: string, sessionId: string, count: number, rootId: string): Promise<void> {
+  async fork(parentId: string, sessionId: string, count: number, routingKey: string): Promise<void> {
     const parent = this.#live(parentId);
-    const meta: EntryMeta = { kind: EntryKind.FORK, id: sessionId, parent: parentId, count, root: rootId };
+    const meta: EntryMeta = { kind: EntryKind.FORK, id: sessionId, parent: parentId, count, root: routingKey };
     const { segment } = await this.#log.append(encodeEntry(meta));
     this.#sessions.set(sessionId, forkEntry(sessionId, parent, count, segment));
   }

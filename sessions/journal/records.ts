@@ -86,10 +86,10 @@ export interface RecordStore {
   drop(sessionId: string, reason?: DeleteReason): Promise<void>;
   /**
    * Opens `sessionId` holding the first `count` records of `parentId` (a fork, issue 43),
-   * shared, not copied: later changes of either never show in the other. `rootId`: the
-   * session at the root of the parent's forks (a journal keeps it).
+   * shared, not copied: later changes of either never show in the other. `routingKey`: the
+   * fork's (its root session's id; a journal keeps it).
    */
-  fork(parentId: string, sessionId: string, count: number, rootId: string): Promise<void>;
+  fork(parentId: string, sessionId: string, count: number, routingKey: string): Promise<void>;
   /** Every record read back whole (training samples); a journal reads them from disk. */
   list(sessionId: string): Promise<TurnRecord[]>;
   /** `head`, the records as JSON array members, then `tail`: as of now, later changes unseen. */
