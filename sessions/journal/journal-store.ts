@@ -4,10 +4,8 @@
 // files. In memory it keeps, per record, only where its request and reply bytes are (file,
 // offset, length), never the bytes. Compaction removes a sealed segment once every
 // session with entries in it is deleted; a delete in it that still hides older entries
-// of its session elsewhere is first written again at the journal's end. A fork (issue 43)
-// is one small entry: the new session shares its parent's record locations, and counts as
-// a user of every segment the parent had then, so the entries replay needs to rebuild the
-// parent up to the fork outlive the parent as long as the fork lives.
+// of its session elsewhere is first written again at the journal's end. A fork (one entry)
+// shares its parent's record locations and uses every segment the parent had then (forkEntry).
 import type { SessionBudget } from "../budget.ts";
 import type { Logger } from "pino";
 import { JournalCorruptError } from "../errors.ts";
@@ -284,15 +282,9 @@ export class JournalRecordStore implements RecordStore {
       return;
     }
     if (meta.kind === EntryKind.FORK) {
-      if (entry && !entry.dead)
-        throw new JournalCorruptError(segment.path, scanned.offset, `session ${meta.id} created twice`);
       const parent = this.#sessions.get(meta.parent);
-      if (!parent || parent.dead || parent.records.length < meta.count)
-        throw new JournalCorruptError(
-          segment.path,
-          scanned.offset,
-          `fork ${meta.id} of a missing turn of ${meta.parent}`,
-        );
+      if ((entry && !entry.dead) || !parent || parent.dead || parent.records.length < meta.count)
+        throw new JournalCorruptError(segment.path, scanned.offset, `fork ${meta.id}: id taken or parent turn missing`);
       this.#sessions.set(meta.id, forkEntry(meta.id, parent, meta.count, segment));
       visitor.forked(meta.id, meta.parent, meta.count);
       return;
