@@ -77,10 +77,7 @@ export interface SessionServer {
    * docs/security.md). Rejects with CreateSessionError otherwise (409: the id exists).
    */
   createSession(sessionId?: string): Promise<CreatedSession>;
-  /**
-   * Forks a session as the admin (POST {url}/sessions/{id}/fork; docs/http.md): a new session
-   * (its id minted, or `opts.sessionId`) whose history is turns 0..at. Rejects with ForkSessionError.
-   */
+  /** POST {url}/sessions/{id}/fork (docs/http.md): a new session whose history is turns 0..at; rejects with ForkSessionError. */
   fork(sessionId: string, at: number, opts?: { sessionId?: string }): Promise<CreatedSession>;
   /** POST {url}/sessions/{id}/samples (JSON): the session as one training sample; rejects with SamplesRequestError on a non-200. */
   samples(sessionId: string, opts?: { maxSeqLen?: number }): Promise<TrainingSample>;
