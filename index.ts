@@ -12,6 +12,7 @@ export {
   CreateSessionError,
   DataDirInUseError,
   DataDirLayoutError,
+  ForkSessionError,
   InvalidOptionError,
   RolloutRequestError,
   SamplesRequestError,

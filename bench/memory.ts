@@ -6,7 +6,8 @@
 // + completion tokens). It also reads half-way (after half the sessions): the growth from
 // there to the end per token added is the marginal cost, free of what the idle reading's
 // malloc and V8 free lists happened to hold. Then it deletes the sessions and reads again. It prints a
-// markdown table and writes JSON. It stops exactly the processes it started.
+// markdown table and writes JSON. Then the fork case (memory-fork.ts, issue 43): one
+// session forked --fork-ways ways, then a turn per branch. It stops exactly the processes it started.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -14,6 +15,7 @@ import { request } from "undici";
 import { killStartedOnExit, REPO_ROOT, startChild, startEngine, stopServer } from "./rollout-procs.ts";
 import { openingMessage, Target, toolResult, warmUp } from "./rollout-workload.ts";
 import { benchArgs } from "./bench-args.ts";
+import { forkCase } from "./memory-fork.ts";
 
 const USAGE = `Usage: npm run bench:memory -- [flags]
 
@@ -28,6 +30,8 @@ heap growth over its idle reading (after a warm-up), divided by the token ids it
   --concurrency C      sessions running at once (default 32)
   --settle-ms MS       wait before each reading, so buffers pooled for a burst are let go
                        (they go after 2 s unused) (default 3000)
+  --fork-ways N        the fork case: branches of one session (default 64; 0: no fork case)
+  --fork-tokens N      the fork case: token ids of the forked session (default 32768)
   --server-root DIR    run the server of another checkout (a built export of a commit, to
                        measure "before"); the engine and this client stay this checkout's
   --server-flag FLAG   extra flag for tito-server serve (repeatable)
@@ -42,6 +46,8 @@ interface Config {
   workers: number;
   concurrency: number;
   settleMs: number;
+  forkWays: number;
+  forkTokens: number;
   serverRoot: string;
   serverFlags: string[];
   out: string;
@@ -56,6 +62,8 @@ function parse(argv: string[]): Config {
     workers: { type: "string" },
     concurrency: { type: "string" },
     "settle-ms": { type: "string" },
+    "fork-ways": { type: "string" },
+    "fork-tokens": { type: "string" },
     "server-root": { type: "string" },
     "server-flag": { type: "string", multiple: true },
     out: { type: "string" },
@@ -77,6 +85,8 @@ function parse(argv: string[]): Config {
     workers: num("workers", values.workers, 2),
     concurrency: num("concurrency", values.concurrency, 32),
     settleMs: num("settle-ms", values["settle-ms"], 3000),
+    forkWays: values["fork-ways"] === "0" ? 0 : num("fork-ways", values["fork-ways"], 64),
+    forkTokens: num("fork-tokens", values["fork-tokens"], 32768),
     serverRoot: resolve(values["server-root"] ?? REPO_ROOT),
     serverFlags: values["server-flag"] ?? [],
     out: values.out ?? join(REPO_ROOT, "bench", "out", "memory.json"),
@@ -318,6 +328,28 @@ async function main(): Promise<void> {
         "",
       ].join(" | "),
     ].map((row) => (row.startsWith("|") || row.startsWith("#") || row === "" ? row : `| ${row} |`));
+    const fork =
+      config.forkWays === 0
+        ? undefined
+        : await forkCase(
+            target,
+            {
+              ways: config.forkWays,
+              tokens: config.forkTokens,
+              turns: config.turns,
+              outputTokens: config.outputTokens,
+            },
+            async (shard) => (await readMemory(server.url, pids, config.settleMs))[shard]!,
+          );
+    if (fork)
+      lines.push(
+        "",
+        `#### Fork case — 1 session x ${fork.baseTokens} tokens forked ${config.forkWays} ways, then +1 turn per branch (shard-${fork.shard})`,
+        "",
+        "| forks add, RSS KiB | forks add, heap+external KiB | unique tokens held | **RSS B/unique token** | heap+external B/unique token |",
+        "| ---: | ---: | ---: | ---: | ---: |",
+        `| ${fmt(fork.forkRss / 1024)} | ${fmt(fork.forkHeapPlusExternal / 1024)} | ${fork.uniqueTokens} | **${fmt(fork.rssPerUniqueToken)}** | ${fmt(fork.heapPlusExternalPerUniqueToken)} |`,
+      );
     const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
     lines.push(
       "",
@@ -327,7 +359,7 @@ async function main(): Promise<void> {
     mkdirSync(dirname(config.out), { recursive: true });
     writeFileSync(
       config.out,
-      `${JSON.stringify({ config, date: new Date().toISOString(), loadAtStart, loadAtReading, total, perWorker }, null, 1)}\n`,
+      `${JSON.stringify({ config, date: new Date().toISOString(), loadAtStart, loadAtReading, total, perWorker, fork }, null, 1)}\n`,
     );
     process.stdout.write(`results: ${config.out}\n`);
   } finally {

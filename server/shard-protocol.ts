@@ -70,7 +70,17 @@ export type ShardRequest =
   // POST /sessions/{id}/abort: the session is finished (no more turns) and its chat turns in
   // flight abort their engine requests and answer a retryable 503 unless already committed.
   | SessionOp<"abort-session">
+  | ForkOp
   | ListOp;
+
+/**
+ * POST /sessions/{id}/fork (the body, `{"at", "session_id"?}`, is the frame body; the
+ * worker parses it). A fork lives on its parent's shard (sessions/session-fork.ts):
+ * `forkId` is an id the router minted that routes there, used when the body names none;
+ * `shard` of `workers` is where the router sent it, so the worker can refuse a
+ * caller-chosen id that routes elsewhere.
+ */
+export type ForkOp = SessionOp<"fork"> & { forkId: string; shard: number; workers: number };
 
 /**
  * The records of a session (GET /sessions/{id}). `handoff`: the router's ticket when it can
@@ -140,6 +150,7 @@ const SHAPES: { [O in ShardOp]: ShapeOf<Extract<ShardRequest, { op: O }>> } = {
   metrics: "bare",
   "abort-turns": "bare",
   "abort-session": "session",
+  fork: "session",
   list: "page",
 };
 
@@ -188,11 +199,15 @@ export function readShardRequest(meta: Meta): { ok: true; request: ShardRequest 
     return { ok: false, problem: `op "list" with a prefix that is not a string` };
   if (op === "get" && meta.handoff !== undefined && typeof meta.handoff !== "string")
     return { ok: false, problem: `op "get" with a handoff that is not a string` };
+  if (op === "fork" && (typeof meta.forkId !== "string" || !isCount(meta.shard) || !isCount(meta.workers)))
+    return { ok: false, problem: `op "fork" without a valid forkId, shard and workers` };
   const version = meta.weightVersion;
   if (op === "chat" && version !== undefined && version !== null && typeof version !== "string")
     return { ok: false, problem: `op "chat" with a weightVersion that is not a string` };
   return { ok: true, request: meta as ShardRequest };
 }
+
+const isCount = (value: unknown) => Number.isInteger(value) && (value as number) >= 0;
 
 function notString(meta: Meta, ...fields: string[]): string | undefined {
   return fields.find((field) => typeof meta[field] !== "string");

@@ -8,6 +8,10 @@
 // whose next prompt replaces a checkpoint's last ids (GLM: its stop id; maxTrimTokens)
 // overwrites them in the store, so each checkpoint keeps the few ids it lost that way (its
 // `tail`). A rollback truncates the store back to a checkpoint and writes its tail back.
+// A fork (issue 43) is a new Checkpoints holding the first checkpoints of this one: it shares
+// their chunks copy-on-write, so a fork costs its marks, not its ids. Each side remembers
+// which chunks it owns; a write into one it does not own (a later turn, a rollback's tail)
+// copies that chunk first, on either side, so writes on one side never reach the other.
 // It checks nothing (trajectory.ts verifies a turn before it is pushed) and knows no messages.
 import assert from "node:assert";
 
@@ -44,6 +48,8 @@ const APPEND_ROOM = 2048;
 
 export class Checkpoints implements CheckpointView {
   #chunks: Int32Array[] = [];
+  /** Per chunk: whether this store alone holds it (false: shared with a fork, copied before a write). */
+  #owned: boolean[] = [];
   /** Ids in the store: the latest checkpoint's length (0 before the first turn). */
   #length = 0;
   #marks: Mark[] = [];
@@ -58,6 +64,10 @@ export class Checkpoints implements CheckpointView {
   /** Int32 slots allocated (for tests and sizing). */
   get capacity(): number {
     return this.#chunks.reduce((n, chunk) => n + chunk.length, 0);
+  }
+  /** Int32 slots in chunks this store alone holds (a fork's shared chunks are not counted). */
+  get ownedCapacity(): number {
+    return this.#chunks.reduce((n, chunk, c) => n + (this.#owned[c] ? chunk.length : 0), 0);
   }
   /** Id i of the latest checkpoint (i < length). */
   at(i: number): number {
@@ -101,6 +111,7 @@ export class Checkpoints implements CheckpointView {
     const from = this.#firstDifference(prompt, completion, Math.min(this.#length, end));
     this.#keepTails(from);
     this.#reserve(end);
+    this.#own(from, end);
     for (let i = from; i < end; i++)
       this.#chunks[i >>> CHUNK_BITS]![i & CHUNK_MASK] = i < prompt.length ? prompt[i]! : completion[i - prompt.length]!;
     this.#length = end;
@@ -126,6 +137,7 @@ export class Checkpoints implements CheckpointView {
     this.#marks.length = count;
     if (count === 0) {
       this.#chunks = []; // a retried first turn: nothing of the session's ids is left
+      this.#owned = [];
       this.#length = 0;
       return;
     }
@@ -133,12 +145,55 @@ export class Checkpoints implements CheckpointView {
     this.#keepTails(last.shared);
     if (last.tail) {
       this.#reserve(last.end);
+      this.#own(last.shared, last.end);
       for (let i = last.shared; i < last.end; i++)
         this.#chunks[i >>> CHUNK_BITS]![i & CHUNK_MASK] = last.tail[i - last.shared]!;
       last.tail = undefined;
     }
     last.shared = last.end;
     this.#length = last.end;
+  }
+
+  /**
+   * A new store holding this one's first `count` checkpoints (1 <= count <= this.count),
+   * sharing their chunks: neither side's later writes (turns, rollbacks) reach the other.
+   * Costs the marks and at most one chunk (the fork's store ends where checkpoint
+   * `count - 1` ends, so a tail of its overwritten by a later turn here is written back).
+   */
+  fork(count: number): Checkpoints {
+    assert.ok(
+      Number.isInteger(count) && count >= 1 && count <= this.#marks.length,
+      `fork of ${count} checkpoints of ${this.#marks.length}`,
+    );
+    // The chunks checkpoint `count - 1` reads; those past it stay this store's alone.
+    const used = Math.ceil(this.#marks[count - 1]!.end / CHUNK);
+    const copy = new Checkpoints();
+    copy.#marks = this.#marks.map((m) => ({ ...m }));
+    copy.#length = this.#length;
+    copy.#chunks = this.#chunks.slice(0, Math.max(used, 1));
+    // From now on both sides copy a shared chunk before they write into it.
+    copy.#owned = copy.#chunks.map(() => false);
+    for (let c = 0; c < copy.#chunks.length; c++) this.#owned[c] = false;
+    copy.truncate(count);
+    return copy;
+  }
+
+  /**
+   * Before ids from `from` to `end` are written: each chunk they touch is this store's own.
+   * A shared chunk is copied only as far as this store uses it (a power of two, at least
+   * FIRST_CHUNK): a branch that adds a few ids after a fork copies a few KiB, not 16.
+   */
+  #own(from: number, end: number): void {
+    if (from >= end) return;
+    for (let c = from >>> CHUNK_BITS; c <= (end - 1) >>> CHUNK_BITS; c++) {
+      if (this.#owned[c]) continue;
+      const chunk = this.#chunks[c]!;
+      const used = Math.min(CHUNK, Math.max(this.#length, end) - c * CHUNK);
+      const copy = new Int32Array(Math.max(sizeFor(used), FIRST_CHUNK));
+      copy.set(chunk.subarray(0, Math.min(chunk.length, copy.length, Math.max(0, this.#length - c * CHUNK))));
+      this.#chunks[c] = copy;
+      this.#owned[c] = true;
+    }
   }
 
   /** Before the store's ids from `from` on change: each checkpoint that reads them keeps its own copy. */
@@ -154,16 +209,23 @@ export class Checkpoints implements CheckpointView {
 
   #reserve(size: number): void {
     const chunks = this.#chunks;
-    // The first chunk doubles up to CHUNK (a short session holds little), the others are CHUNK from the start.
-    const first = chunks[0];
-    if (first === undefined || (first.length < CHUNK && size > first.length)) {
-      let length = first?.length ?? FIRST_CHUNK;
-      while (length < Math.min(size, CHUNK)) length *= 2;
-      const grown = new Int32Array(length);
-      if (first) grown.set(first.subarray(0, Math.min(this.#length, first.length)));
-      chunks[0] = grown;
+    // A chunk's first ids double up to CHUNK (a short session, or a fork's copy of a shared
+    // chunk, holds little); chunks past the last one are CHUNK from the start.
+    for (let c = 0; c * CHUNK < size; c++) {
+      const need = Math.min(CHUNK, size - c * CHUNK);
+      const chunk = chunks[c];
+      if (chunk === undefined) {
+        chunks[c] = new Int32Array(c === 0 ? Math.max(sizeFor(need), FIRST_CHUNK) : CHUNK);
+        this.#owned[c] = true;
+      } else if (chunk.length < need) {
+        let length = Math.max(chunk.length, FIRST_CHUNK);
+        while (length < need) length *= 2;
+        const grown = new Int32Array(length);
+        grown.set(chunk.subarray(0, Math.min(chunk.length, Math.max(0, this.#length - c * CHUNK))));
+        chunks[c] = grown;
+        this.#owned[c] = true;
+      }
     }
-    while (chunks.length * CHUNK < size) chunks.push(new Int32Array(CHUNK));
   }
 
   #mark(k: number): Mark {
@@ -171,6 +233,13 @@ export class Checkpoints implements CheckpointView {
     assert.ok(mark, `checkpoint ${k} of ${this.#marks.length}`);
     return mark;
   }
+}
+
+/** The power of two at least `n`, at most CHUNK. */
+function sizeFor(n: number): number {
+  let length = 1;
+  while (length < n) length *= 2;
+  return Math.min(length, CHUNK);
 }
 
 function concat(a: Int32Array, b: Int32Array): Int32Array {

@@ -295,3 +295,28 @@ export class InvalidTrajectoryModeError extends TitoError {
     super("TITO_ERR_INVALID_TRAJECTORY", 400, `trajectory must be "linear" or "tree", got ${JSON.stringify(value)}`);
   }
 }
+
+/** A fork body (POST /sessions/{id}/fork) that is not `{"at": <turn index>, "session_id"?: <id>}`. */
+export class InvalidForkRequestError extends TitoError {
+  constructor(message: string) {
+    super("TITO_ERR_INVALID_FORK_REQUEST", 400, message);
+  }
+}
+
+/** A fork at a turn the session has not committed (its `at` is not below its turn count). */
+export class ForkTurnError extends TitoError {
+  constructor(sessionId: string, at: number, turns: number) {
+    super(
+      "TITO_ERR_FORK_TURN",
+      409,
+      `cannot fork session_id=${sessionId} at turn ${at}: it has ${turns} committed turn${turns === 1 ? "" : "s"} (at is 0-based)`,
+    );
+  }
+}
+
+/** A fork's caller-chosen session id that another shard owns: a fork lives on its parent's shard. */
+export class ForkPlacementError extends TitoError {
+  constructor(message: string) {
+    super("TITO_ERR_FORK_PLACEMENT", 409, message);
+  }
+}

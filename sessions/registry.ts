@@ -13,6 +13,14 @@ const ID_PATTERN = /^[A-Za-z0-9._~-]{1,128}$/;
 /** Expired ids remembered per shard; an older one is then just "not found". */
 export const MAX_EXPIRED_IDS = 100_000;
 
+/** A caller-supplied id that cannot be a session id is a 400. */
+export function checkSessionId(id: string): void {
+  if (!ID_PATTERN.test(id) || id === "." || id === "..")
+    throw new InvalidSessionIdError(
+      `invalid session id ${JSON.stringify(id)}: use 1-128 characters of [A-Za-z0-9._~-]`,
+    );
+}
+
 export class SessionRegistry {
   readonly #sessions = new Map<string, Trajectory>();
   /** Ids of expired sessions, oldest first. */
@@ -29,15 +37,20 @@ export class SessionRegistry {
   }
 
   create(sessionId?: string): Trajectory {
-    const id = sessionId ?? randomBytes(16).toString("hex");
-    if (!ID_PATTERN.test(id) || id === "." || id === "..") {
-      throw new InvalidSessionIdError(
-        `invalid session id ${JSON.stringify(id)}: use 1-128 characters of [A-Za-z0-9._~-]`,
-      );
-    }
+    return this.adopt(new Trajectory(sessionId ?? this.mintId()));
+  }
+
+  /** A new random id (32 lower-case hex characters). */
+  mintId(): string {
+    return randomBytes(16).toString("hex");
+  }
+
+  /** Registers a trajectory made elsewhere (a fork: Trajectory.forkAt) under its id, checked as create's. */
+  adopt(trajectory: Trajectory): Trajectory {
+    const id = trajectory.id;
+    checkSessionId(id);
     if (this.#sessions.has(id)) throw new SessionExistsError(id);
     this.#expired.delete(id); // the id is taken again (PUT): a new session, not the expired one
-    const trajectory = new Trajectory(id);
     this.#sessions.set(id, trajectory);
     return trajectory;
   }

@@ -19,6 +19,7 @@ import { lengthHeader, MemoryRecordStore, sessionBodyEnds, type RecordStore } fr
 import { SessionRegistry } from "./registry.ts";
 import { sessionRebuilder, type ReplayCounts } from "./journal/session-replay.ts";
 import { parseSampleRequest } from "./journal/samples.ts";
+import { forkSession, type ForkPlacement } from "./session-fork.ts";
 import { encodeSample } from "./core-samples.ts";
 import { isEngineStream, type Engine, type EngineCompletion, type SamplingDefaults } from "./engine-port.ts";
 import { readGenerationDefaults } from "./generation-config.ts";
@@ -132,6 +133,12 @@ export class SessionCore {
       this.#idle?.touch(t.id);
       return json(200, { session_id: t.id });
     });
+  }
+
+  /** POST /sessions/{id}/fork: a new session from the path up to a turn (session-fork.ts). */
+  async fork(sessionId: string, body?: Buffer, placement?: ForkPlacement): Promise<CoreResponse> {
+    const deps = { registry: this.#registry, records: this.#records, idle: this.#idle };
+    return this.#guard(() => forkSession(deps, sessionId, body, placement));
   }
 
   async get(sessionId: string): Promise<CoreResponse> {

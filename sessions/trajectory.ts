@@ -2,7 +2,9 @@
 // as of the last committed turn (one array: a turn's message count says where it ends),
 // one checkpoint per committed assistant turn (checkpoints.ts: the ids stored once), the
 // lock and the closing flag. It applies rollbacks and commits turns after the prefix check.
-// It holds no records (records.ts does) and never renders or tokenizes.
+// It holds no records (records.ts does) and never renders or tokenizes. forkAt() starts a
+// new trajectory from one of its turns (POST /sessions/{id}/fork, issue 43): the ids are
+// shared copy-on-write (checkpoints.ts), the messages and turns are the parent's objects.
 import { AsyncLock } from "./async-lock.ts";
 import type { ChatMessage } from "./chat-template.ts";
 import { Checkpoints, type CheckpointView } from "./checkpoints.ts";
@@ -42,12 +44,32 @@ export class Trajectory implements TrajectoryView {
   tree?: TrajectoryTree;
   #messages: ChatMessage[] = [];
   #turns: CommittedTurn[] = [];
-  readonly #checkpoints = new Checkpoints();
+  #checkpoints = new Checkpoints();
   #version = 0;
 
   constructor(id: string) {
     this.id = id;
     this.routingKey = id;
+  }
+
+  /**
+   * A new trajectory `id` whose history is this one's up to and including turn `turn`
+   * (0-based, < assistantCount): the same messages, turns and ids, the ids' chunks shared
+   * copy-on-write, so it costs O(turns), not O(tokens). Later turns or rollbacks on either
+   * side never affect the other. It keeps the client API, the budget and the routing key (its root's); it is
+   * not finished (a fork of an aborted session is a new attempt).
+   */
+  forkAt(turn: number, id: string): Trajectory {
+    if (!Number.isInteger(turn) || turn < 0 || turn >= this.#turns.length)
+      throw new RangeError(`turn ${turn} of ${this.#turns.length}`);
+    const fork = new Trajectory(id);
+    fork.routingKey = this.routingKey;
+    fork.clientApi = this.clientApi;
+    fork.budget = this.budget;
+    fork.#turns = this.#turns.slice(0, turn + 1);
+    fork.#messages = this.#messages.slice(0, fork.#turns[turn]!.messageCount);
+    fork.#checkpoints = this.#checkpoints.fork(turn + 1);
+    return fork;
   }
 
   get messages(): readonly ChatMessage[] {

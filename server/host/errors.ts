@@ -61,3 +61,12 @@ export class DataDirLayoutError extends ServerError {
     super("TITO_ERR_DATA_DIR_LAYOUT", 500, message, options);
   }
 }
+
+/** server.fork() got a non-201 from POST /sessions/{id}/fork: `status` is the HTTP status (404, 409, 400, …). */
+export class ForkSessionError extends ServerError {
+  readonly sessionId: string;
+  constructor(sessionId: string, status: number, message: string) {
+    super("TITO_ERR_FORK_SESSION", status, `forking session ${sessionId} failed (${status}): ${message}`);
+    this.sessionId = sessionId;
+  }
+}

@@ -25,6 +25,8 @@ import type { TrainingSample } from "../../sessions/index.ts";
 import { CreateSessionError, SamplesRequestError } from "./errors.ts";
 import { errorText, httpText } from "./http-text.ts";
 import { waitHealthy } from "./wait-healthy.ts";
+import { createdSession, forkSession, type CreatedSession } from "./session-calls.ts";
+export type { CreatedSession } from "./session-calls.ts";
 import {
   RolloutClient,
   type PauseOptions,
@@ -76,6 +78,8 @@ export interface SessionServer {
    * docs/security.md). Rejects with CreateSessionError otherwise (409: the id exists).
    */
   createSession(sessionId?: string): Promise<CreatedSession>;
+  /** POST {url}/sessions/{id}/fork (docs/http.md): a new session whose history is turns 0..at; rejects with ForkSessionError. */
+  fork(sessionId: string, at: number, opts?: { sessionId?: string }): Promise<CreatedSession>;
   /** POST {url}/sessions/{id}/samples (JSON): the session as one training sample; rejects with SamplesRequestError on a non-200. */
   samples(sessionId: string, opts?: { maxSeqLen?: number }): Promise<TrainingSample>;
   /**
@@ -88,14 +92,6 @@ export interface SessionServer {
   resume(weightVersion: string): Promise<ResumeOutcome>;
   /** Where the door stands (GET /admin/rollout): state, weight version, held and in-flight turns. */
   rollout(): Promise<RolloutStatus>;
-}
-
-export interface CreatedSession {
-  sessionId: string;
-  /** The session's shard (the `x-tito-shard` header). */
-  shard: number;
-  /** Present when the server has an admin token: the agent's bearer token for this session only. */
-  sessionToken?: string;
 }
 
 class ServerHandle extends EventEmitter implements SessionServer {
@@ -140,10 +136,11 @@ class ServerHandle extends EventEmitter implements SessionServer {
           });
     if (res.status !== (sessionId === undefined ? 200 : 201))
       throw new CreateSessionError(res.status, errorText(res.text));
-    const body = JSON.parse(res.text) as { session_id: string; session_token?: string };
-    const created: CreatedSession = { sessionId: body.session_id, shard: Number(res.headers["x-tito-shard"]) };
-    if (body.session_token !== undefined) created.sessionToken = body.session_token;
-    return created;
+    return createdSession(res);
+  }
+
+  fork(sessionId: string, at: number, opts?: { sessionId?: string }): Promise<CreatedSession> {
+    return forkSession(this.url, this.#headers(), sessionId, at, opts);
   }
 
   #headers(): Record<string, string> {

@@ -37,7 +37,7 @@ export interface RelayRequest {
   op: ShardRequest;
   body?: Buffer;
   /** A reply the router writes itself instead of a whole (not streamed) one, or undefined to relay it (session creation). */
-  rewrite?: (status: number) => { status: number; body: Buffer } | undefined;
+  rewrite?: (status: number, headers: Record<string, string>) => { status: number; body: Buffer } | undefined;
   /** A chat turn: it passes the rollout door first, and the op carries the weight version it is sent under. */
   turn?: boolean;
   /** A records GET whose op carries this ticket: if the worker kept the response, hand it the socket. */
@@ -131,7 +131,7 @@ export class Relay {
         bytes = Buffer.concat(whole);
         for (const piece of whole) release(piece);
       }
-      const own = rewrite?.(status);
+      const own = rewrite?.(status, headers);
       if (own) {
         if (whole.length === 1) release(bytes);
         ({ status, body: bytes } = own);

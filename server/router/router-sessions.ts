@@ -12,6 +12,9 @@ import type { SessionTokens } from "./router-auth.ts";
 import type { InflightSessions } from "./session-abort.ts";
 import { admitTurn, type Admission } from "./admission.ts";
 
+/** The worker's reply header naming a fork's id (sessions/session-fork.ts FORK_ID_HEADER). */
+const FORK_ID_HEADER = "x-tito-session-id";
+
 /** A new session id: 32 lower-case hex characters. */
 export function mintSessionId(): string {
   return randomBytes(16).toString("hex");
@@ -92,6 +95,23 @@ export async function sessionRoutes(
     return relay.relay(request, reply, { shard: shardOf(sessionId, n), op, rewrite, body });
   };
   app.post("/sessions", (request, reply) => create(mintSessionId(), 200)(request, reply));
+  // A fork lives on its parent's shard (sessions/session-fork.ts): the id minted for it
+  // (used when the body names none) routes there; the worker parses the body and answers
+  // the fork's id in a header, from which the router writes the body with a session token.
+  app.post("/sessions/:id/fork", (request: IdRequest, reply) => {
+    const sessionId = request.params.id;
+    const shard = shardOf(sessionId, n);
+    let forkId = mintSessionId();
+    while (shardOf(forkId, n) !== shard) forkId = mintSessionId(); // n tries on average
+    const op = { op: "fork", sessionId, forkId, shard, workers: n } as const;
+    const rewrite = (status: number, headers: Record<string, string>) => {
+      const id = headers[FORK_ID_HEADER];
+      delete headers[FORK_ID_HEADER];
+      if (status !== 201 || !tokens || id === undefined) return undefined;
+      return { status, body: Buffer.from(JSON.stringify({ session_id: id, session_token: tokens.mint(id) })) };
+    };
+    return relay.relay(request, reply, { shard, op, rewrite, body: request.body as Buffer | undefined });
+  });
   app.put("/sessions/:id", (request: IdRequest, reply) => create(request.params.id, 201)(request, reply));
   app.get("/sessions", listSessions(links));
   app.get("/sessions/:id", records);

@@ -8,7 +8,7 @@
 import type { Handler, IncomingBody, Reply } from "../../transport/index.ts";
 import { asAnthropicError, errorResponse, messagesTurn } from "../../sessions/index.ts";
 import type { CoreRequest, CoreResponse, MessagesTurnOptions, SessionCore } from "../../sessions/index.ts";
-import { readShardRequest, type ListPage, type ShardReply, type ShardRequest } from "../shard-protocol.ts";
+import { readShardRequest, shardOf, type ListPage, type ShardReply, type ShardRequest } from "../shard-protocol.ts";
 import { ShardRequestError, TurnAbortedError } from "./errors.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
 import type { ParkedResponses } from "./records-handoff.ts";
@@ -184,6 +184,19 @@ export function workerHandler(
             aborted++;
           }
         return toReply(jsonResponse(200, { session_id: request.sessionId, finished: true, aborted_turns: aborted }));
+      }
+      case "fork": {
+        const { shard, workers, forkId } = request;
+        const placement = {
+          mintedId: forkId,
+          owns: (id: string) => shardOf(id, workers) === shard,
+          hint: ` (shard ${shard} of ${workers} workers)`,
+        };
+        const res = await metrics.track(request.op, async () =>
+          core.fork(request.sessionId, collected(await req.body.collect()), placement),
+        );
+        if (res.status === 201) metrics.forked();
+        return toReply(res);
       }
       case "samples":
         return track(async () => core.samples(request.sessionId, await coreRequest(request, req.body)));

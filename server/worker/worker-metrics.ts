@@ -24,6 +24,7 @@ export class WorkerMetrics {
   readonly #treeNodes: Counter;
   readonly #treeBranches: Counter;
   readonly #treeRetries: Counter;
+  readonly #forks: Counter;
 
   constructor(shard: number, sessionCount: () => number) {
     this.registry.setDefaultLabels({ shard: String(shard) });
@@ -84,6 +85,11 @@ export class WorkerMetrics {
       help: "Tree-mode nodes that retried a sibling with the same history (retry_of set).",
       registers,
     });
+    this.#forks = new Counter({
+      name: "tito_forks_total",
+      help: "Sessions forked from another session's turn (POST /sessions/{id}/fork).",
+      registers,
+    });
     this.#handoffs = new Counter({
       name: "tito_worker_records_handoffs_total",
       help: "Records GETs whose client socket the worker was handed, by outcome: written, cut (client left or body failed), expired (kept response never claimed), unclaimed (socket without a kept response).",
@@ -127,6 +133,10 @@ export class WorkerMetrics {
 
   sessionExpired = (): void => {
     this.#expired.inc();
+  };
+
+  forked = (): void => {
+    this.#forks.inc();
   };
 
   turnReplayed = (): void => {

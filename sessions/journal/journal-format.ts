@@ -19,7 +19,7 @@ export const BODY_PREFIX_BYTES = 5;
 /** The body length field is a u32. */
 export const MAX_BODY_BYTES = 0xffffffff;
 
-export const EntryKind = { CREATE: 1, TURN: 2, TRUNCATE: 3, DELETE: 4, FINISH: 5 } as const;
+export const EntryKind = { CREATE: 1, TURN: 2, TRUNCATE: 3, DELETE: 4, FINISH: 5, FORK: 6 } as const;
 export type EntryKind = (typeof EntryKind)[keyof typeof EntryKind];
 
 /** What a TURN entry says besides its raw request and reply bytes. */
@@ -58,7 +58,10 @@ export type EntryMeta =
   // `reason` "expired": idle expiry; absent for a client's DELETE (and in journals from before expiry).
   | { kind: typeof EntryKind.DELETE; id: string; reason?: "expired" }
   // The session was aborted (POST /sessions/{id}/abort): it takes no more turns.
-  | { kind: typeof EntryKind.FINISH; id: string };
+  | { kind: typeof EntryKind.FINISH; id: string }
+  // A new session `id` holding the first `count` turns of `parent` (issue 43), whose records it
+  // shares: it names no bytes of its own. `root`: the session at the root of its forks.
+  | { kind: typeof EntryKind.FORK; id: string; parent: string; count: number; root: string };
 
 /** Payload bytes whose CRC-32 is already known (computed as they arrived): not read again to encode them. */
 export interface ChecksummedBytes {
@@ -139,6 +142,10 @@ export function decodeMeta(kind: number, metaJson: Buffer, payloadBytes: number)
       break;
     case EntryKind.TRUNCATE:
       if (!Number.isInteger(meta.count) || meta.count < 0) throw new Error("truncate without a count");
+      break;
+    case EntryKind.FORK:
+      if (typeof meta.parent !== "string" || typeof meta.root !== "string") throw new Error("fork without a parent");
+      if (!Number.isInteger(meta.count) || meta.count < 1) throw new Error("fork without a turn count");
       break;
     case EntryKind.TURN:
       if (meta.requestBytes + meta.responseBytes !== payloadBytes)

@@ -5,12 +5,15 @@
 // The new shards are written into a fresh directory and made durable (every file and
 // directory fsynced) before this returns; switching to them is the caller's business
 // (server/host/journal-layout.ts), so a crash here leaves the old shards untouched. A torn
-// last entry is left behind, as replay would drop it; corruption stops the re-shard.
+// last entry is left behind, as replay would drop it; corruption stops the re-shard. A fork
+// whose parent goes to another new shard is written out whole there (reshard-forks.ts).
 import { mkdir, open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { fsyncDir, namesIn } from "../../buffers/fsync.ts";
 import { scanSegment } from "./journal-reader.ts";
 import { DEFAULT_SEGMENT_BYTES, segmentName, segmentSeqs } from "./journal-segments.ts";
+import { EntryKind } from "./journal-format.ts";
+import { ShardTurns } from "./reshard-forks.ts";
 
 export interface ReshardOptions {
   /** The old shards' directories, in shard order. */
@@ -81,6 +84,16 @@ async function copyRange(from: FileHandle, start: number, end: number, to: FileH
   }
 }
 
+async function writeAll(to: FileHandle, parts: readonly Buffer[], at: number): Promise<void> {
+  for (const part of parts) {
+    for (let written = 0; written < part.length;) {
+      const { bytesWritten } = await to.write(part, written, part.length - written, at + written);
+      written += bytesWritten;
+    }
+    at += part.length;
+  }
+}
+
 /** Copies every old shard's whole entries into `target/shard-<j>/`, durable when it resolves. */
 export async function reshardJournal(options: ReshardOptions): Promise<ReshardResult> {
   const writers: ShardWriter[] = [];
@@ -93,23 +106,40 @@ export async function reshardJournal(options: ReshardOptions): Promise<ReshardRe
   let entries = 0;
   let bytes = 0;
   const buf = Buffer.allocUnsafe(COPY_CHUNK);
+  const shardOf = (id: string) => options.shardOf(id, options.workers);
   for (const source of options.sources) {
-    for (const seq of segmentSeqs(await namesIn(source))) {
-      const path = join(source, segmentName(seq));
-      const fh = await open(path, "r");
-      try {
+    // A fork's parent's turns may sit in any earlier segment of its shard: all stay open until the shard is done.
+    const handles: FileHandle[] = [];
+    const turns = new ShardTurns();
+    try {
+      for (const seq of segmentSeqs(await namesIn(source))) {
+        const path = join(source, segmentName(seq));
+        const fh = await open(path, "r");
+        handles.push(fh);
         await scanSegment(path, fh, async (entry) => {
-          const size = entry.end - entry.offset;
-          const writer = writers[options.shardOf(entry.meta.id, options.workers)]!;
-          const { fh: out, at } = await writer.fileFor(size);
-          await copyRange(fh, entry.offset, entry.end, out, at, buf);
-          sessions.add(entry.meta.id);
-          entries++;
-          bytes += size;
+          const { meta } = entry;
+          const writer = writers[shardOf(meta.id)]!;
+          sessions.add(meta.id);
+          if (meta.kind === EntryKind.FORK && shardOf(meta.parent) !== shardOf(meta.id)) {
+            for await (const parts of turns.copyOf(meta)) {
+              const size = parts.reduce((n, p) => n + p.length, 0);
+              const { fh: out, at } = await writer.fileFor(size);
+              await writeAll(out, parts, at);
+              entries++;
+              bytes += size;
+            }
+          } else {
+            const size = entry.end - entry.offset;
+            const { fh: out, at } = await writer.fileFor(size);
+            await copyRange(fh, entry.offset, entry.end, out, at, buf);
+            entries++;
+            bytes += size;
+          }
+          turns.seen(entry, fh);
         });
-      } finally {
-        await fh.close();
       }
+    } finally {
+      for (const fh of handles) await fh.close();
     }
   }
   for (const writer of writers) await writer.close();

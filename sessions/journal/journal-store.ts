@@ -4,12 +4,13 @@
 // files. In memory it keeps, per record, only where its request and reply bytes are (file,
 // offset, length), never the bytes. Compaction removes a sealed segment once every
 // session with entries in it is deleted; a delete in it that still hides older entries
-// of its session elsewhere is first written again at the journal's end.
+// of its session elsewhere is first written again at the journal's end. A fork (one entry)
+// shares its parent's record locations and uses every segment the parent had then (forkEntry).
 import type { Logger } from "pino";
 import { JournalCorruptError } from "../errors.ts";
 import { encodeEntry, EntryKind, type EntryMeta } from "./journal-format.ts";
 import { scanSegment, type ScannedEntry } from "./journal-reader.ts";
-import { Segment, SegmentLog, type SegmentLogOptions, type SegmentUser } from "./journal-segments.ts";
+import { Segment, SegmentLog, type SegmentLogOptions } from "./journal-segments.ts";
 import {
   recordEnd,
   recordHead,
@@ -25,25 +26,7 @@ import {
 } from "./records.ts";
 import { RecordStream, type BodyPart } from "./record-stream.ts";
 import assert from "node:assert";
-
-interface RecordLocation extends RecordFields {
-  segment: Segment;
-  /** Absolute offset of the request bytes; the reply bytes follow them. */
-  requestAt: number;
-  requestBytes: number;
-  responseBytes: number;
-}
-
-class SessionEntry implements SegmentUser {
-  dead = false;
-  readonly segments = new Set<Segment>();
-  records: RecordLocation[] = [];
-  /** The segment holding this session's delete entry. */
-  tombstone: Segment | undefined;
-  /** Why it was deleted; a delete entry written again keeps it. */
-  reason: DeleteReason | undefined;
-  constructor(readonly id: string) {}
-}
+import { forkEntry, kill, note, SessionEntry, type RecordLocation } from "./journal-entry.ts";
 
 /** The segment log's options (this shard's directory, fsync policy, rotation size, spares); the store handles sealing itself. */
 export type JournalStoreOptions = Omit<SegmentLogOptions, "onSealed">;
@@ -166,6 +149,13 @@ export class JournalRecordStore implements RecordStore {
     await this.compact([...entry.segments, segment]);
   }
 
+  async fork(parentId: string, sessionId: string, count: number, routingKey: string): Promise<void> {
+    const parent = this.#live(parentId);
+    const meta: EntryMeta = { kind: EntryKind.FORK, id: sessionId, parent: parentId, count, root: routingKey };
+    const { segment } = await this.#log.append(encodeEntry(meta));
+    this.#sessions.set(sessionId, forkEntry(sessionId, parent, count, segment));
+  }
+
   async list(sessionId: string): Promise<TurnRecord[]> {
     const locations = [...this.#live(sessionId).records];
     const pinned = this.#pin(locations);
@@ -281,6 +271,14 @@ export class JournalRecordStore implements RecordStore {
       });
       return;
     }
+    if (meta.kind === EntryKind.FORK) {
+      const parent = this.#sessions.get(meta.parent);
+      if ((entry && !entry.dead) || !parent || parent.dead || parent.records.length < meta.count)
+        throw new JournalCorruptError(segment.path, scanned.offset, `fork ${meta.id}: id taken or parent turn missing`);
+      this.#sessions.set(meta.id, forkEntry(meta.id, parent, meta.count, segment));
+      visitor.forked(meta.id, meta.parent, meta.count);
+      return;
+    }
     if (meta.kind === EntryKind.DELETE) {
       const reason = meta.reason === "expired" ? meta.reason : undefined;
       // A delete whose session left nothing behind (its entries were compacted) is moot,
@@ -343,19 +341,6 @@ export class JournalRecordStore implements RecordStore {
     for (const s of segments) this.#log.pin(s);
     return segments;
   }
-}
-
-function note(entry: SessionEntry, segment: Segment): void {
-  entry.segments.add(segment);
-  segment.data.add(entry);
-}
-
-function kill(entry: SessionEntry, tombstone: Segment, reason: DeleteReason | undefined): void {
-  entry.dead = true;
-  entry.records = [];
-  entry.tombstone = tombstone;
-  entry.reason = reason;
-  tombstone.tombstones.add(entry);
 }
 
 function deleteMeta(id: string, reason: DeleteReason | undefined): EntryMeta {

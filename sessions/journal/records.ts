@@ -78,6 +78,8 @@ export interface ReplayVisitor {
   finished?(sessionId: string): void;
   committed(sessionId: string, turn: ReplayedTurn): void;
   truncated(sessionId: string, count: number): void;
+  /** `sessionId` was forked from `parentId`'s first `count` turns (RecordStore.fork). */
+  forked(sessionId: string, parentId: string, count: number): void;
   /** `reason` is absent for a client's DELETE (and in journals from before expiry). */
   deleted(sessionId: string, reason?: DeleteReason): void;
 }
@@ -100,6 +102,12 @@ export interface RecordStore {
   /** Keeps the first `count` records (a rollback). */
   truncate(sessionId: string, count: number): Promise<void>;
   drop(sessionId: string, reason?: DeleteReason): Promise<void>;
+  /**
+   * Opens `sessionId` holding the first `count` records of `parentId` (a fork, issue 43),
+   * shared, not copied: later changes of either never show in the other. `routingKey`: the
+   * fork's (its root session's id; a journal keeps it).
+   */
+  fork(parentId: string, sessionId: string, count: number, routingKey: string): Promise<void>;
   /** Every record read back whole (training samples); a journal reads them from disk. */
   list(sessionId: string): Promise<TurnRecord[]>;
   /** `head`, the records as JSON array members, then `tail`: as of now, later changes unseen. */
@@ -126,6 +134,10 @@ export class MemoryRecordStore implements RecordStore {
   }
   async drop(sessionId: string): Promise<void> {
     this.#bySession.delete(sessionId);
+  }
+  async fork(parentId: string, sessionId: string, count: number): Promise<void> {
+    assert.ok(!this.#bySession.has(sessionId), `records of ${sessionId} opened twice`);
+    this.#bySession.set(sessionId, this.#records(parentId).slice(0, count));
   }
   async list(sessionId: string): Promise<TurnRecord[]> {
     return [...this.#records(sessionId)];

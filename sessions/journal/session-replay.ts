@@ -64,6 +64,9 @@ export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { c
       else t.restore(input);
       t.clientApi = turn.clientApi ?? "chat";
     },
+    forked(sessionId, parentId, count) {
+      registry.adopt(registry.get(parentId).forkAt(count - 1, sessionId));
+    },
     truncated(sessionId, count) {
       registry.get(sessionId).rollbackTo(count);
     },

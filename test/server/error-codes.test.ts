@@ -150,6 +150,19 @@ test("a turn a pause aborts: 503 with its code and Retry-After, from the worker"
   assert.is((await call(base, "POST", "/admin/resume", { weight_version: "v2" }, admin)).status, 200);
 });
 
+test("a fork's errors carry their codes (POST /sessions/{id}/fork)", async () => {
+  const created = await call<SessionCreatedBody>(base, "POST", "/sessions", undefined, admin);
+  const fork = (body: unknown): Case => ({ method: "POST", path: `/sessions/${created.json.session_id}/fork`, body });
+  await expectError(fork({ at: -1 }), 400, "TITO_ERR_INVALID_FORK_REQUEST");
+  await expectError(fork("{not json"), 400, "TITO_ERR_INVALID_FORK_REQUEST");
+  await expectError(fork({ at: 0 }), 409, "TITO_ERR_FORK_TURN");
+  await expectError(
+    { method: "POST", path: "/sessions/nope/fork", body: { at: 0 } },
+    404,
+    "TITO_ERR_SESSION_NOT_FOUND",
+  );
+});
+
 test("the worker's errors of the chat, session, samples and proxy routes carry their codes", async () => {
   const created = await call<SessionCreatedBody>(base, "POST", "/sessions", undefined, admin);
   const id = created.json.session_id;
@@ -339,7 +352,13 @@ test("every client error (4xx) of the session layer was answered above", async (
     .map((e) => e.code);
   // Reached only with a template that refuses a conversation, or after idle expiry: their own tests.
   // The node cap takes --max-trajectory-nodes turns first: test/sessions/tree/tree-mode.test.ts.
-  const elsewhere = ["TITO_ERR_TEMPLATE_RENDER", "TITO_ERR_SESSION_EXPIRED", "TITO_ERR_TRAJECTORY_NODES"];
+  // And a fork's id placed on another worker needs 2+ workers: test/server/forks.test.ts.
+  const elsewhere = [
+    "TITO_ERR_TEMPLATE_RENDER",
+    "TITO_ERR_SESSION_EXPIRED",
+    "TITO_ERR_TRAJECTORY_NODES",
+    "TITO_ERR_FORK_PLACEMENT",
+  ];
   for (const code of clientCodes) assert.ok(seen.has(code) || elsewhere.includes(code), `${code}: no case answers it`);
 });
 

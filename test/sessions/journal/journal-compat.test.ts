@@ -92,7 +92,7 @@ test("an expired delete replays as expired: the session stays gone and says why"
   cpSync(new URL("journal/", fixture), dir, { recursive: true });
   const store = await JournalRecordStore.open({ dir, fsync: "every" });
   const none = () => {};
-  await store.recover({ created: none, committed: none, truncated: none, deleted: none });
+  await store.recover({ created: none, committed: none, truncated: none, deleted: none, forked: none });
   await store.drop("rolled", "expired");
   await store.close();
   const c = await core(dir);

@@ -36,6 +36,7 @@ function recorder(): ReplayVisitor & { history: string[] } {
     committed: (id, t) =>
       history.push(`turn ${id} ${t.index} ${t.request.toString()} ${t.completionIds.join(",")} ${t.assistant.content}`),
     truncated: (id, count) => history.push(`truncate ${id} ${count}`),
+    forked: (id, parent, count) => history.push(`fork ${id} ${parent} ${count}`),
     deleted: (id) => history.push(`delete ${id}`),
   };
 }

@@ -65,6 +65,7 @@ function recorder(): ReplayVisitor & { history: string[] } {
     committed: (id, t) =>
       history.push(`turn ${id} ${t.index} ${t.request.toString()} ${t.completionIds.join(",")} ${t.assistant.content}`),
     truncated: (id, n) => history.push(`truncate ${id} ${n}`),
+    forked: (id, parent, n) => history.push(`fork ${id} ${parent} ${n}`),
     deleted: (id) => history.push(`delete ${id}`),
   };
 }

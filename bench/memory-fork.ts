@@ -1,0 +1,89 @@
+// The fork case of `npm run bench:memory` (issue 43): one session of about --fork-tokens
+// token ids (its turns' tool outputs sized to reach them), forked --fork-ways ways at its
+// last turn (POST /sessions/{id}/fork), then one more turn on each branch. Reads the
+// owning worker's memory (GET /metrics?gc=1, as memory.ts) before the session, after it,
+// after the forks and after the branches' turns: what the forks alone add (target < 1 MiB:
+// the ids are shared copy-on-write), and the growth over the first reading per unique
+// token held (the session's ids once, plus what each branch added; target <= 16 B).
+import type { Target } from "./rollout-workload.ts";
+import { openingMessage, toolResult } from "./rollout-workload.ts";
+
+export interface ForkCaseConfig {
+  ways: number;
+  tokens: number;
+  turns: number;
+  outputTokens: number;
+}
+
+interface Reading {
+  rss: number;
+  heapUsed: number;
+  external: number;
+}
+
+export interface ForkCaseResult {
+  shard: number;
+  baseTokens: number;
+  uniqueTokens: number;
+  readings: { before: Reading; session: Reading; forked: Reading; branched: Reading };
+  /** What the forks added before the branches' own turns, bytes. */
+  forkRss: number;
+  forkHeapPlusExternal: number;
+  /** Growth over `before` per unique token held, after the branches' turns. */
+  rssPerUniqueToken: number;
+  heapPlusExternalPerUniqueToken: number;
+}
+
+type Message = { role: string; content: string };
+
+async function turn(target: Target, id: string, messages: Message[], maxTokens: number): Promise<number> {
+  const body = JSON.stringify({ model: "tito-sim", messages, max_tokens: maxTokens });
+  const res = await target.request("POST", target.chatPath(id), body);
+  const reply = JSON.parse(Buffer.concat(res.chunks).toString("utf8"));
+  if (res.status !== 200) throw new Error(`fork case turn: ${res.status} ${JSON.stringify(reply)}`);
+  messages.push({ role: "assistant", content: reply.choices[0].message.content });
+  return reply.usage.prompt_tokens + reply.usage.completion_tokens;
+}
+
+export async function forkCase(
+  target: Target,
+  config: ForkCaseConfig,
+  read: (shard: number) => Promise<Reading>,
+): Promise<ForkCaseResult> {
+  const { id, shard } = await target.createOnShard();
+  const before = await read(shard);
+  const perTurn = Math.ceil(config.tokens / config.turns);
+  const messages: Message[] = [openingMessage(1_000_001, perTurn)];
+  let baseTokens = 0;
+  for (let k = 0; k < config.turns; k++) {
+    if (k > 0) messages.push(toolResult(1_000_001, k, perTurn));
+    baseTokens = await turn(target, id, messages, config.outputTokens);
+  }
+  const session = await read(shard);
+  const branches: string[] = [];
+  for (let w = 0; w < config.ways; w++) {
+    const res = await target.request("POST", `/sessions/${id}/fork`, JSON.stringify({ at: config.turns - 1 }));
+    const body = JSON.parse(Buffer.concat(res.chunks).toString("utf8"));
+    if (res.status !== 201) throw new Error(`fork ${w}: ${res.status} ${JSON.stringify(body)}`);
+    branches.push(body.session_id);
+  }
+  const forked = await read(shard);
+  let uniqueTokens = baseTokens;
+  for (const [w, branch] of branches.entries()) {
+    const history = [...messages, toolResult(2_000_000 + w, 1, 64)];
+    uniqueTokens += (await turn(target, branch, history, config.outputTokens)) - baseTokens;
+  }
+  const branched = await read(shard);
+  for (const branch of [...branches, id]) await target.delete(branch);
+  const grown = (r: Reading) => r.heapUsed + r.external - before.heapUsed - before.external;
+  return {
+    shard,
+    baseTokens,
+    uniqueTokens,
+    readings: { before, session, forked, branched },
+    forkRss: forked.rss - session.rss,
+    forkHeapPlusExternal: grown(forked) - grown(session),
+    rssPerUniqueToken: (branched.rss - before.rss) / uniqueTokens,
+    heapPlusExternalPerUniqueToken: grown(branched) / uniqueTokens,
+  };
+}

@@ -1,0 +1,71 @@
+// Forks across a re-shard (journal-reshard.ts): a FORK entry (issue 43) names no bytes of
+// its own, only its parent's first turns, so it can be copied as it is only into the new
+// shard that gets its parent too. When the new worker count puts the fork elsewhere, the
+// fork is written there whole instead: a CREATE entry, then each of the parent's turns it
+// keeps as a TURN entry of its own id (the request and reply bytes copied, the metadata
+// re-encoded with the new id). It is then a copy in that shard, as any session is. To know
+// a parent's turns at the fork, this follows every session's live turns through the old
+// shard's entries, in order, as replay does (by where they are, never their bytes).
+import type { FileHandle } from "node:fs/promises";
+import { encodeEntry, EntryKind, type EntryMeta, type TurnMeta } from "./journal-format.ts";
+import type { ScannedEntry } from "./journal-reader.ts";
+
+interface LiveTurn {
+  meta: TurnMeta;
+  fh: FileHandle;
+  payloadOffset: number;
+  end: number;
+}
+
+/** The live turns of one old shard's sessions, as its entries go by. */
+export class ShardTurns {
+  readonly #turns = new Map<string, LiveTurn[]>();
+
+  /** Follows one entry of the old shard (read from `fh`, which must stay open until the shard is done). */
+  seen(entry: ScannedEntry, fh: FileHandle): void {
+    const meta = entry.meta;
+    switch (meta.kind) {
+      case EntryKind.CREATE:
+        this.#turns.set(meta.id, []);
+        return;
+      case EntryKind.DELETE:
+        this.#turns.delete(meta.id);
+        return;
+      case EntryKind.TRUNCATE: {
+        const turns = this.#turns.get(meta.id);
+        if (turns && turns.length > meta.count) turns.length = meta.count;
+        return;
+      }
+      case EntryKind.FORK:
+        this.#turns.set(meta.id, (this.#turns.get(meta.parent) ?? []).slice(0, meta.count));
+        return;
+      case EntryKind.TURN: {
+        const { kind: _kind, ...turn } = meta;
+        const turns = this.#turns.get(meta.id) ?? [];
+        if (turns.length > meta.index) turns.length = meta.index;
+        turns.push({ meta: turn, fh, payloadOffset: entry.payloadOffset, end: entry.end });
+        this.#turns.set(meta.id, turns);
+        return;
+      }
+    }
+  }
+
+  /**
+   * The entries that make fork `meta` a session of its own: CREATE, then the parent's first
+   * `count` turns under the fork's id. Call before seen() of the FORK entry.
+   */
+  async *copyOf(meta: Extract<EntryMeta, { kind: typeof EntryKind.FORK }>): AsyncGenerator<Buffer[]> {
+    yield encodeEntry({ kind: EntryKind.CREATE, id: meta.id }).parts;
+    const turns = (this.#turns.get(meta.parent) ?? []).slice(0, meta.count);
+    if (turns.length < meta.count) throw new Error(`fork ${meta.id} of a missing turn of ${meta.parent}`);
+    for (const turn of turns) {
+      const payload = Buffer.allocUnsafe(turn.end - turn.payloadOffset);
+      for (let done = 0; done < payload.length;) {
+        const { bytesRead } = await turn.fh.read(payload, done, payload.length - done, turn.payloadOffset + done);
+        if (bytesRead === 0) throw new Error(`unexpected end of file inside a turn of ${meta.parent}`);
+        done += bytesRead;
+      }
+      yield encodeEntry({ ...turn.meta, kind: EntryKind.TURN, id: meta.id }, [payload]).parts;
+    }
+  }
+}
