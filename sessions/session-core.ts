@@ -119,13 +119,11 @@ export class SessionCore {
     return this.#ctx.family.name;
   }
 
-  health(): CoreResponse {
-    return json(200, { status: "ok" });
-  }
+  health = (): CoreResponse => json(200, { status: "ok" });
 
-  sessionCount(): number {
-    return this.#registry.size;
-  }
+  sessionCount = (): number => this.#registry.size;
+  /** The session tokenizer's decode, special tokens kept (a resumed turn's text: engine/resumed-turn.ts). */
+  decode = (ids: readonly number[]): string => this.#ctx.folder.decode(ids);
 
   /** Up to `limit` live session ids greater than `after` (and starting with `prefix`), in id order (with `detail`, summaries), and whether more follow. */
   list(after: string, limit: number, options: ListOptions = {}): ListPage {
@@ -226,6 +224,7 @@ export class SessionCore {
         stream: turn.body.stream === true,
         signal,
         ...upstreamKeys(this.#salt, t, context.weightVersion),
+        weightVersion: context.weightVersion,
       });
       if (!res.ok) {
         const overflow = engineOverflow(res.status, res.body);
@@ -297,6 +296,7 @@ export class SessionCore {
         responseCrc: res.responseCrc,
         weightVersion: context.weightVersion ?? null,
         engineWeightVersion: res.engineWeightVersion,
+        resumed: res.resumed && { ...res.resumed, tokens: res.completionIds.length },
       };
       await this.#records.append(t.id, record, {
         index: t.assistantCount,

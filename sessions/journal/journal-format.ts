@@ -9,6 +9,7 @@
 // The header has its own checksum so a bad length is told apart from a torn tail.
 import { crc32, crc32Combine } from "../../buffers/crc32.ts";
 import type { ChatMessage } from "../chat-template.ts";
+import type { ResumedRecord } from "./records.ts";
 
 export const HEADER_BYTES = 16;
 export const MAGIC = 0x31454a54; // "TJE1" read as little-endian u32
@@ -43,6 +44,8 @@ export interface TurnMeta {
   engineWeightVersion?: string;
   /** "messages" when the turn came through the Anthropic Messages API; absent for chat (and in older journals). */
   clientApi?: "messages";
+  /** A resumed turn's parts (records.ts); absent for any other turn. */
+  resumed?: ResumedRecord;
 }
 
 export type EntryMeta =

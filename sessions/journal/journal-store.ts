@@ -122,6 +122,7 @@ export class JournalRecordStore implements RecordStore {
       ...(typeof record.weightVersion === "string" ? { weightVersion: record.weightVersion } : {}),
       ...(record.engineWeightVersion === undefined ? {} : { engineWeightVersion: record.engineWeightVersion }),
       ...(turn.clientApi === undefined ? {} : { clientApi: turn.clientApi }),
+      ...(record.resumed === undefined ? {} : { resumed: record.resumed }),
     };
     const response =
       record.responseCrc === undefined ? record.response : [{ parts: record.response, crc: record.responseCrc }];
@@ -308,6 +309,7 @@ export class JournalRecordStore implements RecordStore {
       request: scanned.request,
       timestamp: meta.timestamp,
       weightVersion: meta.weightVersion,
+      resumed: meta.resumed,
     });
   }
 
@@ -346,6 +348,7 @@ function locationFields(r: RecordFields): RecordFields {
   const fields: RecordFields = { timestamp: r.timestamp, method: r.method, path: r.path, statusCode: r.statusCode };
   if (typeof r.weightVersion === "string") fields.weightVersion = r.weightVersion;
   if (typeof r.engineWeightVersion === "string") fields.engineWeightVersion = r.engineWeightVersion;
+  if (r.resumed !== undefined) fields.resumed = r.resumed;
   return fields;
 }
 
