@@ -11,13 +11,7 @@
 // token-level APIs do (token-reply.ts), on every engine API. A streamed turn is generated
 // whole and then sent as one stream (streamWhole), so the client never sees a part twice.
 // Nothing is committed here: the core commits the one turn, or nothing.
-import type {
-  Engine,
-  EngineCompletion,
-  EngineTurn,
-  EngineTurnRequest,
-  ResumedPart,
-} from "../sessions/engine-port.ts";
+import type { Engine, EngineCompletion, EngineTurn, EngineTurnRequest, ResumedPart } from "../sessions/engine-port.ts";
 import { EngineAbortedError } from "../sessions/errors.ts";
 import { idsText } from "../sessions/ids-text.ts";
 import type { CancelSignal } from "../buffers/cancel.ts";

@@ -68,6 +68,10 @@ Options:
   --engine-session-headers LIST  comma list of headers every engine request carries the
                                session's routing key in, for a gateway in front of several
                                engines (default X-SMG-Routing-Key,X-Session-ID; "": none)
+  --on-engine-abort MODE       retry (default): a generation the engine aborts is a
+                               retryable 503, nothing committed; resume: the turn keeps
+                               its tokens and continues after the weight update, one
+                               committed turn (docs/rl-loop.md, "Partial rollouts")
   --engine-timeout-ms N        per upstream request (default 600000)
   --engine-connect-timeout-ms N  a connection to the engine not up within N ms is a
                                502 "engine unreachable" (default 10000)
@@ -131,6 +135,7 @@ export const FLAGS = {
   "generation-config": { type: "string" },
   "cache-salt": { type: "string" },
   "engine-session-headers": { type: "string" },
+  "on-engine-abort": { type: "string" },
   "engine-timeout-ms": { type: "string" },
   "engine-connect-timeout-ms": { type: "string" },
   "auth-token": { type: "string" },
@@ -176,6 +181,7 @@ export const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
   generationConfig: "--generation-config",
   cacheSalt: "--cache-salt",
   engineSessionHeaders: "--engine-session-headers",
+  onEngineAbort: "--on-engine-abort",
   engineTimeoutMs: "--engine-timeout-ms",
   engineConnectTimeoutMs: "--engine-connect-timeout-ms",
   authToken: "--auth-token",
@@ -275,6 +281,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       ?.split(",")
       .map((h) => h.trim())
       .filter(Boolean),
+    onEngineAbort: values["on-engine-abort"] as SessionServerOptions["onEngineAbort"],
     engineTimeoutMs: num("engine-timeout-ms", values["engine-timeout-ms"]),
     engineConnectTimeoutMs: num("engine-connect-timeout-ms", values["engine-connect-timeout-ms"]),
     authToken: values["auth-token"] ?? (env.TITO_AUTH_TOKEN || undefined),

@@ -246,6 +246,8 @@ function childSpecs(
       engineApi: opts.engineApi,
       ...{ engineModel: opts.engineModel, cacheSalt: opts.cacheSalt, engineSessionHeaders: opts.engineSessionHeaders },
       generationConfig: opts.generationConfig === "on",
+      onEngineAbort: opts.onEngineAbort,
+      holdTimeoutMs: opts.holdTimeoutMs,
       engineTimeoutMs: opts.engineTimeoutMs,
       engineConnectTimeoutMs: opts.engineConnectTimeoutMs,
       authToken: opts.authToken,

@@ -47,7 +47,8 @@ function parse(argv: string[]): SimEngineOptions {
     titoFamily: values["tito-family"],
     latencyMs: integer("latency-ms", values["latency-ms"], 0),
     tokenMs: integer("token-ms", values["token-ms"], 0),
-    abortAtToken: values["abort-at-token"] === undefined ? undefined : integer("abort-at-token", values["abort-at-token"], 0),
+    abortAtToken:
+      values["abort-at-token"] === undefined ? undefined : integer("abort-at-token", values["abort-at-token"], 0),
     incrementalStreaming: values["incremental-streaming"] ?? false,
     cumulativeLogprobs: values["cumulative-logprobs"] ?? false,
     maxModelLen: integer("max-model-len", values["max-model-len"], 40960),
