@@ -48,9 +48,12 @@ export async function resumeCase(
     const start = performance.now();
     for (;;) {
       const res = await post(`${server.url}/sessions/${sessionId}/v1/chat/completions`, body);
-      await res.arrayBuffer();
-      if (res.status === 200) return { ms: performance.now() - start, sessionId };
-      if (res.status !== 503) throw new Error(`turn failed: ${res.status}`);
+      if (res.status === 200) {
+        await res.arrayBuffer();
+        return { ms: performance.now() - start, sessionId };
+      }
+      const text = await res.text();
+      if (res.status !== 503) throw new Error(`turn failed: ${res.status} ${text}`);
       await sleep(20);
     }
   };

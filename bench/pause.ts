@@ -79,7 +79,7 @@ async function post(url: string, body: unknown): Promise<{ status: number; json:
 
 /** The resume case: lost tokens and the latency of an interrupted turn, retry against resume. */
 async function resumeCases(args: ReturnType<typeof parse>): Promise<ResumeCase[]> {
-  const options = { ...args, abortAt: 16 };
+  const options = { ...args, abortAt: 8 }; // below the sim reply's 15 tokens: every abort keeps exactly 8
   const cases = [await resumeCase("retry", options), await resumeCase("resume", options)];
   const lines = [
     `| --on-engine-abort | aborted | tokens generated | kept | lost | interrupted turn p50 ms | unpaused turn p50 ms |`,

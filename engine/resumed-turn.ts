@@ -129,7 +129,7 @@ function merged(
   const built = buildChatReply(
     turn.family,
     {
-      text: options.decode(trimmed),
+      text: trimmed.length === 0 ? "" : options.decode(trimmed),
       completionIds,
       finish,
       matchedStop: typeof choice?.matched_stop === "string" ? choice.matched_stop : undefined,

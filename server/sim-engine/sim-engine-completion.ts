@@ -145,7 +145,8 @@ export function reportedText(
   let ids = completion.ids;
   if ((finish.type === "eos" || finish.type === "stop_token") && !keepStop) ids = ids.slice(0, -1);
   if (skipSpecial) ids = ids.filter((id) => !folder.specialTokenIds.has(id));
-  const text = folder.decode(ids);
+  // The tokenizer refuses to decode nothing (a continuation that is only the stop token).
+  const text = ids.length === 0 ? "" : folder.decode(ids);
   if (finish.type !== "stop_str") return text;
   const at = text.indexOf(finish.matched);
   if (at < 0) return text;

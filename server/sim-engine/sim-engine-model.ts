@@ -125,7 +125,8 @@ export function buildReply(
       let finish = whole.finish;
       if (maxTokens !== undefined && rest.length > maxTokens) [rest, finish] = [rest.slice(0, maxTokens), "length"];
       const text = rest.at(-1) === stopId && finish !== "length" ? rest.slice(0, -1) : rest;
-      return { content: folder.decode(text), completionIds: rest, finish, offset: partial.length };
+      const content = text.length === 0 ? "" : folder.decode(text);
+      return { content, completionIds: rest, finish, offset: partial.length };
     }
   }
   const callId = `call_${hashIds(facts.ids).toString(16).padStart(8, "0")}${facts.turn}`;
