@@ -24,6 +24,7 @@ export interface ResumeCase {
   normal: LatencySummary;
 }
 
+const TOKEN_MS = 40;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const post = (url: string, body: unknown) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -32,7 +33,8 @@ export async function resumeCase(
   mode: "retry" | "resume",
   args: { sessions: number; engineMs: number; updateMs: number; workers: number; abortAt: number },
 ): Promise<ResumeCase> {
-  const engine = await startSimEngine({ latencyMs: args.engineMs, abortAtToken: args.abortAt });
+  // Per-token time too, so a continuation (the rest of the tokens) is cheaper than a regeneration.
+  const engine = await startSimEngine({ latencyMs: args.engineMs, tokenMs: TOKEN_MS, abortAtToken: args.abortAt });
   const server = await startSessionServer({
     engineUrl: engine.url,
     engineApi: "sglang-generate",
