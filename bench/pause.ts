@@ -14,15 +14,18 @@ import { startSessionServer } from "../index.ts";
 import { startSimEngine } from "../server/sim-engine/sim-engine.ts";
 import { fmt, summarize, type LatencySummary } from "./rollout-stats.ts";
 import { benchArgs } from "./bench-args.ts";
+import { resumeCase, type ResumeCase } from "./pause-resume.ts";
 
-const USAGE = `Usage: npm run bench:pause -- [--sessions N] [--rounds N] [--engine-ms N] [--update-ms N] [--workers N] [--out FILE]
+const USAGE = `Usage: npm run bench:pause -- [--sessions N] [--rounds N] [--engine-ms N] [--update-ms N] [--workers N] [--out FILE] [--resume-only]
 
   --sessions N    sessions kept busy (default 64)
   --rounds N      pause/resume rounds (default 10)
   --engine-ms N   simulated generation time per turn (default 200)
   --update-ms N   how long the door stays closed per round, the weight update (default 500)
   --workers N     worker processes (default 2)
-  --out FILE      where to write JSON (default bench/out/pause.json)`;
+  --out FILE      where to write JSON (default bench/out/pause.json)
+  --resume-only   only the resume case (bench/pause-resume.ts): an engine abort with
+                  --on-engine-abort retry against resume`;
 
 const TURNS_PER_SESSION = 8; // then the agent deletes it and starts a fresh one, as a rollout does
 
@@ -48,6 +51,7 @@ function parse(argv: string[]) {
     "update-ms": { type: "string" },
     workers: { type: "string" },
     out: { type: "string" },
+    "resume-only": { type: "boolean" },
   });
   const int = (v: string | undefined, d: number) => (v === undefined ? d : Math.max(1, Math.floor(Number(v)) || d));
   return {
@@ -57,6 +61,7 @@ function parse(argv: string[]) {
     updateMs: int(values["update-ms"], 500),
     workers: int(values.workers, 2),
     out: values.out ?? "bench/out/pause.json",
+    resumeOnly: values["resume-only"] === true,
   };
 }
 
@@ -72,8 +77,32 @@ async function post(url: string, body: unknown): Promise<{ status: number; json:
   return { status: res.status, json: text ? JSON.parse(text) : undefined };
 }
 
+/** The resume case: lost tokens and the latency of an interrupted turn, retry against resume. */
+async function resumeCases(args: ReturnType<typeof parse>): Promise<ResumeCase[]> {
+  const options = { ...args, abortAt: 8 }; // below the sim reply's 15 tokens: every abort keeps exactly 8
+  const cases = [await resumeCase("retry", options), await resumeCase("resume", options)];
+  const lines = [
+    `| --on-engine-abort | aborted | tokens generated | kept | lost | interrupted turn p50 ms | unpaused turn p50 ms |`,
+    `| --- | ---: | ---: | ---: | ---: | ---: | ---: |`,
+    ...cases.map(
+      (c) =>
+        `| ${c.mode} | ${c.aborted} | ${c.generatedTokens} | ${c.keptTokens} | ${c.lostTokens} | ${fmt(c.interrupted.p50)} | ${fmt(c.normal.p50)} |`,
+    ),
+  ];
+  process.stdout.write(
+    `\nresume case (interrupted: send to answer minus the door's closed time)\n\n${lines.join("\n")}\n`,
+  );
+  return cases;
+}
+
 async function main(): Promise<void> {
   const args = parse(process.argv.slice(2));
+  if (args.resumeOnly) {
+    const cases = await resumeCases(args);
+    mkdirSync(dirname(args.out), { recursive: true });
+    writeFileSync(args.out, `${JSON.stringify({ node: process.version, args, resume: cases }, null, 1)}\n`);
+    return;
+  }
   const engine = await startSimEngine({ latencyMs: args.engineMs });
   const server = await startSessionServer({ engineUrl: engine.url, workers: args.workers, logLevel: "warn" });
   const turns: Turn[] = [];
@@ -153,10 +182,11 @@ async function main(): Promise<void> {
       `an unpaused turn, answer minus send: p50 ${fmt(normal.p50)} ms, p99 ${fmt(normal.p99)} ms (${normal.count} turns)\n` +
       `what the door adds to a held turn (p50 - p50): ${fmt(beyond.p50 - normal.p50)} ms\n`,
   );
+  const resume = await resumeCases(args);
   mkdirSync(dirname(args.out), { recursive: true });
   writeFileSync(
     args.out,
-    `${JSON.stringify({ node: process.version, args, rounds, drain, heldBeyondPause: beyond, normalTurn: normal }, null, 1)}\n`,
+    `${JSON.stringify({ node: process.version, args, rounds, drain, heldBeyondPause: beyond, normalTurn: normal, resume }, null, 1)}\n`,
   );
 }
 

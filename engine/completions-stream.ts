@@ -10,7 +10,7 @@
 // `[DONE]`. The record of the turn is the reply a `stream: false` request would have got,
 // put together from the chunks. How a choice's generated ids are read (`token_ids`, else the
 // `token_id:N` tokens) lives here, for both: vllm-completions.ts reads its replies with it.
-import { EngineAbortedError, EngineReplyError } from "../sessions/errors.ts";
+import { EngineAbortedError, EngineReplyError, type PartialCompletion } from "../sessions/errors.ts";
 import type { TokenStep, TokenStreamReader, TokenStreamResult } from "./token-stream.ts";
 
 export interface CompletionChoice {
@@ -26,8 +26,21 @@ export interface CompletionChoice {
  * (RequestFinishedReason, vllm/v1/engine/__init__.py @ 0015f3f6a0e6ccca781c3f0b127101153c12ebbe);
  * an aborted choice is not a completion.
  */
-export function abortOfChoice(choice: CompletionChoice): void {
-  if (choice.finish_reason === "abort") throw new EngineAbortedError('finish_reason "abort"');
+export function abortOfChoice(choice: CompletionChoice, withPartial = false): void {
+  if (choice.finish_reason !== "abort") return;
+  throw new EngineAbortedError('finish_reason "abort"', withPartial ? partialOfChoice(choice) : undefined);
+}
+
+/** The ids and logprobs an aborted choice carries (vLLM keeps what was generated: vllm issue #22197). */
+function partialOfChoice(choice: CompletionChoice): PartialCompletion | undefined {
+  try {
+    const ids = completionIdsOf(choice);
+    const lp = choice.logprobs?.token_logprobs;
+    if (!Array.isArray(lp) || lp.length !== ids.length) return undefined;
+    return { ids, logprobs: lp.map((x) => (typeof x === "number" ? x : 0)) };
+  } catch {
+    return undefined;
+  }
 }
 
 /** The ids vLLM generated: `token_ids`, else the "token_id:N" spellings of `logprobs.tokens`. */

@@ -2,7 +2,7 @@
 // reply (sglang-generate.ts) or one chunk of its stream (generate-stream.ts). Both readers
 // use it, so it is a module of its own, imported by each and importing neither.
 import type { JsonScanner } from "../buffers/json-scan.ts";
-import { EngineAbortedError } from "../sessions/errors.ts";
+import { EngineAbortedError, type PartialCompletion } from "../sessions/errors.ts";
 
 export type Span = [number, number];
 
@@ -44,9 +44,13 @@ export function generateSpans(scan: JsonScanner): { spans: GenerateSpans; end: n
  * Throws the engine's abort: SGLang ends an aborted request with meta_info.finish_reason
  * `{"type": "abort", "message", "status_code", "err_type"}` (FINISH_ABORT.to_json,
  * python/sglang/srt/managers/schedule_batch.py @ 000eaffacf048e51b64d4d72985ef8f0b7054b39),
- * in a 200 reply: the text so far is not a completion.
+ * in a 200 reply: the text so far is not a completion. `partial` reads what was generated
+ * (output_token_logprobs holds it since sglang#11673), for a turn that resumes.
  */
-export function abortOf(finish: { type?: unknown; message?: unknown } | null | undefined): void {
+export function abortOf(
+  finish: { type?: unknown; message?: unknown } | null | undefined,
+  partial?: () => PartialCompletion | undefined,
+): void {
   if (finish?.type === "abort")
-    throw new EngineAbortedError(`finish_reason abort: ${String(finish.message ?? "no reason given")}`);
+    throw new EngineAbortedError(`finish_reason abort: ${String(finish.message ?? "no reason given")}`, partial?.());
 }

@@ -7,7 +7,7 @@
 // It never copies or re-serializes the body: it reads the chunks as received, and the
 // client copy is a list of views into them.
 import type { ChatMessage } from "../sessions/chat-template.ts";
-import { EngineAbortedError, EngineReplyError } from "../sessions/errors.ts";
+import { EngineAbortedError, EngineReplyError, partialOfEntries } from "../sessions/errors.ts";
 import { JsonScanner, type MemberSpan } from "../buffers/json-scan.ts";
 
 /** Keys of `meta_info` that carry routing-replay (R3) payloads: kept in records, cut for clients. */
@@ -145,7 +145,10 @@ export function scanReply(body: Buffer | readonly Buffer[], quotes?: readonly nu
     ? (scan.parse(...first.metaFinish) as { type?: unknown; message?: unknown })
     : undefined;
   if (finishReason === "abort" || metaFinish?.type === "abort")
-    throw new EngineAbortedError(`finish_reason abort: ${String(metaFinish?.message ?? "no reason given")}`);
+    throw new EngineAbortedError(
+      `finish_reason abort: ${String(metaFinish?.message ?? "no reason given")}`,
+      first.logprobs && partialOfEntries(scan.parse(...first.logprobs)),
+    );
   if (!first.message) throw new EngineReplyError("engine reply has no choices[0].message");
   const message = scan.parse(...first.message) as ChatMessage | null;
   if (!message || typeof message !== "object" || Array.isArray(message))

@@ -80,7 +80,7 @@ export function sglangChatEngine(options: AdapterOptions): Engine {
 }
 
 /** A whole reply as the events of a stream: the message in one delta per part, the engine's finish reason and usage. */
-function streamWhole(completion: EngineCompletion, body: Record<string, unknown>): EngineStream {
+export function streamWhole(completion: EngineCompletion, body: Record<string, unknown>): EngineStream {
   const reply = JSON.parse(Buffer.concat(completion.clientBody).toString("utf8")) as {
     id?: unknown;
     created?: unknown;

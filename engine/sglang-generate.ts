@@ -6,7 +6,7 @@
 // routing replay, so it is scanned as bytes: only `text` and the few meta_info members a
 // turn needs are parsed, and the routing payload stays in the record, never in the reply.
 import type { Engine, EngineTurn, EngineTurnRequest } from "../sessions/engine-port.ts";
-import { EngineReplyError } from "../sessions/errors.ts";
+import { EngineReplyError, partialOfEntries } from "../sessions/errors.ts";
 import { JsonScanner } from "../buffers/json-scan.ts";
 import { proxyToEngine, sendTurn, type AdapterOptions } from "./adapter.ts";
 import { servedModel } from "./served-model.ts";
@@ -37,7 +37,7 @@ export function scanGenerateReply(body: readonly Buffer[], quotes?: readonly num
   const { spans, end } = generateSpans(scan);
   if (scan.ws(end) !== scan.buf.length) scan.fail("unexpected data after the JSON value", scan.ws(end));
   const finish = spans.finish ? (scan.parse(...spans.finish) as { type?: unknown; matched?: unknown } | null) : null;
-  abortOf(finish);
+  abortOf(finish, () => (spans.logprobs ? partialOfEntries(scan.parse(...spans.logprobs)) : undefined));
   const text = spans.text ? scan.parse(...spans.text) : undefined;
   if (typeof text !== "string") throw new EngineReplyError("the engine's /generate reply has no string `text`");
   if (!spans.logprobs)

@@ -36,7 +36,7 @@ export function parseCompletionsReply(body: readonly Buffer[]): {
   const choice = Array.isArray(reply?.choices) ? (reply.choices[0] as CompletionChoice | undefined) : undefined;
   if (!choice || typeof choice !== "object") throw new EngineReplyError("the engine's reply has no choices[0]");
   if (typeof choice.text !== "string") throw new EngineReplyError("the engine's choices[0].text is not a string");
-  abortOfChoice(choice);
+  abortOfChoice(choice, true);
   const completionIds = completionIdsOf(choice);
   const logprobs = choice.logprobs?.token_logprobs;
   if (Array.isArray(logprobs) && logprobs.length !== completionIds.length)

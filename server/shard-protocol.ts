@@ -67,6 +67,10 @@ export type ShardRequest =
   // A pause with in_flight "abort": every chat turn in flight on the worker aborts its
   // engine request and answers a retryable 503 unless it already committed.
   | { op: "abort-turns" }
+  // The rollout door's state (docs/rl-loop.md), sent to every worker on pause and resume: a
+  // turn the engine aborted waits while it is paused (mode keep or abort) before it resumes
+  // (--on-engine-abort resume; server/worker/worker-door.ts).
+  | DoorOp
   // POST /sessions/{id}/abort: the session is finished (no more turns) and its chat turns in
   // flight abort their engine requests and answer a retryable 503 unless already committed.
   | SessionOp<"abort-session">
@@ -88,6 +92,9 @@ export type ForkOp = SessionOp<"fork"> & { forkId: string; shard: number; worker
  * worker keeps a 200 response under the ticket and replies without its body, `handoff: true`.
  */
 export type GetOp = SessionOp<"get"> & { handoff?: string };
+
+/** The door's state: `mode` is the pause's in_flight mode (null while running). */
+export type DoorOp = { op: "door"; paused: boolean; mode: string | null; weightVersion: string | null };
 
 /**
  * A chat turn. `weightVersion`: the policy version current when the router sent it (the
@@ -149,6 +156,7 @@ const SHAPES: { [O in ShardOp]: ShapeOf<Extract<ShardRequest, { op: O }>> } = {
   health: "bare",
   metrics: "bare",
   "abort-turns": "bare",
+  door: "bare",
   "abort-session": "session",
   fork: "session",
   list: "page",
@@ -204,6 +212,8 @@ export function readShardRequest(meta: Meta): { ok: true; request: ShardRequest 
   const version = meta.weightVersion;
   if (op === "chat" && version !== undefined && version !== null && typeof version !== "string")
     return { ok: false, problem: `op "chat" with a weightVersion that is not a string` };
+  if (op === "door" && (typeof meta.paused !== "boolean" || (version !== null && typeof version !== "string")))
+    return { ok: false, problem: `op "door" without a paused flag and a weightVersion` };
   return { ok: true, request: meta as ShardRequest };
 }
 

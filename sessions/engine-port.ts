@@ -38,6 +38,8 @@ export interface EngineTurnRequest {
   cacheSalt?: string;
   /** The session's routing key, sent in the --engine-session-headers (upstream-keys.ts). */
   routingKey?: string;
+  /** The policy version the turn was sent under (the router's door; docs/rl-loop.md). */
+  weightVersion?: string | null;
 }
 
 /** A reply the engine refused or failed (its status is not 200): passed to the client as it is. */
@@ -71,11 +73,32 @@ export interface EngineCompletion {
   headers: Record<string, string>;
   /** The engine's own policy version (`meta_info.weight_version`), when the reply carried one. */
   engineWeightVersion?: string;
+  /** Set when the engine aborted the turn and it was continued (`--on-engine-abort resume`). */
+  resumed?: ResumedTurn;
   /**
    * Set when `response` lives in pooled buffers: hands them back. Nothing may keep a view of
    * `response` or `clientBody` after it (the core copies what it sends on first).
    */
   release?: () => void;
+}
+
+/** The tokens of one engine request that was aborted, and the policy version it was sent under. */
+export interface ResumedPart {
+  completionIds: number[];
+  logprobs: number[];
+  weightVersion: string | null;
+}
+
+/**
+ * A turn the engine aborted and that was continued (docs/rl-loop.md, "Partial rollouts"):
+ * `request` and `response` are its last engine exchange, whose prompt is the turn's prompt
+ * followed by every part's ids; `completionIds` is all parts' ids, then the last reply's.
+ */
+export interface ResumedTurn {
+  /** The aborted requests' tokens, in order. */
+  parts: ResumedPart[];
+  /** The version the last request was sent under. */
+  weightVersion: string | null;
 }
 
 /**

@@ -166,7 +166,13 @@ export class StreamDivergedError extends TitoError {
  * is never committed, and the same request can be sent again.
  */
 export class EngineAbortedError extends TitoError {
-  constructor(detail: string) {
+  /**
+   * What the engine had generated when it aborted, when its reply carried it (ids and their
+   * logprobs, equally long): `--on-engine-abort resume` continues from it (sessions/resumed-turn.ts).
+   */
+  readonly partial?: PartialCompletion;
+
+  constructor(detail: string, partial?: PartialCompletion) {
     super(
       "TITO_ERR_ENGINE_ABORTED",
       503,
@@ -174,7 +180,27 @@ export class EngineAbortedError extends TitoError {
       // Retry-After: the seconds the client should wait before sending the turn again.
       { headers: { "retry-after": "1" } },
     );
+    this.partial = partial;
   }
+}
+
+/** The tokens an aborted generation had produced, with their logprobs. */
+export interface PartialCompletion {
+  ids: number[];
+  logprobs: number[];
+}
+
+/** The partial of an aborted reply from SGLang `[logprob, id, …]` entries; undefined when they do not read. */
+export function partialOfEntries(entries: unknown): PartialCompletion | undefined {
+  if (!Array.isArray(entries)) return undefined;
+  const ids: number[] = [];
+  const logprobs: number[] = [];
+  for (const entry of entries) {
+    if (!Array.isArray(entry) || !Number.isInteger(entry[1])) return undefined;
+    ids.push(entry[1] as number);
+    logprobs.push(typeof entry[0] === "number" ? entry[0] : 0);
+  }
+  return { ids, logprobs };
 }
 
 /** The engine could not be reached (connection refused, reset, DNS, ...). */

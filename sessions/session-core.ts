@@ -91,7 +91,10 @@ export class SessionCore {
   }
 
   health = (): CoreResponse => json(200, { status: "ok" });
+
   sessionCount = (): number => this.#registry.size;
+  /** The session tokenizer's decode, special tokens kept (a resumed turn's text: engine/resumed-turn.ts). */
+  decode = (ids: readonly number[]): string => this.#ctx.folder.decode(ids);
 
   /** Up to `limit` live session ids greater than `after` (and starting with `prefix`), in id order (with `detail`, summaries), and whether more follow. */
   list(after: string, limit: number, options: ListOptions = {}): ListPage {
@@ -202,6 +205,7 @@ export class SessionCore {
         stream: turn.body.stream === true,
         signal,
         ...upstreamKeys(this.#salt, t, context.weightVersion),
+        weightVersion: context.weightVersion,
       });
       if (!res.ok) {
         const overflow = engineOverflow(res.status, res.body);
@@ -275,6 +279,7 @@ export class SessionCore {
         weightVersion: context.weightVersion ?? null,
         engineWeightVersion: res.engineWeightVersion,
         node: t.tree && nodeFields(t.tree, turn.place!, scanReplyFacts(res.response, t.tree.size).finishReason),
+        resumed: res.resumed && { ...res.resumed, tokens: res.completionIds.length },
       };
       await this.#records.append(t.id, record, {
         index: t.tree?.size ?? t.assistantCount,

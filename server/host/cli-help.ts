@@ -57,6 +57,10 @@ Options:
   --engine-session-headers LIST  comma list of headers every engine request carries the
                                session's routing key in, for a gateway in front of several
                                engines (default X-SMG-Routing-Key,X-Session-ID; "": none)
+  --on-engine-abort MODE       retry (default): a generation the engine aborts is a
+                               retryable 503, nothing committed; resume: the turn keeps
+                               its tokens and continues after the weight update, one
+                               committed turn (docs/rl-loop.md, "Partial rollouts")
   --engine-timeout-ms N        per upstream request (default 600000)
   --engine-connect-timeout-ms N  a connection to the engine not up within N ms is a
                                502 "engine unreachable" (default 10000)

@@ -40,6 +40,7 @@ export const FLAGS = {
   "generation-config": { type: "string" },
   "cache-salt": { type: "string" },
   "engine-session-headers": { type: "string" },
+  "on-engine-abort": { type: "string" },
   "engine-timeout-ms": { type: "string" },
   "engine-connect-timeout-ms": { type: "string" },
   "auth-token": { type: "string" },
@@ -87,6 +88,7 @@ export const FLAG_OF: Partial<Record<keyof SessionServerOptions, string>> = {
   generationConfig: "--generation-config",
   cacheSalt: "--cache-salt",
   engineSessionHeaders: "--engine-session-headers",
+  onEngineAbort: "--on-engine-abort",
   engineTimeoutMs: "--engine-timeout-ms",
   engineConnectTimeoutMs: "--engine-connect-timeout-ms",
   authToken: "--auth-token",
@@ -188,6 +190,7 @@ export function parseServeArgs(argv: string[], env: NodeJS.ProcessEnv = process.
       ?.split(",")
       .map((h) => h.trim())
       .filter(Boolean),
+    onEngineAbort: values["on-engine-abort"] as SessionServerOptions["onEngineAbort"],
     engineTimeoutMs: num("engine-timeout-ms", values["engine-timeout-ms"]),
     engineConnectTimeoutMs: num("engine-connect-timeout-ms", values["engine-connect-timeout-ms"]),
     authToken: values["auth-token"] ?? (env.TITO_AUTH_TOKEN || undefined),

@@ -33,6 +33,8 @@ export interface SessionServerOptions {
   cacheSalt?: "off" | "turn" | "session";
   /** Headers every engine request carries the session's routing key in (docs/engines.md). Default X-SMG-Routing-Key, X-Session-ID; [] = none. */
   engineSessionHeaders?: string[];
+  /** "retry" (default): an engine-aborted generation is a retryable 503, nothing committed; "resume": continued after the weight update (docs/rl-loop.md). */
+  onEngineAbort?: "retry" | "resume";
   /** Hugging Face tokenizer folder. Default: the bundled Qwen3 folder. */
   tokenizerDir?: string;
   /** TITO model family (docs/models.md); default detected from the tokenizer. */
@@ -159,6 +161,7 @@ const OPTION_NAMES: readonly string[] = Object.keys({
   generationConfig: 1,
   cacheSalt: 1,
   engineSessionHeaders: 1,
+  onEngineAbort: 1,
   tokenizerDir: 1,
   titoFamily: 1,
   chatTemplateKwargs: 1,
@@ -259,6 +262,7 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     generationConfig: options.generationConfig ?? "on",
     cacheSalt: options.cacheSalt ?? "session",
     engineSessionHeaders: options.engineSessionHeaders ?? [...DEFAULT_SESSION_HEADERS],
+    onEngineAbort: options.onEngineAbort ?? "retry",
     tokenizerDir: options.tokenizerDir,
     titoFamily: options.titoFamily,
     chatTemplateKwargs: options.chatTemplateKwargs ?? {},
@@ -301,6 +305,7 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     recordsIdleMs: int("recordsIdleMs", options.recordsIdleMs ?? 30_000, 1),
   };
   oneOf("engineApi", resolved.engineApi, ENGINE_APIS);
+  oneOf("onEngineAbort", resolved.onEngineAbort, ["retry", "resume"]);
   oneOf("generationConfig", resolved.generationConfig, ["on", "off"]);
   oneOf("cacheSalt", resolved.cacheSalt, ["off", "turn", "session"]);
   for (const name of resolved.engineSessionHeaders)

@@ -6,7 +6,8 @@
 // them aborted, or keep them. A turn that passed but was not sent yet when a pause began
 // (its shard was restarting) goes back to the front of the queue: nothing is sent while
 // paused. It never parses a body and never talks to a worker: aborting sent turns is the
-// caller's `abort`, and reporting state changes to the host is `report`.
+// caller's `abort`, telling workers the new state is `tell`, and reporting state changes to
+// the host is `report`.
 import { RequestAbortedError, type Channel } from "../../transport/index.ts";
 import type { RolloutEvent, RolloutState } from "../../actors/index.ts";
 import { HoldTimeoutError } from "./errors.ts";
@@ -178,7 +179,11 @@ export class RolloutDoor {
    * by `mode`: drain waits for every sent turn's answer; abort has `abort` tell their
    * workers and waits for the (prompt) answers; keep answers at once.
    */
-  async pause(mode: InFlightMode, abort: (channels: Channel[]) => Promise<void>): Promise<Record<string, unknown>> {
+  async pause(
+    mode: InFlightMode,
+    abort: (channels: Channel[]) => Promise<void>,
+    tell?: () => Promise<void>,
+  ): Promise<Record<string, unknown>> {
     const started = performance.now();
     if (this.#rollout.state === "running") {
       this.#pausedSince = started;
@@ -190,6 +195,8 @@ export class RolloutDoor {
     this.#enqueue(recalled, true);
     const sent = [...this.#inFlight];
     const reported = this.#report?.(this.rollout());
+    // The workers hear of it before the pause answers (the engine's own abort comes after).
+    await tell?.();
     if (mode === "abort") {
       const channels = new Set(sent.map((t) => t.channel).filter((c): c is Channel => c !== undefined));
       await abort([...channels]);

@@ -6,7 +6,8 @@
 // request and reply bodies never are.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Channel } from "../../transport/index.ts";
-import { requestShard } from "../shard-protocol.ts";
+import { requestShard, type DoorOp } from "../shard-protocol.ts";
+import type { ShardLinks } from "./shard-links.ts";
 import { InvalidAdminRequestError } from "./errors.ts";
 import { IN_FLIGHT_MODES, type InFlightMode, type RolloutDoor } from "./rollout-door.ts";
 
@@ -42,14 +43,46 @@ async function abortTurns(channels: Channel[]): Promise<void> {
   );
 }
 
-export async function adminRoutes(app: FastifyInstance, { door }: { door: RolloutDoor }): Promise<void> {
+/**
+ * Tells every worker the door's state (op door), before a pause answers and after a resume:
+ * an engine-aborted turn (--on-engine-abort resume) waits for the resume there. A worker
+ * that is down has no turn in flight, and learns the version from its next chat turn.
+ */
+async function tellWorkers(links: ShardLinks | undefined, door: RolloutDoor): Promise<void> {
+  if (!links) return;
+  const rollout = door.rollout();
+  const op: DoorOp = {
+    op: "door",
+    paused: rollout.state === "paused",
+    mode: rollout.mode,
+    weightVersion: rollout.weight_version,
+  };
+  await Promise.allSettled(
+    Array.from({ length: links.size }, async (_, index) => {
+      const signal = AbortSignal.timeout(ABORT_TIMEOUT_MS);
+      const res = await requestShard(await links.acquire(index, signal), op, undefined, signal);
+      await res.body.collect();
+    }),
+  );
+}
+
+export async function adminRoutes(
+  app: FastifyInstance,
+  { door, links }: { door: RolloutDoor; links?: ShardLinks },
+): Promise<void> {
   app.post("/admin/pause", async (request: FastifyRequest, reply) => {
     const mode = adminBody(request.body, ["in_flight"]).in_flight ?? "drain";
     if (!IN_FLIGHT_MODES.includes(mode as InFlightMode))
       throw new InvalidAdminRequestError(
         `in_flight must be one of ${IN_FLIGHT_MODES.join(", ")}, got ${JSON.stringify(mode)}`,
       );
-    const outcome = await door.pause(mode as InFlightMode, abortTurns);
+    const outcome = await door.pause(
+      mode as InFlightMode,
+      async (channels) => {
+        await abortTurns(channels);
+      },
+      () => tellWorkers(links, door),
+    );
     return reply.send({ ...outcome, ...door.status() });
   });
 
@@ -60,6 +93,7 @@ export async function adminRoutes(app: FastifyInstance, { door }: { door: Rollou
         `weight_version must be a non-empty string of at most ${MAX_VERSION_CHARS} characters, got ${JSON.stringify(version ?? null)}`,
       );
     const outcome = await door.resume(version);
+    await tellWorkers(links, door);
     return reply.send({ ...outcome, ...door.status() });
   });
 

@@ -100,7 +100,7 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   const relay = new Relay({ links, metrics, door, handoff: options.handoff });
   app.register(sessionRoutes, { relay, tokens, inflight, admission });
   app.register(abortRoutes, { relay, inflight });
-  app.register(adminRoutes, { door });
+  app.register(adminRoutes, { door, links });
   app.register(uiRoutes, { assets: ui });
   return app;
 }

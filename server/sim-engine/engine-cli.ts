@@ -71,6 +71,8 @@ export function parseEngineArgs(argv: string[]): SimEngineOptions {
     prefixCache: values["prefix-cache"] ?? false,
     promptTokensDetails: values["prompt-tokens-details"] ?? false,
     weightVersion: values["weight-version"],
+    abortAtToken:
+      values["abort-at-token"] === undefined ? undefined : integer("abort-at-token", values["abort-at-token"], 0),
     logger: values.log ?? false,
   };
   if (options.routedExpertsLayers! < 1 || options.routedExpertsTopK! < 1)

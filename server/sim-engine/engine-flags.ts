@@ -16,6 +16,9 @@ POST /v1/chat/completions (patched SGLang), /generate (SGLang), /v1/completions 
   --latency-ms MS               simulated generation time per request (default 0)
   --token-ms MS                 simulated time per generated token; streamed replies
                                 (stream: true) send a chunk per token at this pace (default 0)
+  --abort-at-token K            a request aborted by /abort_request, /pause_generation
+                                (mode abort) or /update_weights_from_disk with
+                                abort_all_requests keeps its first K tokens (default half)
   --incremental-streaming       /generate streams only what is new in each chunk
                                 (SGLang's --incremental-streaming-output)
   --cumulative-logprobs         with --incremental-streaming: every logprob entry so far
@@ -56,6 +59,7 @@ export const ENGINE_FLAGS = {
   "tito-family": { type: "string" },
   "latency-ms": { type: "string" },
   "token-ms": { type: "string" },
+  "abort-at-token": { type: "string" },
   "incremental-streaming": { type: "boolean" },
   "cumulative-logprobs": { type: "boolean" },
   "max-model-len": { type: "string" },

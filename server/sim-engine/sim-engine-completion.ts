@@ -8,6 +8,7 @@
 // engine's error shape).
 // It never touches HTTP and keeps no state: the same prompt and limits give the same ids.
 import type { TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
+import { continues, splitPartial } from "./sim-engine-continue.ts";
 import { factsFromText, hashIds, planReply, pyJson, sampleJson, toolsFromText } from "./sim-engine-reply.ts";
 
 /** Where generation stops, checked after every token. */
@@ -36,6 +37,8 @@ export interface Completion {
   /** The generated ids, the stop token included when one ended generation. */
   ids: number[];
   finish: Finish;
+  /** Ids of a partial completion the prompt already ended with (sim-engine-continue.ts): positions start there. */
+  offset?: number;
 }
 
 /** The stop token when the model family names none: Qwen's end of turn, else the tokenizer's eos. */
@@ -97,11 +100,19 @@ export function generate(
   stopId = eosIdOf(folder),
 ): Completion {
   const eos = stopId;
-  const all = folder.encode(completionText(folder, promptIds, limits.schema, reasoning));
-  if (eos !== undefined) all.push(eos);
+  const planned = (ids: readonly number[]) => {
+    const out = folder.encode(completionText(folder, ids, limits.schema, reasoning));
+    if (eos !== undefined) out.push(eos);
+    return out;
+  };
+  // A prompt that ends with the start of its own completion continues it (a resumed request).
+  const { base, partial } = splitPartial(folder, promptIds);
+  let all = partial.length > 0 ? planned(base) : [];
+  const offset = continues(all, partial) ? partial.length : 0;
+  all = offset > 0 ? all.slice(offset) : planned(promptIds);
   const max = limits.maxTokens;
   if (max !== undefined && max <= 0) return { ids: [], finish: { type: "length" } };
-  const upTo = (n: number, finish: Finish): Completion => ({ ids: all.slice(0, n), finish });
+  const upTo = (n: number, finish: Finish): Completion => ({ ids: all.slice(0, n), finish, offset });
   for (let n = 1; n <= all.length; n++) {
     const last = all[n - 1];
     const atLimit = max !== undefined && n >= max;
@@ -114,7 +125,7 @@ export function generate(
     if (atLimit) return upTo(n, { type: "length" });
   }
   // Only without a stop token (a tokenizer with no eos): the text ran out.
-  return { ids: all, finish: { type: "length" } };
+  return { ids: all, finish: { type: "length" }, offset };
 }
 
 /**
@@ -134,7 +145,8 @@ export function reportedText(
   let ids = completion.ids;
   if ((finish.type === "eos" || finish.type === "stop_token") && !keepStop) ids = ids.slice(0, -1);
   if (skipSpecial) ids = ids.filter((id) => !folder.specialTokenIds.has(id));
-  const text = folder.decode(ids);
+  // The tokenizer refuses to decode nothing (a continuation that is only the stop token).
+  const text = ids.length === 0 ? "" : folder.decode(ids);
   if (finish.type !== "stop_str") return text;
   const at = text.indexOf(finish.matched);
   if (at < 0) return text;

@@ -155,6 +155,7 @@ export function completionLogprobs(
   ids: readonly number[],
   k: number,
   asTokenIds: boolean,
+  start = 0,
 ): Record<string, unknown> {
   const tokenOf = (id: number) => (asTokenIds ? `token_id:${id}` : folder.decode([id]));
   const textOffset: number[] = [];
@@ -163,7 +164,7 @@ export function completionLogprobs(
   const top: Array<Record<string, number>> = [];
   let offset = 0;
   ids.forEach((id, i) => {
-    const logprob = logprobAt(id, i);
+    const logprob = logprobAt(id, start + i);
     const token = tokenOf(id);
     textOffset.push(offset);
     offset += token.length;
@@ -223,7 +224,7 @@ export function completionsResponse(
   const withIds = body.return_token_ids === true && options.noTokenIds !== true;
   const logprobs =
     typeof body.logprobs === "number"
-      ? completionLogprobs(folder, ids, body.logprobs, body.return_tokens_as_token_ids === true)
+      ? completionLogprobs(folder, ids, body.logprobs, body.return_tokens_as_token_ids === true, completion.offset)
       : null;
   const keepStop = body.include_stop_str_in_output === true;
   return {

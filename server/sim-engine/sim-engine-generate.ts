@@ -132,7 +132,7 @@ export function generateResponse(
     prompt_tokens: promptIds.length,
   };
   if (body.return_logprob) {
-    const logprobs = ids.map((id, i) => logprobAt(id, i));
+    const logprobs = ids.map((id, i) => logprobAt(id, (completion.offset ?? 0) + i));
     // Prompt logprobs start at logprob_start_len; its default leaves none.
     meta.input_token_logprobs = [];
     meta.output_token_logprobs = ids.map((id, i) => entry(logprobs[i], id));

@@ -16,6 +16,7 @@ import {
 } from "../../sessions/families/index.ts";
 import type { TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { BadRequest, eosIdOf } from "./sim-engine-completion.ts";
+import { continues, splitPartial } from "./sim-engine-continue.ts";
 import { factsFromText, hashIds, planReply, type PromptFacts, type SimReply } from "./sim-engine-reply.ts";
 
 export interface SimModel {
@@ -115,6 +116,19 @@ export function buildReply(
   maxTokens?: number,
 ): SimReply {
   const { folder, stopId } = model;
+  // A prompt that ends with the start of its own completion continues it (a resumed request).
+  const { base, partial } = splitPartial(folder, facts.ids);
+  if (partial.length > 0) {
+    const whole = buildReply(model, { ...facts, ids: base, ...factsFromText(folder.decode(base)) }, kwargs);
+    if (continues(whole.completionIds, partial)) {
+      let rest = whole.completionIds.slice(partial.length);
+      let finish = whole.finish;
+      if (maxTokens !== undefined && rest.length > maxTokens) [rest, finish] = [rest.slice(0, maxTokens), "length"];
+      const text = rest.at(-1) === stopId && finish !== "length" ? rest.slice(0, -1) : rest;
+      const content = text.length === 0 ? "" : folder.decode(text);
+      return { content, completionIds: rest, finish, offset: partial.length };
+    }
+  }
   const callId = `call_${hashIds(facts.ids).toString(16).padStart(8, "0")}${facts.turn}`;
   const plan = planReply(facts);
   let written: Written;

@@ -34,6 +34,8 @@ export interface SimReply {
   toolCalls?: Array<{ id: string; type: "function"; function: { name: string; arguments: string } }>;
   completionIds: number[];
   finish: "stop" | "tool_calls" | "length";
+  /** Ids of a partial completion the prompt already ended with (sim-engine-continue.ts): positions start there. */
+  offset?: number;
 }
 
 /** FNV-1a over 32-bit ids: cheap, stable across processes, good enough to pick a sentence. */
@@ -196,7 +198,7 @@ export function responseObject(
     id,
     prompt_tokens: promptTokens,
     completion_tokens: ids.length,
-    output_token_logprobs: ids.map((t, i) => [logprobAt(t, i), t]),
+    output_token_logprobs: ids.map((t, i) => [logprobAt(t, (reply.offset ?? 0) + i), t]),
     finish_reason:
       reply.finish === "length"
         ? { type: "length", length: ids.length }

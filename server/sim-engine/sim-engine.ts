@@ -42,7 +42,7 @@ import {
   type RoutingShape,
 } from "./sim-engine-payload.ts";
 import { promptIdsOf, stopList } from "./sim-engine-completion.ts";
-import { AbortBoard, markAborted } from "./sim-engine-abort.ts";
+import { AbortBoard, markAborted, updateRoutes } from "./sim-engine-abort.ts";
 import { CacheReport, sglangSaltOf, vllmSaltOf } from "./sim-engine-cache.ts";
 import { errorShape, send, sendStream, tokensTime } from "./sim-engine-http.ts";
 import { modelList, refuseChat, refuseGenerateOverflow, sglangOverflow } from "./sim-engine-context.ts";
@@ -67,6 +67,8 @@ export interface SimEngineOptions {
   host?: string; // default 127.0.0.1
   port?: number; // default 0
   latencyMs?: number; // simulated generation time per chat request, default 0
+  /** An aborted request keeps this many generated tokens (fewer than it has; default half): sim-engine-abort.ts. */
+  abortAtToken?: number;
   /** Layers of the simulated MoE: each token's routed_experts row is layers × top-k ids (default 48). */
   routedExpertsLayers?: number;
   /** Experts per token per layer (default 8). */
@@ -211,10 +213,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
   app.get("/v1/models", async () => modelList(model, options.modelsWithoutMaxModelLen ? undefined : maxModelLen));
   const aborts = new AbortBoard();
   const report = new CacheReport(options); // the prefix cache and the weight version (sim-engine-cache.ts)
-  app.post("/abort_request", async (request, reply) => {
-    aborts.abort(request.body as { rid?: unknown; abort_all?: unknown } | null);
-    return reply.code(200).send();
-  });
+  updateRoutes(app, aborts); // /abort_request, and the weight updates that abort
 
   if (options.rawReplies) {
     const replier = options.rawReplies(folder, model);
@@ -259,7 +258,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
     const withR3 = options.alwaysRoutedExperts === true || body.return_routed_experts === true;
     const response = responseObject(model, facts.ids.length, simReply, stopId, withR3);
     report.chat(response, salt, facts.ids, simReply.completionIds);
-    if (ticket.aborted) markAborted("/v1/chat/completions", response);
+    if (ticket.aborted) markAborted("/v1/chat/completions", response, options.abortAtToken);
     if (body.stream) {
       const includeUsage = body.stream_options?.include_usage === true;
       const events = chatStream(folder, { response, completionIds: simReply.completionIds, includeUsage }, pacing);
@@ -292,7 +291,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       } finally {
         aborts.leave(ticket);
       }
-      if (ticket.aborted) markAborted("/generate", response);
+      if (ticket.aborted) markAborted("/generate", response, options.abortAtToken);
       const meta = response.meta_info as { prompt_tokens: number; completion_tokens: number };
       const size = routedBytes(meta.prompt_tokens, meta.completion_tokens);
       if (body.stream) {
@@ -333,7 +332,7 @@ const engineRoutes: FastifyPluginAsync<EngineContext> = async (app, ctx) => {
       } finally {
         aborts.leave(ticket);
       }
-      if (ticket.aborted) markAborted("/v1/completions", response);
+      if (ticket.aborted) markAborted("/v1/completions", response, options.abortAtToken);
       // Released vLLM generates for a null max_tokens, then fails building the reply (issue #19862).
       if (body.max_tokens === null && (options.vllmNullMaxTokens ?? "500") === "500")
         return reply.code(500).send(completionsError("AssertionError: max_tokens is None", 500));

@@ -12,6 +12,7 @@ import { readShardRequest, shardOf, type ListPage, type ShardReply, type ShardRe
 import { ShardRequestError, TurnAbortedError } from "./errors.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
 import type { ParkedResponses } from "./records-handoff.ts";
+import type { WorkerDoor } from "./worker-door.ts";
 import { Cancel, type CancelSignal } from "../../buffers/cancel.ts";
 
 type ForwardRequest = Extract<ShardRequest, { method: string }>;
@@ -116,6 +117,7 @@ export function workerHandler(
   metrics: WorkerMetrics,
   parked?: ParkedResponses,
   messages: MessagesTurnOptions = {},
+  door?: WorkerDoor,
 ): Handler {
   /** The chat turns in flight, with their sessions' ids. */
   const turns = new Map<Cancel, string>();
@@ -157,6 +159,7 @@ export function workerHandler(
         const anthropic = request.path === MESSAGES_PATH;
         const run = async (signal: CancelSignal) => {
           const turn = await coreRequest(request, req.body);
+          door?.sent(request.weightVersion);
           const context = { weightVersion: request.weightVersion ?? null };
           return anthropic
             ? messagesTurn(core, request.sessionId, turn, signal, context, messages)
@@ -173,6 +176,9 @@ export function workerHandler(
         for (const turn of turns.keys()) turn.abort(new TurnAbortedError());
         return toReply(jsonResponse(200, { aborted }));
       }
+      case "door":
+        door?.set(request.paused, request.mode, request.weightVersion);
+        return toReply(jsonResponse(200, { paused: request.paused }));
       case "abort-session": {
         // Finished first: a turn the abort stops can then never commit, nor can a later one start.
         const res = await core.finish(request.sessionId);

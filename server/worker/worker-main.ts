@@ -20,6 +20,8 @@ import {
 } from "../../sessions/index.ts";
 import { listenChannels } from "../../transport/index.ts";
 import { workerHandler } from "./worker-handler.ts";
+import { WorkerDoor } from "./worker-door.ts";
+import { resumingEngine } from "../../engine/resumed-turn.ts";
 import { WorkerMetrics } from "./worker-metrics.ts";
 import { ParkedResponses } from "./records-handoff.ts";
 import { RecordsStreamer } from "./records-streamer.ts";
@@ -56,6 +58,10 @@ export type WorkerConfig = Omit<
   recordsIdleMs?: number;
   /** `--anthropic-ping-ms`: a streamed Anthropic turn's ping interval while it waits on the engine (messages-turn.ts). */
   anthropicPingMs?: number;
+  /** `--on-engine-abort`: "resume" continues an engine-aborted turn (engine/resumed-turn.ts). */
+  onEngineAbort?: "retry" | "resume";
+  /** `--hold-timeout-ms`: how long an aborted turn waits for the resume of a paused server. */
+  holdTimeoutMs?: number;
 };
 
 const runtime = startChildRuntime<WorkerConfig>();
@@ -101,7 +107,7 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     cacheSalt,
     trajectory,
   } = config;
-  const engine = createEngine({
+  const adapter = createEngine({
     api: config.engineApi,
     engineUrl: config.engineUrl,
     timeoutMs: config.engineTimeoutMs,
@@ -117,6 +123,9 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
     engineModel: config.engineModel,
     sessionHeaders: config.engineSessionHeaders,
   });
+  // Late bound: the core (and its tokenizer) exists only once these options are taken.
+  const decode = (ids: readonly number[]) => core.decode(ids);
+  const engine = config.onEngineAbort === "resume" ? resumingEngine(adapter, { door, decode }) : adapter;
   return {
     engine,
     tokenizerDir,
@@ -141,6 +150,7 @@ const coreOptions = (recordStore: RecordStore): SessionCoreOptions => {
   };
 };
 const metrics = new WorkerMetrics(config.index, () => core.sessionCount());
+const door = new WorkerDoor(config.holdTimeoutMs ?? 600_000);
 const core = await openStore()
   .then((store) => createSessionCore(coreOptions(store)))
   .catch(cannotStart);
@@ -185,7 +195,7 @@ runtime.onMessage((message, handle) => {
 
 const socketPath = join(config.socketDir, `shard-${config.index}.${config.epoch}.sock`);
 const server = await listenChannels(socketPath, (channel) =>
-  channel.serve(workerHandler(core, metrics, parked, { pingMs: config.anthropicPingMs })),
+  channel.serve(workerHandler(core, metrics, parked, { pingMs: config.anthropicPingMs }, door)),
 );
 runtime.onClose(async () => {
   await server.close();

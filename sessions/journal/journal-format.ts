@@ -10,7 +10,7 @@
 import { crc32, crc32Combine } from "../../buffers/crc32.ts";
 import type { ChatMessage } from "../chat-template.ts";
 import type { SessionBudget } from "../budget.ts";
-import type { NodeFields } from "./records.ts";
+import type { NodeFields, ResumedRecord } from "./records.ts";
 
 export const HEADER_BYTES = 16;
 export const MAGIC = 0x31454a54; // "TJE1" read as little-endian u32
@@ -47,6 +47,8 @@ export interface TurnMeta {
   clientApi?: "messages";
   /** The turn's node in a tree-mode session (records.ts NodeFields); absent in linear mode (and older journals). */
   node?: NodeFields;
+  /** A resumed turn's parts (records.ts); absent for any other turn. */
+  resumed?: ResumedRecord;
 }
 
 export type EntryMeta =

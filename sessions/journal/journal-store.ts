@@ -112,6 +112,7 @@ export class JournalRecordStore implements RecordStore {
       ...(record.engineWeightVersion === undefined ? {} : { engineWeightVersion: record.engineWeightVersion }),
       ...(turn.clientApi === undefined ? {} : { clientApi: turn.clientApi }),
       ...(record.node === undefined ? {} : { node: record.node }),
+      ...(record.resumed === undefined ? {} : { resumed: record.resumed }),
     };
     const response =
       record.responseCrc === undefined ? record.response : [{ parts: record.response, crc: record.responseCrc }];
@@ -327,6 +328,7 @@ export class JournalRecordStore implements RecordStore {
       request: scanned.request,
       timestamp: meta.timestamp,
       weightVersion: meta.weightVersion,
+      resumed: meta.resumed,
     });
   }
 
@@ -353,6 +355,7 @@ function locationFields(r: RecordFields): RecordFields {
   if (typeof r.weightVersion === "string") fields.weightVersion = r.weightVersion;
   if (typeof r.engineWeightVersion === "string") fields.engineWeightVersion = r.engineWeightVersion;
   if (r.node !== undefined) fields.node = r.node;
+  if (r.resumed !== undefined) fields.resumed = r.resumed;
   return fields;
 }
 

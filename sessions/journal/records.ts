@@ -6,6 +6,10 @@
 import type { SessionBudget } from "../budget.ts";
 import assert from "node:assert";
 import type { ChatMessage } from "../chat-template.ts";
+import type { ResumedTurn } from "../engine-port.ts";
+
+/** A resumed turn as its record keeps it (docs/rl-loop.md, "Partial rollouts"); `tokens`: the whole completion's. */
+export type ResumedRecord = ResumedTurn & { tokens: number };
 
 export interface TurnRecord {
   /** Unix seconds (float). */
@@ -23,6 +27,8 @@ export interface TurnRecord {
   weightVersion?: string | null;
   /** The engine's own `meta_info.weight_version`, when its reply carried one. */
   engineWeightVersion?: string;
+  /** Set on a turn the engine aborted and that was continued: then `request`/`response` are its last exchange. */
+  resumed?: ResumedRecord;
   /** Where the turn sits in a tree-mode session (sessions/tree/tree.ts); absent in linear mode. */
   node?: NodeFields;
 }
@@ -62,6 +68,8 @@ export interface ReplayedTurn extends TurnState {
   weightVersion?: string;
   /** Its node, in a tree-mode session. */
   node?: NodeFields;
+  /** A resumed turn's parts: `request` then holds its prompt followed by their ids. */
+  resumed?: ResumedRecord;
 }
 
 /** Receives a journal's history in order; only sessions alive at some point are named. */
@@ -164,7 +172,7 @@ const COMMA = Buffer.from(",");
 /** The fields of a record besides its request and response bytes. */
 export type RecordFields = Pick<
   TurnRecord,
-  "timestamp" | "method" | "path" | "statusCode" | "weightVersion" | "engineWeightVersion" | "node"
+  "timestamp" | "method" | "path" | "statusCode" | "weightVersion" | "engineWeightVersion" | "node" | "resumed"
 >;
 
 /** A record's JSON up to its request bytes; `recordMiddle` goes between request and response. */
@@ -183,7 +191,41 @@ export function recordHead(record: RecordFields): Buffer {
   return Buffer.from(
     `{${tree}"timestamp":${JSON.stringify(record.timestamp)},"method":${JSON.stringify(record.method)},` +
       `"path":${JSON.stringify(record.path)},"status_code":${record.statusCode},` +
-      `"weight_version":${JSON.stringify(record.weightVersion ?? null)},${engine}"request":`,
+      `"weight_version":${JSON.stringify(record.weightVersion ?? null)},${engine}${resumedJson(record.resumed)}"request":`,
+  );
+}
+
+/** The runs of policy versions over a resumed turn's completion, oldest first: [version, tokens]. */
+export function versionRuns(resumed: ResumedRecord): Array<[string | null, number]> {
+  const runs: Array<[string | null, number]> = [];
+  let left = resumed.tokens;
+  const add = (version: string | null, n: number) => {
+    const last = runs.at(-1);
+    if (last && last[0] === version) last[1] += n;
+    else if (n > 0) runs.push([version, n]);
+  };
+  for (const part of resumed.parts) {
+    add(part.weightVersion, part.completionIds.length);
+    left -= part.completionIds.length;
+  }
+  add(resumed.weightVersion, left);
+  return runs;
+}
+
+/** A resumed record's members (docs/http.md, records): its parts, version runs, min and max version. */
+function resumedJson(resumed: ResumedRecord | undefined): string {
+  if (resumed === undefined) return "";
+  const runs = versionRuns(resumed);
+  const parts = resumed.parts.map((p) => ({
+    weight_version: p.weightVersion,
+    completion_ids: p.completionIds,
+    logprobs: p.logprobs,
+  }));
+  return (
+    `"min_weight_version":${JSON.stringify(runs[0]?.[0] ?? null)},` +
+    `"max_weight_version":${JSON.stringify(runs.at(-1)?.[0] ?? null)},` +
+    `"weight_versions":${JSON.stringify(runs.map(([v, n]) => ({ weight_version: v, tokens: n })))},` +
+    `"resumed":${JSON.stringify(parts)},`
   );
 }
 export const recordMiddle = Buffer.from(',"response":');

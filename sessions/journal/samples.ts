@@ -8,7 +8,7 @@
 import assert from "node:assert";
 import { InvalidSampleRequestError, SampleDataError } from "../errors.ts";
 import { countInputIds, scanReplyFacts } from "./record-scan.ts";
-import type { TurnRecord } from "./records.ts";
+import { versionRuns, type TurnRecord } from "./records.ts";
 import type { CheckpointView } from "../checkpoints.ts";
 
 export interface SampleRequest {
@@ -32,6 +32,11 @@ export interface SampleTurn {
   engine_weight_version?: string;
   /** Present (true) on the one turn max_seq_len cut short. */
   truncated?: true;
+  /** A resumed turn (docs/rl-loop.md, "Partial rollouts"): its oldest and newest policy version. */
+  min_weight_version?: string | null;
+  max_weight_version?: string | null;
+  /** A resumed turn: which policy sampled which of its tokens, as runs [start, end) of sample positions. */
+  weight_versions?: Array<{ weight_version: string | null; start: number; end: number }>;
 }
 
 export interface Sample {
@@ -166,8 +171,8 @@ export function buildSample(
       -1,
       `session ${sessionId}: turn ${k} does not extend turn ${k - 1}`,
     );
-    const facts = scanReplyFacts(records[k]!.response, k);
-    const inputIds = countInputIds(records[k]!.request, k);
+    const facts = resumedFacts(records[k]!, scanReplyFacts(records[k]!.response, k));
+    const inputIds = countInputIds(records[k]!.request, k) - facts.resumedIds;
     assert.equal(
       inputIds,
       promptLength,
@@ -201,6 +206,7 @@ export function buildSample(
       };
       if (record.engineWeightVersion !== undefined) entry.engine_weight_version = record.engineWeightVersion;
       if (end < ends[k]!) entry.truncated = true;
+      if (record.resumed) addRuns(entry, versionRuns(record.resumed), promptLength, end);
       sampleTurns.push(entry);
     }
     previousEnd = ends[k]!;
@@ -220,6 +226,35 @@ export function buildSample(
   if (routed)
     sample.routedExperts = routedRows(routed(), turns.lengthOf(lastTurn) - 1, Math.max(0, length - 1), lastTurn);
   return sample;
+}
+
+/** A resumed record's reply facts with the aborted parts' ids and logprobs in front (records.ts). */
+function resumedFacts<F extends { completionIds: number[]; logprobs: number[] }>(
+  record: TurnRecord,
+  facts: F,
+): F & { resumedIds: number } {
+  const parts = record.resumed?.parts ?? [];
+  if (parts.length === 0) return { ...facts, resumedIds: 0 };
+  const ids = parts.flatMap((p) => p.completionIds);
+  return {
+    ...facts,
+    completionIds: [...ids, ...facts.completionIds],
+    logprobs: [...parts.flatMap((p) => p.logprobs), ...facts.logprobs],
+    resumedIds: ids.length,
+  };
+}
+
+/** A resumed turn's version runs at sample positions (completion from `start`), cut at `end`. */
+function addRuns(entry: SampleTurn, runs: Array<[string | null, number]>, start: number, end: number): void {
+  entry.min_weight_version = runs[0]?.[0] ?? null;
+  entry.max_weight_version = runs.at(-1)?.[0] ?? null;
+  entry.weight_versions = [];
+  let at = start;
+  for (const [version, n] of runs) {
+    const to = Math.min(at + n, end);
+    if (to > at) entry.weight_versions.push({ weight_version: version, start: at, end: to });
+    at += n;
+  }
 }
 
 /** The first index in [from, to) where checkpoints a and b differ, or -1 (one assert per check, not per token). */

@@ -44,7 +44,10 @@ export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { c
       );
       // Read as the request was (lossless-json.ts): a drift report re-renders these messages.
       const sent = parseJsonLossless(turn.request.toString("utf8")) as SentRequest;
-      const promptIds = sent.input_ids ?? sent.prompt;
+      // A resumed turn's request is its last one: the prompt, then the ids of the aborted parts.
+      const resumedIds = turn.resumed?.parts.reduce((n, p) => n + p.completionIds.length, 0) ?? 0;
+      const sentIds = sent.input_ids ?? sent.prompt;
+      const promptIds = Array.isArray(sentIds) ? sentIds.slice(0, sentIds.length - resumedIds) : sentIds;
       const messages = turn.conversation?.messages ?? sent.messages;
       const tools = turn.conversation === undefined ? sent.tools : turn.conversation.tools;
       assert.ok(
