@@ -346,3 +346,14 @@ export class ForkPlacementError extends TitoError {
     super("TITO_ERR_FORK_PLACEMENT", 409, message);
   }
 }
+
+/** A fork of a tree-mode session: its turns are nodes, and a turn index names no one history. */
+export class ForkTreeError extends TitoError {
+  constructor(sessionId: string) {
+    super(
+      "TITO_ERR_FORK_TREE",
+      409,
+      `cannot fork session_id=${sessionId}: it is a tree-mode session, whose turns are nodes of a tree (docs/trajectories.md); branch it with a turn whose history is a node's path instead`,
+    );
+  }
+}

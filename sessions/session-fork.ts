@@ -7,7 +7,13 @@
 // finished (aborted) session is a new, live session. A fork lives on its parent's shard:
 // the router mints its id so that it routes there, and a caller-chosen id must hash there
 // too (`owns`). Its routing key (its root session's id, Trajectory.routingKey) is journalled with it.
-import { ForkPlacementError, ForkTurnError, InvalidForkRequestError, SessionNotFoundError } from "./errors.ts";
+import {
+  ForkPlacementError,
+  ForkTreeError,
+  ForkTurnError,
+  InvalidForkRequestError,
+  SessionNotFoundError,
+} from "./errors.ts";
 import type { IdleExpiry } from "./idle-expiry.ts";
 import type { RecordStore } from "./journal/records.ts";
 import { checkSessionId, type SessionRegistry } from "./registry.ts";
@@ -74,6 +80,9 @@ export async function forkSession(
     );
   const fork = await parent.lock.run(async () => {
     if (parent.closing) throw new SessionNotFoundError(parentId, deps.registry.notFoundHint);
+    // A tree's records are its nodes in creation order, not one path: a turn index names no
+    // single history, and the records a fork shares would be the wrong ones.
+    if (parent.tree) throw new ForkTreeError(parentId);
     if (request.at >= parent.assistantCount) throw new ForkTurnError(parentId, request.at, parent.assistantCount);
     const made = deps.registry.adopt(parent.forkAt(request.at, id ?? deps.registry.mintId()));
     // Under its own lock until its records exist: a turn on it waits for them.

@@ -85,6 +85,14 @@ export class Trajectory implements TrajectoryView {
   get checkpoints(): CheckpointView {
     return this.#checkpoints;
   }
+  /**
+   * The ids of its committed turns as they are now, in a store of their own that shares
+   * this one's chunks copy-on-write (checkpoints.ts fork): a tree-mode node keeps its
+   * checkpoint this way (sessions/tree/tree.ts), at most one chunk copied, not its tokens.
+   */
+  idsSnapshot(): CheckpointView {
+    return this.#checkpoints.fork(this.#checkpoints.count);
+  }
   get turnMessageCounts(): readonly number[] {
     return this.#turns.map((t) => t.messageCount);
   }

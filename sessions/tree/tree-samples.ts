@@ -70,10 +70,10 @@ class PathView implements CheckpointView {
     return this.path[k]!.promptLength;
   }
   idAt(k: number, i: number): number {
-    return this.path[k]!.ids[i]!;
+    return this.path[k]!.ids.at(i);
   }
   ids(k: number, end?: number): number[] {
-    return Array.from(this.path[k]!.ids.subarray(0, end));
+    return this.path[k]!.ids.slice(end);
   }
 }
 

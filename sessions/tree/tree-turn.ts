@@ -9,7 +9,7 @@ import { LengthCutNodeError, TrajectoryNodeLimitError } from "../errors.ts";
 import type { NodeFields } from "../journal/records.ts";
 import type { MessageMatcher } from "../message-compare.ts";
 import type { Trajectory, TurnInput } from "../trajectory.ts";
-import { TrajectoryTree, type TreeNode } from "./tree.ts";
+import { nodeIds, TrajectoryTree, type TreeNode } from "./tree.ts";
 
 /** Where a prepared tree-mode turn goes: under `parent` (null: a root), a retry of `retryOf` when set. */
 export interface TreePlacement {
@@ -43,8 +43,8 @@ export function checkout(t: Trajectory, tree: TrajectoryTree, node: TreeNode | n
 
 function turnInputOf(n: TreeNode): TurnInput {
   return {
-    promptIds: Array.from(n.ids.subarray(0, n.promptLength)),
-    completionIds: Array.from(n.ids.subarray(n.promptLength)),
+    promptIds: n.ids.slice(n.promptLength),
+    completionIds: n.ids.slice().slice(n.promptLength),
     messages: n.messages as ChatMessage[],
     tools: n.tools,
     weightVersion: n.weightVersion,
@@ -90,9 +90,8 @@ export function addNode(
   const parent = node.parent === null ? null : tree.get(node.parent)!;
   const siblings = parent === null ? tree.roots : parent.children;
   const branching = siblings.length > 0;
-  const ids = new Int32Array(input.promptIds.length + input.completionIds.length);
-  ids.set(input.promptIds);
-  ids.set(input.completionIds, input.promptIds.length);
+  // t holds the committed turn (t.restore ran): its last checkpoint is this node's.
+  const ids = nodeIds(t.idsSnapshot());
   const added = tree.add({
     parent,
     retryOf: node.retryOf,

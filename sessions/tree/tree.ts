@@ -7,6 +7,7 @@
 // also the index of the node's record. It knows no records, engine or lock: tree-turn.ts
 // moves the session's linear view (trajectory.ts) onto a node's path.
 import type { ChatMessage } from "../chat-template.ts";
+import type { CheckpointView } from "../checkpoints.ts";
 import { messagesMatch, type MessageMatcher } from "../message-compare.ts";
 
 export type TrajectoryMode = "linear" | "tree";
@@ -27,12 +28,30 @@ export interface TreeNode {
   readonly messages: readonly ChatMessage[];
   readonly tools?: unknown[];
   /** Its checkpoint: prompt ids then completion ids. */
-  readonly ids: Int32Array;
+  readonly ids: NodeIds;
   readonly promptLength: number;
   readonly finishReason: string | null;
   readonly weightVersion: string | null;
   readonly timestamp: number | null;
   readonly children: TreeNode[];
+}
+
+/** A node's checkpoint, read from a store that may share its chunks with others (nodeIds). */
+export interface NodeIds {
+  readonly length: number;
+  at(i: number): number;
+  /** Its first `end` ids (all by default), as a new array. */
+  slice(end?: number): number[];
+}
+
+/**
+ * The last checkpoint of `view` as a node's ids. `view` is a copy-on-write snapshot of the
+ * session's store (Trajectory.idsSnapshot), so a node costs its marks and at most one chunk
+ * of ids, not a copy of its whole path's tokens (which grew with depth × context).
+ */
+export function nodeIds(view: CheckpointView): NodeIds {
+  const k = view.count - 1;
+  return { length: view.lengthOf(k), at: (i) => view.idAt(k, i), slice: (end) => view.ids(k, end) };
 }
 
 export type NodeInput = Omit<TreeNode, "id" | "index" | "depth" | "children">;

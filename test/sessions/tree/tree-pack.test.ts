@@ -40,7 +40,7 @@ test("leaves all, latest, a list; drop_retries leaves out a superseded node and 
       parent,
       retryOf,
       messages: [],
-      ids: new Int32Array(0),
+      ids: { length: 0, at: () => 0, slice: () => [] },
       promptLength: 0,
       finishReason: "stop",
       weightVersion: null,
