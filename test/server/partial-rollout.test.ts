@@ -16,6 +16,8 @@ import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { call, newSession } from "../helpers/server.ts";
 import { waitForEvent } from "../helpers/events.ts";
+import { startRecorder, type Upstream } from "../helpers/recording-proxy.ts";
+import type { Server } from "node:http";
 import type { SupervisionEvent } from "../../actors/index.ts";
 
 type Api = "sglang-chat" | "sglang-generate" | "vllm-completions";
@@ -23,6 +25,10 @@ const APIS: Api[] = ["sglang-chat", "sglang-generate", "vllm-completions"];
 const K = 4;
 
 let engine: SimEngine;
+/** Every request tito-server sends the engine, through a recording proxy: the routing headers. */
+const upstream: Upstream[] = [];
+let recorder: Server;
+let recorderUrl: string;
 /**
  * What happens at the next generation requests: "update" (pause, the engine's update, resume
  * soon), "hold" (the same, no resume), "abort" (the engine's own abort, no pause).
@@ -59,9 +65,13 @@ test.before(async () => {
       }
     },
   });
+  recorder = await startRecorder(engine.url, upstream);
+  const address = recorder.address();
+  recorderUrl = `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
 });
 test.after(async () => {
   await server?.shutdown();
+  recorder?.close();
   await engine?.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
@@ -71,7 +81,7 @@ async function serve(api: Api, onEngineAbort: "retry" | "resume" = "resume"): Pr
   const dataDir = mkdtempSync(join(tmpdir(), "tito-resume-"));
   dirs.push(dataDir);
   server = await startSessionServer({
-    engineUrl: engine.url,
+    engineUrl: recorderUrl,
     engineApi: api,
     workers: 1,
     logLevel: "warn",
@@ -137,9 +147,20 @@ for (const api of APIS)
     const whole = await twin(base);
     const id = await newSession(base);
     plan = ["update"];
+    const mark = upstream.length;
     const res = await call<Reply>(base, "POST", `/sessions/${id}/v1/chat/completions`, TURN);
     await resumed;
     assert.is(res.status, 200, res.text);
+    // The aborted request and its continuation both carry the session's routing key, so a
+    // gateway keeps the resumed turn on the replica that holds its prefix (docs/engines.md).
+    const generations = upstream
+      .slice(mark)
+      .filter((u) => /\/(generate|v1\/chat\/completions|v1\/completions)$/.test(u.url));
+    assert.is(generations.length, 2, "the aborted request, then its continuation");
+    for (const g of generations) {
+      assert.is(g.headers["x-smg-routing-key"], id);
+      assert.is(g.headers["x-session-id"], id);
+    }
     assert.equal(res.json.choices[0]!.message.content, whole.reply.choices[0]!.message.content);
     assert.is(res.json.usage.completion_tokens, whole.reply.usage.completion_tokens);
     const got = await state(base, id);
