@@ -170,7 +170,7 @@ export class Trajectory implements TrajectoryView {
       weightVersion: turn.weightVersion ?? null,
       timestamp: turn.timestamp ?? null,
     });
-    this.#messages = turn.messages;
+    this.#messages = shareKept(this.#messages, turn.messages);
   }
 }
 
@@ -187,4 +187,31 @@ export interface TurnInput {
 
 function sameJson(a: unknown, b: unknown): boolean {
   return a === b || JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * `next` (a turn's messages) with each message equal to the kept one at its place replaced by
+ * the kept object. A live turn's messages already are the kept objects where they matched
+ * (message-compare.ts adoptStored); a turn replayed from the journal (session-replay.ts,
+ * sessions/tree/ replayNode) brings its whole history parsed anew, so without this a replayed
+ * session held its history's text as parsed by its last turn, and each replayed fork and tree
+ * node a copy of its own. Only messages whose fields are all strings, in the same order, are
+ * shared: their equality is exact (no number lexemes or key orders that lossless-json.ts
+ * keeps per object could differ).
+ */
+function shareKept(kept: readonly ChatMessage[], next: ChatMessage[]): ChatMessage[] {
+  const n = Math.min(kept.length, next.length);
+  for (let i = 0; i < n; i++) if (kept[i] !== next[i] && sameTextMessage(kept[i]!, next[i]!)) next[i] = kept[i]!;
+  return next;
+}
+
+function sameTextMessage(a: ChatMessage, b: ChatMessage): boolean {
+  const keys = Object.keys(a);
+  const other = Object.keys(b);
+  if (keys.length !== other.length) return false;
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    if (key !== other[i] || typeof a[key] !== "string" || a[key] !== b[key]) return false;
+  }
+  return true;
 }

@@ -7,6 +7,7 @@ import * as assert from "uvu/assert";
 import fc from "fast-check";
 import { Checkpoints } from "../../sessions/checkpoints.ts";
 import { Trajectory } from "../../sessions/trajectory.ts";
+import type { ChatMessage } from "../../sessions/chat-template.ts";
 
 const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
 
@@ -158,6 +159,32 @@ test("Trajectory.forkAt: the path up to a turn, then each side on its own", () =
   assert.equal(fork.checkpoints.ids(1), [1, 2, 3, 4, 5], "a rollback of the parent leaves the fork");
   assert.throws(() => t.forkAt(1, "x"), /turn 1 of 1/);
   assert.throws(() => t.forkAt(-1, "x"), /turn -1/);
+});
+
+test("a turn's re-sent history keeps the session's message objects: forks share its text", () => {
+  const t = new Trajectory("root");
+  // Each request parses its own objects (here: structuredClone), equal to the kept ones.
+  const parsed = (messages: ChatMessage[]) => structuredClone(messages);
+  const user = { role: "user", content: "a long tool output ".repeat(100) };
+  const call = { role: "assistant", content: "", tool_calls: [{ id: "c1", arguments: { x: 1.5 } }] };
+  t.commit({ promptIds: [1], completionIds: [2], messages: parsed([user, call]) }, 0);
+  const kept = t.messages;
+  const next = parsed([user, call, { role: "tool", content: "ok" }, { role: "assistant", content: "done" }]);
+  t.commit({ promptIds: [1, 2, 3], completionIds: [4], messages: next }, 0);
+  assert.ok(t.messages[0] === kept[0], "an equal text message is the kept object");
+  assert.ok(t.messages[1] !== kept[1], "a message with non-string fields stays the request's own");
+  assert.equal(t.messages, [user, call, { role: "tool", content: "ok" }, { role: "assistant", content: "done" }]);
+  // A fork's first turn re-sends the whole history: it shares the parent's objects.
+  const fork = t.forkAt(1, "child");
+  const branch = parsed([...t.messages, { role: "user", content: "branch" }, { role: "assistant", content: "b" }]);
+  fork.commit({ promptIds: [1, 2, 3, 4, 5], completionIds: [6], messages: branch }, 0);
+  for (const i of [0, 2, 3]) assert.ok(fork.messages[i] === t.messages[i], `message ${i} shared with the parent`);
+  // A message that differs (another content, or its keys in another order) is not shared.
+  const reordered = parsed([{ content: user.content, role: "user" } as ChatMessage]);
+  const other = new Trajectory("other");
+  other.commit({ promptIds: [1], completionIds: [2], messages: [user] }, 0);
+  other.commit({ promptIds: [1, 2], completionIds: [3], messages: reordered }, 0);
+  assert.ok(other.messages[0] !== user, "another key order keeps the request's object");
 });
 
 test.run();
