@@ -26,17 +26,25 @@ export function requiredContextLength(served: Served) {
     (await served.info(headers, signal)).maxModelLen;
 }
 
+/** After a failed read, SGLang's length is not asked for again for this long (ms). */
+export const OPTIONAL_RETRY_MS = 30_000;
+
 /**
  * SGLang's: a hint, not a prerequisite. An engine (or a router in front of it) whose
  * /v1/models fails or states no length leaves the turn unchecked here; the engine's own
- * refusal of a prompt too long is still the same 400 (budget.ts engineOverflow).
+ * refusal of a prompt too long is still the same 400 (budget.ts engineOverflow). A failed
+ * read is tried again only after OPTIONAL_RETRY_MS, not at every turn: an engine without
+ * the route would otherwise cost every turn one more request on the chat path.
  */
-export function optionalContextLength(served: Served) {
+export function optionalContextLength(served: Served, now: () => number = Date.now) {
+  let retryAt = 0;
   return async (headers: EngineTurnRequest["headers"], signal?: CancelSignal) => {
+    if (now() < retryAt) return undefined;
     try {
       return (await served.info(headers, signal)).maxModelLen;
     } catch {
-      return undefined; // read again at the next turn (served-model.ts forgets a failed read)
+      retryAt = now() + OPTIONAL_RETRY_MS; // served-model.ts forgets a failed read
+      return undefined;
     }
   };
 }
