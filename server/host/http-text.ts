@@ -23,7 +23,9 @@ export function httpText(
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       url,
-      { method: init.method ?? "GET", headers: init.headers, timeout: init.timeoutMs },
+      // Node 20's global agent closes a socket idle for 5 s (keepAlive, timeout 5000); a
+      // drain pause or a big GET may well be quiet that long, so no timeout means none.
+      { method: init.method ?? "GET", headers: init.headers, timeout: init.timeoutMs ?? 0 },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (chunk: Buffer) => chunks.push(chunk));
