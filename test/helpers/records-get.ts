@@ -31,21 +31,40 @@ export interface RecordsGetOptions {
   boundMs?: number;
 }
 
-/** GETs `path` from `url` on a fresh connection and judges what arrived. */
+/**
+ * GETs `path` from `url` on a fresh connection and judges what arrived, once the response's
+ * framing is whole (every content-length byte, or the last chunk and its trailers) or the
+ * connection closed. A response whose framing is whole is over even on a connection kept
+ * alive: the router answers its own errors (a 503 while the shard restarts) with
+ * `connection: keep-alive`, as HTTP/1.1 lets it, and a client that waited for the close
+ * would wait out the server's keep-alive timeout (72 s). A close-delimited body ends only
+ * with the connection.
+ */
 export function recordsGet(url: string, path: string, options: RecordsGetOptions = {}): Promise<RecordsGet> {
   const { hostname, port } = new URL(url);
   const boundMs = options.boundMs ?? 15_000;
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
+    const framing = new Framing();
     let error: Error | undefined;
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`GET ${path}: no outcome within ${boundMs} ms`));
+      const got = Buffer.concat(parts);
+      const status = got.subarray(0, Math.max(0, got.indexOf("\r\n"))).toString("latin1");
+      reject(
+        new Error(
+          `GET ${path}: no outcome within ${boundMs} ms (${got.length} bytes in: ${status || "no status line"})`,
+        ),
+      );
     }, boundMs);
     const socket = connect(Number(port), hostname, () =>
       socket.write(`GET ${path} HTTP/${options.version ?? "1.1"}\r\nhost: ${hostname}\r\n\r\n`),
     );
-    socket.on("data", (data: Buffer) => parts.push(data));
+    socket.on("data", (data: Buffer) => {
+      parts.push(data);
+      // The response is over: closing our end judges it now (the 'close' below).
+      if (framing.whole(parts, data)) socket.destroy();
+    });
     if (options.midway)
       socket.once("data", () => {
         socket.pause();
@@ -65,7 +84,49 @@ export function recordsGet(url: string, path: string, options: RecordsGetOptions
   });
 }
 
-/** What a client makes of `bytes`, read until the connection closed (with `error`, if it failed). */
+/**
+ * Tells, as the bytes of a response come in, when its framing is whole: the content-length
+ * bytes after the head, or a chunked body's last chunk and trailers. Never for a
+ * close-delimited body, nor for bytes that do not parse as a response head.
+ */
+class Framing {
+  /** The head's length and the body's framing, once the head is in. */
+  #head: { bytes: number; length?: number; chunked: boolean } | undefined;
+  #received = 0;
+  /** The last 4 bytes received: a chunked body ends with the empty line after its trailers. */
+  #tail = Buffer.alloc(0);
+
+  whole(parts: readonly Buffer[], data: Buffer): boolean {
+    this.#received += data.length;
+    this.#tail = Buffer.concat([this.#tail, data.subarray(-4)]).subarray(-4);
+    if (this.#head === undefined) {
+      const bytes = Buffer.concat(parts);
+      const end = bytes.indexOf("\r\n\r\n");
+      if (end < 0) return false;
+      let res: RawResponse;
+      try {
+        res = parseResponse(bytes);
+      } catch {
+        this.#head = { bytes: end + 4, chunked: false }; // not a response we can frame: wait for the close
+        return false;
+      }
+      const length = res.headers["content-length"];
+      this.#head = { bytes: end + 4, chunked: res.chunked, length: length === undefined ? undefined : Number(length) };
+    }
+    const { bytes, length, chunked } = this.#head;
+    if (length !== undefined && !chunked) return this.#received - bytes >= length;
+    if (!chunked || !this.#tail.equals(END_OF_TRAILERS)) return false;
+    try {
+      return parseResponse(Buffer.concat(parts)).complete;
+    } catch {
+      return false;
+    }
+  }
+}
+
+const END_OF_TRAILERS = Buffer.from("\r\n\r\n");
+
+/** What a client makes of `bytes`, read until the framing was whole or the connection closed (with `error`, if it failed). */
 export function judge(bytes: Buffer, error?: Error): RecordsGet {
   const errored = (why: string, res?: RawResponse): RecordsGet => ({
     outcome: "errored",

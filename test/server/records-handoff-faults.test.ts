@@ -1,7 +1,8 @@
 // A records handoff whose worker dies, through the real CLI (its host is another process,
 // so the test can stop it): killed between its reply and the handoff, the client gets the
-// router's 503 from the host or a closed connection; killed midway through the body, the
-// client gets a visibly cut-short response. Never a hang; the shard comes back, and at the
+// router's 503 from the host or a closed connection; killed with the GET in flight, the
+// router's own 503, which ends the GET though the connection stays open; killed midway
+// through the body, the client gets a visibly cut-short response. Never a hang; the shard comes back, and at the
 // end no process is left. Records in memory, with multi-MiB routing-replay payloads.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
@@ -12,6 +13,7 @@ import type { SupervisionBody } from "../helpers/bodies.ts";
 import { waitGone } from "../helpers/events.ts";
 import { call, chat } from "../helpers/server.ts";
 import { parseResponse, rawGet, type RawResponse } from "../helpers/raw-http.ts";
+import { recordsGet } from "../helpers/records-get.ts";
 
 const R3_BYTES = 4 * 1024 * 1024;
 /** How long a client may wait on a dead worker's GET: a safety net that fails the test. */
@@ -44,11 +46,14 @@ async function tree(): Promise<SupervisionBody> {
   return body;
 }
 
-async function handoffs(): Promise<number> {
+/** The router's counter or gauge `name` for shard 0, from /metrics. */
+async function metric(name: string): Promise<number> {
   const text = (await call(run.url, "GET", "/metrics")).text;
-  const line = text.split("\n").find((l) => l.startsWith('tito_records_handoffs_total{shard="0"}'));
+  const line = text.split("\n").find((l) => l.startsWith(`${name}{shard="0"}`));
   return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(" ") + 1));
 }
+
+const handoffs = () => metric("tito_records_handoffs_total");
 
 /** Polls `check` every 20 ms until it holds; fails after `ms`. */
 async function until(what: string, check: () => Promise<boolean>, ms = BOUND_MS): Promise<void> {
@@ -134,6 +139,32 @@ test("the worker killed between its reply and the handoff: a 503 or a closed con
     assert.is(res.headers["connection"], "close");
     assert.is(res.headers["x-tito-shard"], "0");
   }
+  await recovered(worker);
+});
+
+// The chaos test's records GETs once hung here (test/server/chaos.test.ts): the router's own
+// 503 keeps an HTTP/1.1 connection alive, whole by its content-length, and a client that
+// judged a response only at the connection's close waited out the 72 s keep-alive.
+test("the worker killed with the GET in flight: the router's 503, whole on a kept-alive connection, ends the GET", async () => {
+  const id = await largeSession(1);
+  const worker = (await tree()).shards[0]!.pid!;
+  // Stopped, the worker never answers the get op the router sends it; killed, its channel closes under the request.
+  process.kill(worker, "SIGSTOP");
+  let got: ReturnType<typeof recordsGet>;
+  try {
+    got = recordsGet(run.url, `/sessions/${id}`, { boundMs: BOUND_MS });
+    await until("the router relays the GET", async () => (await metric("tito_inflight_requests")) > 0);
+  } finally {
+    process.kill(worker, "SIGKILL");
+  }
+  const res = await got;
+  assert.is(res.outcome, "errored");
+  assert.is(res.why, "status 503");
+  assert.equal(JSON.parse(res.res!.body.toString()), {
+    error: "session worker unavailable",
+    code: "TITO_ERR_WORKER_UNAVAILABLE",
+  });
+  assert.is(res.res!.headers["connection"], "keep-alive", "the router's own error leaves the connection open");
   await recovered(worker);
 });
 
