@@ -206,11 +206,16 @@ async function chatWhileReading(
   base: string,
   urls: string[],
   cpu: PhaseCpu,
+  worker: number,
 ): Promise<{ times: number[]; bytes: number; gets: number; seconds: number }> {
   const readers = await CurlReaders.start(urls, READER_NICE);
   try {
+    // The worker's records streamer, as it runs now: one that sat idle through the phase
+    // before (recordsIdleMs) has exited, and the GETs started another.
+    const streamer = streamerPids({ "worker-0": worker })["streamer-0"];
+    const extra = { reader: readers.pid, ...(streamer === undefined ? {} : { streamer }) };
     const t = performance.now();
-    const times = await cpu.measure({ reader: readers.pid }, () => chatLoad(base, CHAT_TURNS));
+    const times = await cpu.measure(extra, () => chatLoad(base, CHAT_TURNS));
     const seconds = (performance.now() - t) / 1000;
     const done = await readers.stop();
     cpu.add("reader", done.cpuMs);
@@ -309,9 +314,7 @@ async function chatUnderGets(): Promise<GetLoadRow> {
     const urls = Array.from({ length: GETS }, () => `${s.url}/sessions/${ids[0]}`);
     const tree = s.tree();
     const worker = tree.shards[0]!.pid!;
-    // The worker's records streamer, started once the worker was ready.
-    const streamer = streamerPids({ "worker-0": worker })["streamer-0"];
-    const pids = { bench: process.pid, router: tree.router.pid!, worker, ...(streamer ? { streamer } : {}) };
+    const pids = { bench: process.pid, router: tree.router.pid!, worker };
     const cpuAlone = new PhaseCpu(pids);
     const cpuUnderGets = new PhaseCpu(pids);
     const aloneTimes: number[] = [];
@@ -320,7 +323,7 @@ async function chatUnderGets(): Promise<GetLoadRow> {
     let gets = 0;
     for (let round = 0; round < ROUNDS; round++) {
       aloneTimes.push(...(await cpuAlone.measure({}, () => chatLoad(s.url, CHAT_TURNS))));
-      const loaded = await chatWhileReading(s.url, urls, cpuUnderGets);
+      const loaded = await chatWhileReading(s.url, urls, cpuUnderGets, worker);
       loadedTimes.push(...loaded.times);
       [bytes, gets] = [bytes + loaded.bytes, gets + loaded.gets];
       stderr(
@@ -331,8 +334,8 @@ async function chatUnderGets(): Promise<GetLoadRow> {
     const underGets = summarize(loadedTimes);
     const workerPeakRssMiB = s.tree().shards.map((shard) => peakRssMiB(shard.pid!));
     const metrics = await (await fetch(`${s.url}/metrics`)).text();
-    const streamerMetrics = metrics.split("\n").filter((l) => l.startsWith("tito_worker_records_streamer"));
-    stderr(`records streamer: pid ${streamer ?? "none found"}; ${streamerMetrics.join("; ")}`);
+    const streamerMetrics = metrics.split("\n").filter((l) => l.startsWith("tito_worker_records_stream"));
+    stderr(`records streamer: ${streamerMetrics.join("; ")}`);
     return {
       sessionMiB,
       replayMs,
