@@ -4,9 +4,9 @@
 //    engine replies (the size is the base64 routed_experts payload; the client copy is
 //    small either way).
 // 2. Head-of-line (issue 20): chat p99 of 4 concurrent small-chat loops on ONE worker,
-//    alone and while 3 concurrent records GETs of a ~200 MiB session stream. The GETs are
-//    read by another process (a reader child), so this process's event loop only times
-//    chats. The big session is written through one server, which then stops; a second
+//    alone and while 3 concurrent records GETs of a 256 MiB session stream (issue 47). The
+//    GETs are read by curl processes (records-readers.ts), so this process's event loop only
+//    times chats. The big session is written through one server, which then stops; a second
 //    server on the same --data-dir replays it (so its engine can answer the chats with
 //    small replies). Target: p99 under GETs at most 2x the p99 without. Each phase also
 //    reports the CPU each process took (the benchmark process holds the timing client, the
@@ -19,7 +19,6 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { spawn } from "node:child_process";
 import { startSessionServer, type SessionServer, type SessionServerOptions } from "../index.ts";
 import { startSimEngine, type SimEngine } from "../server/sim-engine/sim-engine.ts";
 import { bundledQwen3Dir, loadTokenizerFolder } from "../sessions/tokenizer-folder.ts";
@@ -27,10 +26,12 @@ import { cpuDelta, cpuSnapshot, peakRssMiB, streamerPids, type CpuSnapshot } fro
 import { fmt, fmtRatio, summarize, type LatencySummary } from "./rollout-stats.ts";
 import { benchArgs } from "./bench-args.ts";
 import { codeNote, gitState } from "./code-state.ts";
+import { CurlReaders } from "./records-readers.ts";
 
-const USAGE = `Usage: npm run bench:records -- [--quick] [--data-dir DIR] [--reader-nice N] [--records-nice N] [--out FILE]
+const USAGE = `Usage: npm run bench:records -- [--quick] [--gets-only] [--data-dir DIR] [--reader-nice N] [--records-nice N] [--out FILE]
 
   --quick          fewer turns and a ~64 MiB big session (a few minutes)
+  --gets-only      only the head-of-line part (chat latency under records GETs)
   --data-dir DIR   where the journals go (default: a fresh temporary directory); each run
                    makes and removes its own subdirectory there
   --reader-nice N  run the records reader process at nice N (0-19; default 0): a reader that
@@ -42,6 +43,7 @@ const USAGE = `Usage: npm run bench:records -- [--quick] [--data-dir DIR] [--rea
 
 const args = benchArgs("bench:records", USAGE, process.argv.slice(2), {
   quick: { type: "boolean" },
+  "gets-only": { type: "boolean" },
   out: { type: "string" },
   "data-dir": { type: "string" },
   "reader-nice": { type: "string" },
@@ -64,7 +66,9 @@ const MiB = 1024 * 1024;
 const SIZES = [0, 16, 64]; // reply MiB (base64 payload)
 const TURNS: Record<number, number> = QUICK ? { 0: 20, 16: 4, 64: 3 } : { 0: 60, 16: 10, 64: 5 };
 const BIG_REPLY_MIB = 64;
-const BIG_TURNS = QUICK ? 1 : 3; // x 64 MiB replies: a ~200 MiB session (~64 MiB with --quick)
+// x 64 MiB replies (48 MiB of routed experts each): a 256 MiB (268 MB) session, issue 47's
+// "~270 MiB" (~64 MiB with --quick).
+const BIG_TURNS = QUICK ? 1 : 4;
 const GETS = 3; // concurrent records GETs of the big session
 const CHAT_LOOPS = 4;
 // Per round, over all loops. A p99 is about the 1% slowest samples: 1600 samples per phase
@@ -197,72 +201,27 @@ async function chatLoad(base: string, total: number): Promise<number[]> {
   return times;
 }
 
-// Plain JS for the reader process: GET the URLs over and over, counting bytes, until told
-// to stop; says "started" once every stream has delivered its first bytes.
-const READER = `
-const urls = JSON.parse(process.argv[1]);
-const parentPort = { postMessage: (m) => process.send(m) };
-let stop = false, bytes = 0, gets = 0, flowing = 0;
-const controller = new AbortController();
-process.on("message", () => { stop = true; controller.abort(); });
-async function reader(url) {
-  let first = true;
-  while (!stop) {
-    try {
-      const res = await fetch(url, { signal: controller.signal });
-      for await (const chunk of res.body) {
-        bytes += chunk.byteLength;
-        if (first && (first = false, ++flowing === urls.length)) parentPort.postMessage({ started: true });
-      }
-      gets++;
-    } catch (err) { if (!stop) throw err; }
-  }
-}
-Promise.all(urls.map(reader)).then(
-  () => parentPort.postMessage({ bytes, gets }),
-  (err) => parentPort.postMessage({ error: String(err) }),
-).finally(() => process.disconnect());
-`;
-
-/** Chat load while `urls` stream in a reader process; the clock starts once they all flow. */
+/** Chat load while `urls` stream to curl readers; the clock starts once they all flow. */
 async function chatWhileReading(
   base: string,
   urls: string[],
   cpu: PhaseCpu,
+  worker: number,
 ): Promise<{ times: number[]; bytes: number; gets: number; seconds: number }> {
-  // nice execs the reader in its own place, so reader.pid is the reader's either way.
-  const nice = READER_NICE > 0 ? ["-n", String(READER_NICE), process.execPath] : [];
-  const reader = spawn(nice.length ? "nice" : process.execPath, [...nice, "-e", READER, JSON.stringify(urls)], {
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  type ReaderMessage = { started?: boolean; bytes?: number; gets?: number; error?: string };
-  const messages: ReaderMessage[] = [];
-  let wake: (() => void) | undefined;
-  reader.on("message", (m) => {
-    messages.push(m as ReaderMessage);
-    wake?.();
-  });
-  reader.once("exit", (code, signal) => {
-    if (code === 0) return;
-    messages.push({ error: `reader exited with code ${code}, signal ${signal}` });
-    wake?.();
-  });
-  const next = async () => {
-    while (messages.length === 0) await new Promise<void>((r) => (wake = r));
-    const m = messages.shift()!;
-    if (m.error) throw new Error(`records GET reader failed: ${m.error}`);
-    return m;
-  };
+  const readers = await CurlReaders.start(urls, READER_NICE);
   try {
-    await next(); // started
+    // The worker's records streamer, as it runs now: one that sat idle through the phase
+    // before (recordsIdleMs) has exited, and the GETs started another.
+    const streamer = streamerPids({ "worker-0": worker })["streamer-0"];
+    const extra = { reader: readers.pid, ...(streamer === undefined ? {} : { streamer }) };
     const t = performance.now();
-    const times = await cpu.measure({ reader: reader.pid! }, () => chatLoad(base, CHAT_TURNS));
+    const times = await cpu.measure(extra, () => chatLoad(base, CHAT_TURNS));
     const seconds = (performance.now() - t) / 1000;
-    reader.send("stop");
-    const done = await next();
-    return { times, bytes: done.bytes!, gets: done.gets!, seconds };
+    const done = await readers.stop();
+    cpu.add("reader", done.cpuMs);
+    return { times, bytes: done.bytes, gets: done.gets, seconds };
   } finally {
-    if (reader.exitCode === null && reader.signalCode === null) reader.kill("SIGKILL");
+    readers.kill();
   }
 }
 
@@ -289,6 +248,11 @@ class PhaseCpu {
     this.#wallMs += performance.now() - t;
     for (const [name, ms] of Object.entries(spent)) this.#ms[name] = (this.#ms[name] ?? 0) + ms;
     return result;
+  }
+
+  /** CPU ms a process took over a timed part, counted by someone else (the curl readers). */
+  add(name: string, ms: number): void {
+    this.#ms[name] = (this.#ms[name] ?? 0) + ms;
   }
 
   get seconds(): number {
@@ -350,9 +314,7 @@ async function chatUnderGets(): Promise<GetLoadRow> {
     const urls = Array.from({ length: GETS }, () => `${s.url}/sessions/${ids[0]}`);
     const tree = s.tree();
     const worker = tree.shards[0]!.pid!;
-    // The worker's records streamer, started once the worker was ready.
-    const streamer = streamerPids({ "worker-0": worker })["streamer-0"];
-    const pids = { bench: process.pid, router: tree.router.pid!, worker, ...(streamer ? { streamer } : {}) };
+    const pids = { bench: process.pid, router: tree.router.pid!, worker };
     const cpuAlone = new PhaseCpu(pids);
     const cpuUnderGets = new PhaseCpu(pids);
     const aloneTimes: number[] = [];
@@ -361,7 +323,7 @@ async function chatUnderGets(): Promise<GetLoadRow> {
     let gets = 0;
     for (let round = 0; round < ROUNDS; round++) {
       aloneTimes.push(...(await cpuAlone.measure({}, () => chatLoad(s.url, CHAT_TURNS))));
-      const loaded = await chatWhileReading(s.url, urls, cpuUnderGets);
+      const loaded = await chatWhileReading(s.url, urls, cpuUnderGets, worker);
       loadedTimes.push(...loaded.times);
       [bytes, gets] = [bytes + loaded.bytes, gets + loaded.gets];
       stderr(
@@ -372,8 +334,8 @@ async function chatUnderGets(): Promise<GetLoadRow> {
     const underGets = summarize(loadedTimes);
     const workerPeakRssMiB = s.tree().shards.map((shard) => peakRssMiB(shard.pid!));
     const metrics = await (await fetch(`${s.url}/metrics`)).text();
-    const streamerMetrics = metrics.split("\n").filter((l) => l.startsWith("tito_worker_records_streamer"));
-    stderr(`records streamer: pid ${streamer ?? "none found"}; ${streamerMetrics.join("; ")}`);
+    const streamerMetrics = metrics.split("\n").filter((l) => l.startsWith("tito_worker_records_stream"));
+    stderr(`records streamer: ${streamerMetrics.join("; ")}`);
     return {
       sessionMiB,
       replayMs,
@@ -412,7 +374,7 @@ function cpuCell(shares: Record<string, number>): string {
 }
 
 function report(turns: TurnRow[], gets: GetLoadRow): string {
-  const lines = [
+  const perTurn = [
     "### Per-turn latency, journal vs memory (1 worker each, one growing conversation per server, turns interleaved, ms)",
     "",
     "| reply | turns | memory p50 | journal p50 | overhead p50 | memory p99 | journal p99 | journal --fsync every p50 |",
@@ -422,7 +384,10 @@ function report(turns: TurnRow[], gets: GetLoadRow): string {
         `| ${r.replyMiB} MiB | ${r.journal.count} | ${fmt(r.memory.p50, 2)} | ${fmt(r.journal.p50, 2)} | ${fmt(r.overheadP50Ms, 2)} | ${fmt(r.memory.p99, 2)} | ${fmt(r.journal.p99, 2)} | ${fmt(r.journalEvery.p50, 2)} |`,
     ),
     "",
-    `### Head-of-line: chat latency with ${GETS} concurrent records GETs (1 worker; a session of ${gets.sessionMiB.map((m) => fmt(m, 0)).join(" and ")} MiB fetched ${GETS} times at once, over and over, by another process${gets.readerNice > 0 ? ` at nice ${gets.readerNice}` : ""}; the worker's records streamer at ${gets.recordsNice === null ? "the server's default nice" : `nice ${gets.recordsNice}`})`,
+  ];
+  const lines = [
+    ...(turns.length > 0 ? perTurn : []),
+    `### Head-of-line: chat latency with ${GETS} concurrent records GETs (1 worker; a session of ${gets.sessionMiB.map((m) => fmt(m, 0)).join(" and ")} MiB fetched ${GETS} times at once, over and over, by ${GETS} curl processes${gets.readerNice > 0 ? ` at nice ${gets.readerNice}` : ""}; the worker's records streamer at ${gets.recordsNice === null ? "the server's default nice" : `nice ${gets.recordsNice}`})`,
     "",
     `CPU per process is % of one core over the phase (${availableParallelism()} cores); bench = timing client + simulated engine + host.`,
     "",
@@ -441,7 +406,7 @@ async function main() {
   const git = gitState(); // the code as it was when the servers started
   const loadAtStart = loadavg();
   try {
-    const turns = await perTurnOverhead();
+    const turns = args["gets-only"] === true ? [] : await perTurnOverhead();
     const gets = await chatUnderGets();
     process.stdout.write(`${report(turns, gets)}\n`);
     const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");

@@ -87,6 +87,7 @@ export class ParkedResponses {
     if (parts === undefined) return undefined;
     const complete = await this.#streamer.write(socket, status, headers, parts);
     if (complete === undefined) return undefined;
+    this.#metrics.streamed();
     for (const part of parts) if (Buffer.isBuffer(part)) release(part);
     discard(body); // unpins the segments
     return complete;

@@ -3,6 +3,7 @@
 // hands it — a client's socket and the body's parts, file ranges by path — reading the
 // journal files itself, and tells the worker when each is over. It loads no tokenizer, no
 // session core and no actor system, and exits with its worker (child-runtime.ts).
+import { readdirSync } from "node:fs";
 import { Socket } from "node:net";
 import { setPriority } from "node:os";
 import { startChildRuntime } from "../../actors/child-runtime.ts";
@@ -20,10 +21,34 @@ import { RecordsUnreadableError } from "./errors.ts";
 const runtime = startChildRuntime<StreamerConfig, RecordsStreamed>();
 const { name, nice } = runtime.config;
 try {
-  setPriority(nice);
+  lowerPriority(nice);
 } catch (err) {
   // Raising one's own nice value is always allowed on Linux; should a sandbox refuse it, stream anyway.
   process.stderr.write(`${name}: cannot lower its priority to nice ${nice}: ${(err as Error).message}\n`);
+}
+
+/**
+ * Lowers every thread of this process to `nice`. On Linux a nice value belongs to a thread
+ * (setpriority(2) on pid 0 changes only the caller's), and a thread takes its creator's:
+ * the threads Node started before this line would keep nice 0. Among them is libuv's pool,
+ * which reads the journal's files (FileHandle.read: a copy of every byte streamed), so
+ * part of each GET's work would compete with chat turns at full priority (issue 47).
+ */
+function lowerPriority(to: number): void {
+  setPriority(to); // this thread, and every thread it starts from now on
+  let tids: string[];
+  try {
+    tids = readdirSync("/proc/self/task");
+  } catch {
+    return; // no /proc (not Linux): setpriority(2) there covers the whole process
+  }
+  for (const tid of tids) {
+    try {
+      setPriority(Number(tid), to);
+    } catch {
+      // a thread that has exited since the listing
+    }
+  }
 }
 
 /** The sockets of the responses being written. */

@@ -8,8 +8,11 @@
 //
 // The worker starts its streamer when a records GET needs one, and again after it dies (the
 // responses it was writing are then cut short: the client sees fewer bytes than it was
-// promised); until a streamer is ready, the worker writes records bodies itself. With no
-// response in flight for idleMs, the streamer is stopped: a Node process holds ~45 MiB
+// promised). A GET that finds none ready waits for the one it starts (or that is
+// starting), up to START_WAIT_MS: written by the worker instead, a 270 MiB body would take
+// the worker's own event loop, at the worker's priority, from the chat turns it serves
+// (issue 47's head-of-line). Only when a streamer dies before it is ready, or is too slow
+// to start, does the worker write such a GET itself. With no response in flight for idleMs, the streamer is stopped: a Node process holds ~45 MiB
 // resident, which an idle worker should not pay (issue 47). It is the worker's own child,
 // outside the supervision tree, and never outlives the worker (child-runtime.ts). Should it
 // die three times in a row without finishing a response, the worker writes records bodies
@@ -32,6 +35,12 @@ const FAILURES_TO_GIVE_UP = 3;
 const RESTART_DELAY_MS = 250;
 /** How long a closing worker gives its streamer to end (responses in flight are cut). */
 const CLOSE_GRACE_MS = 1_000;
+/**
+ * The longest a records GET waits for a starting streamer before the worker writes it
+ * itself: a streamer is ready in 0.1-0.3 s on an idle machine, but on one loaded 10x
+ * over (run from source through tsx, in tests) it took more than 5 s.
+ */
+const START_WAIT_MS = 30_000;
 /** How long a streamer with no response in flight lives on (default of RecordsStreamerOptions.idleMs). */
 export const RECORDS_IDLE_MS = 30_000;
 
@@ -55,6 +64,8 @@ export class RecordsStreamer {
   readonly #clock: Clock;
   readonly #entry: string;
   readonly #pending = new Map<number, Settle>();
+  /** Responses waiting for the streamer being started to be ready (#whenReady). */
+  readonly #waiters = new Set<(ready: boolean) => void>();
   #proc: ChildProcess | undefined;
   /** The running streamer has said it is ready (child-runtime's ready message). */
   #ready = false;
@@ -93,23 +104,20 @@ export class RecordsStreamer {
   /**
    * Has the streamer write one response to `socket`. Resolves true when the whole body was
    * written, false when it was cut short (the client left, a read failed, the streamer
-   * died), and undefined when the streamer could not take the socket: none is ready (none
-   * ran, and this call starts one; it is starting; or it failed too often) or the send was
-   * refused. The socket and the body are then still the caller's.
+   * died), and undefined when the streamer could not take the socket: none is ready (it
+   * failed too often, died before it was ready, or did not start within START_WAIT_MS) or
+   * the send was refused. The socket and the body are then still the caller's. With no
+   * streamer running, this call starts one and waits until it is ready.
    */
-  write(
+  async write(
     socket: Socket,
     status: number,
     headers: RawHeaders[],
     parts: readonly PortablePart[],
   ): Promise<boolean | undefined> {
-    const proc = this.#proc;
-    if (!this.usable) return Promise.resolve(undefined);
-    if (!this.#ready || proc === undefined) {
-      // This GET is the worker's to write; the next ones find the streamer ready.
-      this.start();
-      return Promise.resolve(undefined);
-    }
+    if (!(await this.#whenReady())) return undefined;
+    const proc = this.#proc!;
+    if (socket.destroyed) return false; // the client left while the streamer started
     this.#clock.clear(this.#idleTimer);
     this.#idleTimer = undefined;
     const id = this.#nextId++;
@@ -125,11 +133,41 @@ export class RecordsStreamer {
     });
   }
 
+  /**
+   * True once a streamer is ready to take a response: at once when one is, else when the
+   * one this call starts (or that is starting) says it is ready. False when none will be
+   * soon: the worker is closing, the streamer failed too often, or it exited or took
+   * longer than START_WAIT_MS before it was ready.
+   */
+  #whenReady(): Promise<boolean> {
+    if (!this.usable) return Promise.resolve(false);
+    if (this.#ready && isAlive(this.#proc)) return Promise.resolve(true);
+    this.start();
+    if (!isAlive(this.#proc)) return Promise.resolve(false); // a restart is due after a death
+    return new Promise((resolve) => {
+      let timer: ClockTimer | undefined;
+      const waiter = (ready: boolean) => {
+        this.#clock.clear(timer);
+        resolve(ready);
+      };
+      this.#waiters.add(waiter);
+      timer = this.#clock.setTimeout(() => this.#startWaiters(false, waiter), START_WAIT_MS);
+      timer.unref();
+    });
+  }
+
+  /** Tells the responses waiting for the streamer to start (or only `one` of them) whether it is ready. */
+  #startWaiters(ready: boolean, one?: (ready: boolean) => void): void {
+    const waiters = one === undefined ? [...this.#waiters] : [one];
+    for (const waiter of waiters) if (this.#waiters.delete(waiter)) waiter(ready);
+  }
+
   /** Stops the streamer; responses in flight end cut short. */
   async close(): Promise<void> {
     this.#closed = true;
     this.#clock.clear(this.#restartTimer);
     this.#clock.clear(this.#idleTimer);
+    this.#startWaiters(false);
     await stopChild(this.#proc, CLOSE_GRACE_MS);
     for (const id of [...this.#pending.keys()]) this.#settle(id, false);
   }
@@ -168,6 +206,7 @@ export class RecordsStreamer {
       if (message?.type === "ready" && proc === this.#proc) {
         this.#ready = true;
         metrics.streamerUp(true);
+        this.#startWaiters(true);
         this.#idleAfter();
       } else if (isRecordsStreamed(message)) {
         this.#failures = 0;
@@ -183,6 +222,7 @@ export class RecordsStreamer {
       }
       this.#ready = false;
       metrics.streamerUp(false);
+      this.#startWaiters(false); // it died before it was ready: the worker writes those itself
       const cut = [...this.#pending.keys()];
       for (const id of cut) this.#settle(id, false);
       if (this.#closed) return;

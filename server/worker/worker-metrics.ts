@@ -19,6 +19,7 @@ export class WorkerMetrics {
   readonly #handoffs: Counter<"outcome">;
   readonly #handoffBytes: Counter;
   readonly #streamerStarts: Counter;
+  readonly #streamed: Counter;
   readonly #streamerUp: Gauge;
   readonly #replayed: Counter;
   readonly #treeNodes: Counter;
@@ -106,6 +107,11 @@ export class WorkerMetrics {
       help: "Records streamer processes the worker started (docs/architecture.md); more than one means one died.",
       registers,
     });
+    this.#streamed = new Counter({
+      name: "tito_worker_records_streamed_total",
+      help: "Records GETs handed to the worker that its records streamer wrote (the others of tito_worker_records_handoffs_total the worker wrote itself).",
+      registers,
+    });
     this.#streamerUp = new Gauge({
       name: "tito_worker_records_streamer_up",
       help: "1 while the worker's records streamer is ready to write records GETs; 0 while it starts, after it failed, or with records in memory.",
@@ -165,6 +171,10 @@ export class WorkerMetrics {
 
   streamerStarted = (): void => {
     this.#streamerStarts.inc();
+  };
+
+  streamed = (): void => {
+    this.#streamed.inc();
   };
 
   streamerUp = (up: boolean): void => {

@@ -1,7 +1,7 @@
 // The records streamer (docs/architecture.md) through real processes: a records GET read
 // from the journal is written by the worker's own helper process, started by the first GET
-// that needs it and stopped once idle, at the nice value of --records-nice, byte for byte
-// what the relay sends. Killed
+// that needs it (which waits for it) and stopped once idle, every thread at the nice value
+// of --records-nice, byte for byte what the relay sends. Killed
 // midway, the client sees a cut response and a new streamer starts while the worker lives
 // on; dead three times in a row, the worker writes bodies itself. It never outlives its
 // worker, and a shutdown leaves none behind. A client that leaves midway gets its response
@@ -50,8 +50,8 @@ async function start(name: string, options: SessionServerOptions = {}): Promise<
   });
 }
 
-/** Fields of /proc/<pid>/stat after the command name; undefined once the process is gone. */
-function stat(pid: number): string[] | undefined {
+/** Fields of /proc/<pid>/stat (or of a thread's, "<pid>/task/<tid>") after the command name; undefined once gone. */
+function stat(pid: number | string): string[] | undefined {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, "latin1");
     return text.slice(text.lastIndexOf(")") + 2).split(" ");
@@ -131,20 +131,28 @@ async function killAndWait(pid: number): Promise<void> {
   assert.equal(await waitGone([pid], BOUND_MS), [], `process ${pid} is gone`);
 }
 
-test("a journal-backed records GET is written by the worker's streamer, at --records-nice", async () => {
+test("a journal-backed records GET is written by the worker's streamer, every thread at --records-nice", async () => {
   await start("nice", { recordsNice: 7 });
   const id = await session(2);
   assert.equal(childrenOf(workerPid()), [], "no streamer before a records GET needs one");
   assert.is(await metric("tito_worker_records_streamer_starts_total"), 0);
-  await getWhole(id); // the worker writes it, and starts its streamer
+  await getWhole(id); // starts the streamer, and waits for it
+  assert.is(await metric("tito_worker_records_streamed_total"), 1, "the first GET is the streamer's, not the worker's");
   const pid = await streamerUp();
   await getWhole(id);
   assert.is(stat(pid)![16], "7", "the streamer runs at nice 7 (field 19 of /proc/<pid>/stat)");
+  // Node's threads started before the streamer's code ran (libuv's pool, which reads the
+  // journal files, among them) are lowered too: nice is per thread on Linux.
+  const threads = readdirSync(`/proc/${pid}/task`);
+  assert.ok(threads.length > 1, `the streamer has Node's threads, got ${threads.length}`);
+  for (const tid of threads)
+    assert.is(stat(`${pid}/task/${tid}`)?.[16], "7", `thread ${tid} of the streamer at nice 7`);
   assert.is(stat(workerPid())![16], "0", "the worker keeps its own priority");
   await getWhole(id);
   assert.is(await streamerUp(), pid, "one streamer serves GET after GET");
   assert.is(await metric("tito_worker_records_streamer_starts_total"), 1);
   assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 3);
+  assert.is(await metric("tito_worker_records_streamed_total"), 3);
   assert.ok((await metric("tito_worker_handoff_bytes_total")) > 4 * R3_BYTES, "the streamer's bytes are counted");
 });
 
@@ -262,23 +270,24 @@ test("a streamer dead three times in a row: the worker writes records itself", a
   await getWhole(id);
   assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 3);
   assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="cut",shard="0"'), 3);
+  assert.is(await metric("tito_worker_records_streamed_total"), 4, "the last two are the worker's");
 });
 
 test("an idle streamer exits after recordsIdleMs; the next records GET starts another", async () => {
-  await start("idle", { recordsIdleMs: 300 });
+  await start("idle", { recordsIdleMs: 1_000 });
   const id = await session(2);
-  await getWhole(id); // the worker writes it, and starts its streamer
-  const first = await streamerUp();
+  // The GET starts the streamer, which writes it: seen while it does, before it idles out.
+  const [, first] = await Promise.all([getWhole(id), streamerUp()]);
   assert.equal(await waitGone([first], BOUND_MS), [], "the idle streamer exits");
   assert.equal(childrenOf(workerPid()), [], "and no other starts by itself");
   assert.is(await metric("tito_worker_records_streamer_up"), 0);
   assert.is(await metric("tito_worker_records_streamer_starts_total"), 1);
-  await getWhole(id);
-  const second = await streamerUp();
+  const [, second] = await Promise.all([getWhole(id), streamerUp()]);
   assert.is.not(second, first);
   assert.is(await metric("tito_worker_records_streamer_starts_total"), 2);
   assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 2);
   assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="cut",shard="0"'), 0);
+  assert.is(await metric("tito_worker_records_streamed_total"), 2, "each the streamer's, the one after idle too");
 });
 
 test("records in memory, or recordsStreamer: false: no streamer, the worker writes records", async () => {
@@ -294,6 +303,7 @@ test("records in memory, or recordsStreamer: false: no streamer, the worker writ
     assert.is(await metric("tito_worker_records_streamer_starts_total"), 0);
     assert.is(await metric("tito_worker_records_streamer_up"), 0);
     assert.is(await metric("tito_worker_records_handoffs_total", 'outcome="written",shard="0"'), 1);
+    assert.is(await metric("tito_worker_records_streamed_total"), 0);
   }
 });
 
