@@ -119,13 +119,16 @@ export class JournalRecordStore implements RecordStore {
     const encoded = encodeEntry(meta, [record.request, ...response]);
     const { segment, offset } = await this.#log.append(encoded);
     if (entry.records.length > turn.index) entry.records.length = turn.index;
-    entry.records.push({
-      ...locationFields(record),
-      segment,
-      requestAt: offset + encoded.payloadOffset,
-      requestBytes: record.request.length,
-      responseBytes,
-    });
+    // concat, not push: exactly its records, no spare slots (trajectory.ts restore says why).
+    entry.records = entry.records.concat([
+      {
+        ...locationFields(record),
+        segment,
+        requestAt: offset + encoded.payloadOffset,
+        requestBytes: record.request.length,
+        responseBytes,
+      },
+    ]);
     note(entry, segment);
   }
 
@@ -311,13 +314,15 @@ export class JournalRecordStore implements RecordStore {
     }
     assert.ok(scanned.request, "a scanned turn carries its request");
     if (entry.records.length > meta.index) entry.records.length = meta.index;
-    entry.records.push({
-      ...locationFields(meta),
-      segment,
-      requestAt: scanned.payloadOffset,
-      requestBytes: meta.requestBytes,
-      responseBytes: meta.responseBytes,
-    });
+    entry.records = entry.records.concat([
+      {
+        ...locationFields(meta),
+        segment,
+        requestAt: scanned.payloadOffset,
+        requestBytes: meta.requestBytes,
+        responseBytes: meta.responseBytes,
+      },
+    ]);
     visitor.committed(meta.id, {
       index: meta.index,
       completionIds: meta.completionIds,
