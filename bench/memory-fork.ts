@@ -5,7 +5,7 @@
 // after the forks and after the branches' turns: what the forks alone add (target < 1 MiB:
 // the ids are shared copy-on-write), and the growth over the first reading per unique
 // token held (the session's ids once, plus what each branch added; target <= 16 B). A
-// warm-up runs the case in small first, on the same shard (warmUp).
+// warm-up runs the case once first, on the same shard (warmUp).
 import type { Target } from "./rollout-workload.ts";
 import { openingMessage, toolResult } from "./rollout-workload.ts";
 
@@ -70,12 +70,13 @@ async function forks(target: Target, id: string, ways: number, at: number): Prom
 }
 
 /**
- * Before the first reading, the whole case once in small (2 branches) on the same shard,
- * then deleted: what one such session makes the process keep for good whatever it holds
- * (the JIT's code for forks, the high-water mark of ids-text.ts's scratch bytes, sized by
- * the longest prompt so far) is there before the reading, as bench:memory's warm-up does
- * for its sessions. Without it the case charged those to the tokens held (about 10 B
- * per unique token of the 16, the scratch bytes alone: bench/fork-heap.ts).
+ * Before the first reading, the whole case once on the same shard, then deleted: what such
+ * a case makes the process keep for good whatever it holds is there before the reading, as
+ * bench:memory's warm-up does for its sessions: the JIT's code for forks and branch turns
+ * (the heap's code space counts in heapUsed; a worker's heap snapshot showed ~380 KiB of
+ * new code over 64 forks without it) and the high-water mark of ids-text.ts's scratch
+ * bytes, sized by the longest prompt so far (~390 KiB for a 33k-id prompt). Without it the
+ * case charged those to the tokens held, about 18 B per unique token.
  */
 async function warmUp(target: Target, shard: number, config: ForkCaseConfig): Promise<void> {
   let made = await target.createOnShard();
@@ -85,7 +86,7 @@ async function warmUp(target: Target, shard: number, config: ForkCaseConfig): Pr
     made = await target.createOnShard();
   }
   const { messages } = await baseSession(target, made.id, config, 3_000_001);
-  const branches = await forks(target, made.id, 2, config.turns - 1);
+  const branches = await forks(target, made.id, config.ways, config.turns - 1);
   for (const [w, branch] of branches.entries())
     await turn(target, branch, [...messages, toolResult(4_000_000 + w, 1, 64)], config.outputTokens);
   for (const branch of [...branches, made.id]) await target.delete(branch);
