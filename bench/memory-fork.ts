@@ -4,7 +4,8 @@
 // owning worker's memory (GET /metrics?gc=1, as memory.ts) before the session, after it,
 // after the forks and after the branches' turns: what the forks alone add (target < 1 MiB:
 // the ids are shared copy-on-write), and the growth over the first reading per unique
-// token held (the session's ids once, plus what each branch added; target <= 16 B).
+// token held (the session's ids once, plus what each branch added; target <= 16 B). A
+// warm-up runs the case once first, on the same shard (warmUp).
 import type { Target } from "./rollout-workload.ts";
 import { openingMessage, toolResult } from "./rollout-workload.ts";
 
@@ -45,28 +46,63 @@ async function turn(target: Target, id: string, messages: Message[], maxTokens: 
   return reply.usage.prompt_tokens + reply.usage.completion_tokens;
 }
 
+/** The session of --fork-tokens ids over --turns turns (`seed`: its text); its messages and its ids' count. */
+async function baseSession(target: Target, id: string, config: ForkCaseConfig, seed: number) {
+  const perTurn = Math.ceil(config.tokens / config.turns);
+  const messages: Message[] = [openingMessage(seed, perTurn)];
+  let tokens = 0;
+  for (let k = 0; k < config.turns; k++) {
+    if (k > 0) messages.push(toolResult(seed, k, perTurn));
+    tokens = await turn(target, id, messages, config.outputTokens);
+  }
+  return { messages, tokens };
+}
+
+async function forks(target: Target, id: string, ways: number, at: number): Promise<string[]> {
+  const branches: string[] = [];
+  for (let w = 0; w < ways; w++) {
+    const res = await target.request("POST", `/sessions/${id}/fork`, JSON.stringify({ at }));
+    const body = JSON.parse(Buffer.concat(res.chunks).toString("utf8"));
+    if (res.status !== 201) throw new Error(`fork ${w}: ${res.status} ${JSON.stringify(body)}`);
+    branches.push(body.session_id);
+  }
+  return branches;
+}
+
+/**
+ * Before the first reading, the whole case once on the same shard, then deleted: what such
+ * a case makes the process keep for good whatever it holds is there before the reading, as
+ * bench:memory's warm-up does for its sessions: the JIT's code for forks and branch turns
+ * (the heap's code space counts in heapUsed; a worker's heap snapshot showed ~380 KiB of
+ * new code over 64 forks without it) and the high-water mark of ids-text.ts's scratch
+ * bytes, sized by the longest prompt so far (~390 KiB for a 33k-id prompt). Without it the
+ * case charged those to the tokens held, about 18 B per unique token.
+ */
+async function warmUp(target: Target, shard: number, config: ForkCaseConfig): Promise<void> {
+  let made = await target.createOnShard();
+  for (let tries = 0; made.shard !== shard; tries++) {
+    await target.delete(made.id);
+    if (tries > 64) throw new Error(`fork case: no session of the warm-up landed on shard-${shard}`);
+    made = await target.createOnShard();
+  }
+  const { messages } = await baseSession(target, made.id, config, 3_000_001);
+  const branches = await forks(target, made.id, config.ways, config.turns - 1);
+  for (const [w, branch] of branches.entries())
+    await turn(target, branch, [...messages, toolResult(4_000_000 + w, 1, 64)], config.outputTokens);
+  for (const branch of [...branches, made.id]) await target.delete(branch);
+}
+
 export async function forkCase(
   target: Target,
   config: ForkCaseConfig,
   read: (shard: number) => Promise<Reading>,
 ): Promise<ForkCaseResult> {
   const { id, shard } = await target.createOnShard();
+  await warmUp(target, shard, config);
   const before = await read(shard);
-  const perTurn = Math.ceil(config.tokens / config.turns);
-  const messages: Message[] = [openingMessage(1_000_001, perTurn)];
-  let baseTokens = 0;
-  for (let k = 0; k < config.turns; k++) {
-    if (k > 0) messages.push(toolResult(1_000_001, k, perTurn));
-    baseTokens = await turn(target, id, messages, config.outputTokens);
-  }
+  const { messages, tokens: baseTokens } = await baseSession(target, id, config, 1_000_001);
   const session = await read(shard);
-  const branches: string[] = [];
-  for (let w = 0; w < config.ways; w++) {
-    const res = await target.request("POST", `/sessions/${id}/fork`, JSON.stringify({ at: config.turns - 1 }));
-    const body = JSON.parse(Buffer.concat(res.chunks).toString("utf8"));
-    if (res.status !== 201) throw new Error(`fork ${w}: ${res.status} ${JSON.stringify(body)}`);
-    branches.push(body.session_id);
-  }
+  const branches = await forks(target, id, config.ways, config.turns - 1);
   const forked = await read(shard);
   let uniqueTokens = baseTokens;
   for (const [w, branch] of branches.entries()) {

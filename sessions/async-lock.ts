@@ -2,8 +2,11 @@
 // It guards only in-memory state updates; nobody may hold it across an engine call.
 import assert from "node:assert";
 
+/** The tail of every lock nobody holds: an idle session keeps no promise of its own (bench/fork-heap.ts). */
+const IDLE: Promise<void> = Promise.resolve();
+
 export class AsyncLock {
-  #tail: Promise<void> = Promise.resolve();
+  #tail: Promise<void> = IDLE;
   #pending = 0;
 
   /** Runs `fn` once every earlier holder has released the lock; releases it whatever `fn` does. */
@@ -26,5 +29,7 @@ export class AsyncLock {
   #release(): void {
     this.#pending--;
     assert.ok(this.#pending >= 0, "lock released more often than taken");
+    // Nobody waits: this holder's settled chain is the tail, and a resolved one is as good.
+    if (this.#pending === 0) this.#tail = IDLE;
   }
 }

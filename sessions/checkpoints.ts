@@ -43,6 +43,8 @@ const CHUNK_BITS = 12;
 const CHUNK = 1 << CHUNK_BITS;
 const CHUNK_MASK = CHUNK - 1;
 const FIRST_CHUNK = 256;
+/** A fork's copy of a shared chunk is a multiple of this many ids (#own). */
+const COPY_STEP = 64;
 /** Spare slots of an ids() copy: a turn's appended ids (a tool result, the generation prompt) usually fit. */
 const APPEND_ROOM = 2048;
 
@@ -115,7 +117,8 @@ export class Checkpoints implements CheckpointView {
     for (let i = from; i < end; i++)
       this.#chunks[i >>> CHUNK_BITS]![i & CHUNK_MASK] = i < prompt.length ? prompt[i]! : completion[i - prompt.length]!;
     this.#length = end;
-    this.#marks.push({ end, promptLength: prompt.length, shared: end });
+    // concat, not push: exactly its marks, no spare slots (trajectory.ts restore says why).
+    this.#marks = this.#marks.concat([{ end, promptLength: prompt.length, shared: end }]);
   }
 
   /** The first i < `common` where the store and prompt + completion differ, else `common`. */
@@ -180,8 +183,10 @@ export class Checkpoints implements CheckpointView {
 
   /**
    * Before ids from `from` to `end` are written: each chunk they touch is this store's own.
-   * A shared chunk is copied only as far as this store uses it (a power of two, at least
-   * FIRST_CHUNK): a branch that adds a few ids after a fork copies a few KiB, not 16.
+   * A shared chunk is copied only as far as this store uses it (rounded up to COPY_STEP
+   * ids, at least FIRST_CHUNK): a branch that adds a few ids after a fork copies about
+   * what it holds, not 16 KiB, nor the next power of two (up to twice that, on every fork
+   * with a turn: bench/fork-heap.ts); a later turn grows the copy by doubling (#reserve).
    */
   #own(from: number, end: number): void {
     if (from >= end) return;
@@ -189,7 +194,7 @@ export class Checkpoints implements CheckpointView {
       if (this.#owned[c]) continue;
       const chunk = this.#chunks[c]!;
       const used = Math.min(CHUNK, Math.max(this.#length, end) - c * CHUNK);
-      const copy = new Int32Array(Math.max(sizeFor(used), FIRST_CHUNK));
+      const copy = new Int32Array(Math.min(CHUNK, Math.max(Math.ceil(used / COPY_STEP) * COPY_STEP, FIRST_CHUNK)));
       copy.set(chunk.subarray(0, Math.min(chunk.length, copy.length, Math.max(0, this.#length - c * CHUNK))));
       this.#chunks[c] = copy;
       this.#owned[c] = true;
@@ -220,7 +225,7 @@ export class Checkpoints implements CheckpointView {
       } else if (chunk.length < need) {
         let length = Math.max(chunk.length, FIRST_CHUNK);
         while (length < need) length *= 2;
-        const grown = new Int32Array(length);
+        const grown = new Int32Array(Math.min(length, CHUNK));
         grown.set(chunk.subarray(0, Math.min(chunk.length, Math.max(0, this.#length - c * CHUNK))));
         chunks[c] = grown;
         this.#owned[c] = true;

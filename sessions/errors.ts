@@ -347,13 +347,26 @@ export class ForkPlacementError extends TitoError {
   }
 }
 
-/** A fork of a tree-mode session: its turns are nodes, and a turn index names no one history. */
+/** A fork of a tree-mode session at a turn index: its turns are nodes, and an index names no one history. */
 export class ForkTreeError extends TitoError {
   constructor(sessionId: string) {
     super(
       "TITO_ERR_FORK_TREE",
       409,
-      `cannot fork session_id=${sessionId}: it is a tree-mode session, whose turns are nodes of a tree (docs/trajectories.md); branch it with a turn whose history is a node's path instead`,
+      `cannot fork session_id=${sessionId} at a turn index: it is a tree-mode session, whose turns are nodes of a tree (docs/trajectories.md); fork it at a node id ("at": "n3"; GET /sessions/${sessionId}/tree lists them)`,
+    );
+  }
+}
+
+/** A fork at a node id the session has no node of (a linear session has none: it forks at a turn index). */
+export class ForkNodeError extends TitoError {
+  constructor(sessionId: string, at: string, nodes: number | undefined) {
+    super(
+      "TITO_ERR_FORK_NODE",
+      409,
+      nodes === undefined
+        ? `cannot fork session_id=${sessionId} at node ${JSON.stringify(at)}: it is a linear session, forked at a 0-based turn index ("at": 0)`
+        : `cannot fork session_id=${sessionId} at node ${JSON.stringify(at)}: it has no such node (its ${nodes} node${nodes === 1 ? " is n0" : `s are n0 to n${nodes - 1}`}; GET /sessions/${sessionId}/tree lists them)`,
     );
   }
 }

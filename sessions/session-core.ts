@@ -232,7 +232,7 @@ export class SessionCore {
         const version = await this.#commit(t, turn, res, context, signal);
         // A pooled reply's buffers are reused once released: what is sent on is copied first.
         const body = res.release ? [Buffer.concat(res.clientBody)] : res.clientBody;
-        this.#replays.keep(t, version, req, { headers: res.headers, pieces: [Buffer.concat(body)], streamed: false });
+        this.#replays.keep(t, version, req, { headers: res.headers, pieces: body, streamed: false });
         return { status: 200, headers: res.headers, body };
       } finally {
         res.release?.();
@@ -260,7 +260,7 @@ export class SessionCore {
       const input = {
         promptIds: turn.promptIds,
         completionIds: res.completionIds,
-        messages: [...turn.messages, res.message],
+        messages: turn.messages.concat([res.message]), // exactly its messages, no spare slots: the session keeps it
         tools: turn.tools,
       };
       t.verify(input, this.#ctx.family.maxTrimTokens);

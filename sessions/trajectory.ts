@@ -164,12 +164,16 @@ export class Trajectory implements TrajectoryView {
     const tools = last?.tools !== undefined && sameJson(last.tools, turn.tools) ? last.tools : turn.tools;
     this.#checkpoints.push(turn.promptIds, turn.completionIds);
     this.#version++;
-    this.#turns.push({
-      messageCount: turn.messages.length,
-      tools,
-      weightVersion: turn.weightVersion ?? null,
-      timestamp: turn.timestamp ?? null,
-    });
+    // concat, not push: an array of exactly its turns (push leaves up to 16 spare slots in
+    // a short one, 128 bytes a session: many forks of few turns each, bench/fork-heap.ts).
+    this.#turns = this.#turns.concat([
+      {
+        messageCount: turn.messages.length,
+        tools,
+        weightVersion: turn.weightVersion ?? null,
+        timestamp: turn.timestamp ?? null,
+      },
+    ]);
     this.#messages = shareKept(this.#messages, turn.messages);
   }
 }

@@ -13,8 +13,8 @@
 import { createHash } from "node:crypto";
 import type { Trajectory } from "./trajectory.ts";
 
-/** A request body's SHA-256: the kept turn holds 32 bytes, not a copy of a body that grows with the history. */
-const digest = (body: Buffer): Buffer => createHash("sha256").update(body).digest();
+/** A request body's SHA-256 (in a latin1 string: 32 characters, no Buffer objects): the kept turn holds 32 bytes, not a copy of a body that grows with the history. */
+const digest = (body: Buffer): string => createHash("sha256").update(body).digest().toString("latin1");
 
 type Headers = Record<string, string | string[] | undefined>;
 
@@ -22,12 +22,14 @@ interface KeptReply {
   /** The trajectory's version right after the turn committed. */
   version: number;
   /** The committed request body's digest (`digest`). */
-  requestDigest: Buffer;
+  requestDigest: string;
   idempotencyKey?: string;
-  headers: Record<string, string>;
-  /** The reply as it went out: one piece for a whole reply, one per event for a stream. */
-  pieces: Buffer[];
-  streamed: boolean;
+  /** The reply's headers as JSON: one flat string, not values that keep the engine's whole response head alive. */
+  headers: string;
+  /** The reply's bytes as it went out, one character each (latin1): see `compact`. */
+  bytes: string;
+  /** A stream's events: each one's length in `bytes`; undefined for a whole reply. */
+  events?: number[];
 }
 
 export interface ReplayedReply {
@@ -62,11 +64,11 @@ export class TurnReplays {
     if (kept === undefined || kept.version !== t.version) return undefined;
     const key = header(headers, "idempotency-key");
     const resend = retryCount(headers) > 0 || (key !== undefined && key === kept.idempotencyKey);
-    if (!resend || !kept.requestDigest.equals(digest(request))) return undefined;
-    const pieces = kept.pieces;
-    const body = kept.streamed ? eventsOf(pieces) : [Buffer.concat(pieces)];
+    if (!resend || kept.requestDigest !== digest(request)) return undefined;
+    const bytes = Buffer.from(kept.bytes, "latin1");
+    const body = kept.events ? eventsOf(bytes, kept.events) : [bytes];
     this.#onReplayed?.();
-    return { status: 200, headers: { ...kept.headers }, body };
+    return { status: 200, headers: JSON.parse(kept.headers) as Record<string, string>, body };
   }
 
   /** Keeps a committed turn's reply (`version`: the trajectory's right after the commit; undefined: not committed). */
@@ -78,13 +80,36 @@ export class TurnReplays {
   ): void {
     if (version === undefined || t.version !== version) return; // not committed, or the session moved on already
     const idempotencyKey = header(request.headers, "idempotency-key");
-    this.#kept.set(t, { version, requestDigest: digest(request.body), idempotencyKey, ...reply });
+    this.#kept.set(t, {
+      version,
+      requestDigest: digest(request.body),
+      idempotencyKey,
+      headers: JSON.stringify(reply.headers),
+      bytes: compact(reply.pieces),
+      events: reply.streamed ? reply.pieces.map((p) => p.length) : undefined,
+    });
   }
 }
 
-async function* eventsOf(pieces: Buffer[]): AsyncGenerator<Buffer> {
+/**
+ * The pieces' bytes as one latin1 string (a byte per character, so any bytes round-trip,
+ * and V8 stores it one byte per character). Every session keeps one reply for as long as
+ * it lives: a small reply copied by Buffer.concat or Buffer.from lands in Node's shared
+ * 8 KiB allocation pool and keeps that whole pool slab alive, 8 KiB per session for a
+ * reply of a few hundred bytes (bench/fork-heap.ts showed it: most of what a fork with one
+ * turn kept); a Buffer of its own still costs two objects and a native allocation.
+ */
+function compact(pieces: readonly Buffer[]): string {
+  return pieces.length === 1 ? pieces[0]!.toString("latin1") : Buffer.concat(pieces).toString("latin1");
+}
+
+async function* eventsOf(bytes: Buffer, lengths: readonly number[]): AsyncGenerator<Buffer> {
   // Fresh copies: whoever writes them may release or reuse what it was given.
-  for (const piece of pieces) yield Buffer.from(piece);
+  let at = 0;
+  for (const n of lengths) {
+    yield Buffer.from(bytes.subarray(at, at + n));
+    at += n;
+  }
 }
 
 /** `events` passed on as they are, each also copied; `done(copies)` once all of them went out. */

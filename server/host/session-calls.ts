@@ -24,7 +24,7 @@ export async function forkSession(
   url: string,
   headers: Record<string, string>,
   sessionId: string,
-  at: number,
+  at: number | string,
   opts: { sessionId?: string } = {},
 ): Promise<CreatedSession> {
   const body = JSON.stringify(opts.sessionId === undefined ? { at } : { at, session_id: opts.sessionId });

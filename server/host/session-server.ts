@@ -78,8 +78,11 @@ export interface SessionServer {
    * docs/security.md). Rejects with CreateSessionError otherwise (409: the id exists).
    */
   createSession(sessionId?: string): Promise<CreatedSession>;
-  /** POST {url}/sessions/{id}/fork (docs/http.md): a new session whose history is turns 0..at; rejects with ForkSessionError. */
-  fork(sessionId: string, at: number, opts?: { sessionId?: string }): Promise<CreatedSession>;
+  /**
+   * POST {url}/sessions/{id}/fork (docs/http.md): a new session whose history is turns 0..at
+   * (a tree-mode session's: the path to node `at`, e.g. "n3"); rejects with ForkSessionError.
+   */
+  fork(sessionId: string, at: number | string, opts?: { sessionId?: string }): Promise<CreatedSession>;
   /** POST {url}/sessions/{id}/samples (JSON): the session as one training sample; rejects with SamplesRequestError on a non-200. */
   samples(sessionId: string, opts?: { maxSeqLen?: number }): Promise<TrainingSample>;
   /**
@@ -139,7 +142,7 @@ class ServerHandle extends EventEmitter implements SessionServer {
     return createdSession(res);
   }
 
-  fork(sessionId: string, at: number, opts?: { sessionId?: string }): Promise<CreatedSession> {
+  fork(sessionId: string, at: number | string, opts?: { sessionId?: string }): Promise<CreatedSession> {
     return forkSession(this.url, this.#headers(), sessionId, at, opts);
   }
 

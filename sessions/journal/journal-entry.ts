@@ -1,6 +1,6 @@
 // What the shard journal keeps in memory per session (journal-store.ts): where each of its
 // records lies in the segments, which segments it uses, and its delete entry once dead.
-import type { DeleteReason, RecordFields } from "./records.ts";
+import { pathNode, type DeleteReason, type RecordFields } from "./records.ts";
 import type { Segment, SegmentUser } from "./journal-segments.ts";
 
 export interface RecordLocation extends RecordFields {
@@ -27,10 +27,22 @@ export function note(entry: SessionEntry, segment: Segment): void {
   segment.data.add(entry);
 }
 
-/** A fork's entry: its parent's first `count` record locations, and a user of every segment the parent's history is in. */
-export function forkEntry(id: string, parent: SessionEntry, count: number, segment: Segment): SessionEntry {
+/**
+ * A fork's entry: its parent's first `count` record locations (with `path`: those of a
+ * tree-mode node's path, renumbered: records.ts pathNode), and a user of every segment the
+ * parent's history is in.
+ */
+export function forkEntry(
+  id: string,
+  parent: SessionEntry,
+  count: number,
+  segment: Segment,
+  path?: readonly number[],
+): SessionEntry {
   const entry = new SessionEntry(id);
-  entry.records = parent.records.slice(0, count);
+  entry.records = path
+    ? path.map((index, i) => ({ ...parent.records[index]!, node: pathNode(parent.records[index]!.node, i) }))
+    : parent.records.slice(0, count);
   for (const s of parent.segments) note(entry, s);
   note(entry, segment);
   return entry;

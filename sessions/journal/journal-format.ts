@@ -63,7 +63,9 @@ export type EntryMeta =
   | { kind: typeof EntryKind.FINISH; id: string }
   // A new session `id` holding the first `count` turns of `parent` (issue 43), whose records it
   // shares: it names no bytes of its own. `root`: the session at the root of its forks.
-  | { kind: typeof EntryKind.FORK; id: string; parent: string; count: number; root: string };
+  // `path` (a fork at a tree-mode node): the parent's record indexes from a root down to the
+  // node, `count` of them; the fork holds those, as a tree-mode session (records.ts pathNode).
+  | { kind: typeof EntryKind.FORK; id: string; parent: string; count: number; root: string; path?: number[] };
 
 /** Payload bytes whose CRC-32 is already known (computed as they arrived): not read again to encode them. */
 export interface ChecksummedBytes {
@@ -148,6 +150,13 @@ export function decodeMeta(kind: number, metaJson: Buffer, payloadBytes: number)
     case EntryKind.FORK:
       if (typeof meta.parent !== "string" || typeof meta.root !== "string") throw new Error("fork without a parent");
       if (!Number.isInteger(meta.count) || meta.count < 1) throw new Error("fork without a turn count");
+      if (
+        meta.path !== undefined &&
+        (!Array.isArray(meta.path) ||
+          meta.path.length !== meta.count ||
+          !meta.path.every((i) => Number.isInteger(i) && i >= 0))
+      )
+        throw new Error("fork with a path that is not its count of record indexes");
       break;
     case EntryKind.TURN:
       if (meta.requestBytes + meta.responseBytes !== payloadBytes)

@@ -119,13 +119,16 @@ export class JournalRecordStore implements RecordStore {
     const encoded = encodeEntry(meta, [record.request, ...response]);
     const { segment, offset } = await this.#log.append(encoded);
     if (entry.records.length > turn.index) entry.records.length = turn.index;
-    entry.records.push({
-      ...locationFields(record),
-      segment,
-      requestAt: offset + encoded.payloadOffset,
-      requestBytes: record.request.length,
-      responseBytes,
-    });
+    // concat, not push: exactly its records, no spare slots (trajectory.ts restore says why).
+    entry.records = entry.records.concat([
+      {
+        ...locationFields(record),
+        segment,
+        requestAt: offset + encoded.payloadOffset,
+        requestBytes: record.request.length,
+        responseBytes,
+      },
+    ]);
     note(entry, segment);
   }
 
@@ -150,11 +153,24 @@ export class JournalRecordStore implements RecordStore {
     await this.compact([...entry.segments, segment]);
   }
 
-  async fork(parentId: string, sessionId: string, count: number, routingKey: string): Promise<void> {
+  async fork(
+    parentId: string,
+    sessionId: string,
+    count: number,
+    routingKey: string,
+    path?: readonly number[],
+  ): Promise<void> {
     const parent = this.#live(parentId);
-    const meta: EntryMeta = { kind: EntryKind.FORK, id: sessionId, parent: parentId, count, root: routingKey };
+    const meta: EntryMeta = {
+      kind: EntryKind.FORK,
+      id: sessionId,
+      parent: parentId,
+      count,
+      root: routingKey,
+      ...(path === undefined ? {} : { path: [...path] }),
+    };
     const { segment } = await this.#log.append(encodeEntry(meta));
-    this.#sessions.set(sessionId, forkEntry(sessionId, parent, count, segment));
+    this.#sessions.set(sessionId, forkEntry(sessionId, parent, count, segment, path));
   }
 
   async list(sessionId: string): Promise<TurnRecord[]> {
@@ -274,10 +290,17 @@ export class JournalRecordStore implements RecordStore {
     }
     if (meta.kind === EntryKind.FORK) {
       const parent = this.#sessions.get(meta.parent);
-      if ((entry && !entry.dead) || !parent || parent.dead || parent.records.length < meta.count)
+      const has = (n: number) => parent !== undefined && parent.records.length >= n;
+      if (
+        (entry && !entry.dead) ||
+        !parent ||
+        parent.dead ||
+        !has(meta.count) ||
+        !has(Math.max(...(meta.path ?? [0])) + 1)
+      )
         throw new JournalCorruptError(segment.path, scanned.offset, `fork ${meta.id}: id taken or parent turn missing`);
-      this.#sessions.set(meta.id, forkEntry(meta.id, parent, meta.count, segment));
-      visitor.forked(meta.id, meta.parent, meta.count);
+      this.#sessions.set(meta.id, forkEntry(meta.id, parent, meta.count, segment, meta.path));
+      visitor.forked(meta.id, meta.parent, meta.count, meta.path);
       return;
     }
     if (meta.kind === EntryKind.DELETE) {
@@ -311,13 +334,15 @@ export class JournalRecordStore implements RecordStore {
     }
     assert.ok(scanned.request, "a scanned turn carries its request");
     if (entry.records.length > meta.index) entry.records.length = meta.index;
-    entry.records.push({
-      ...locationFields(meta),
-      segment,
-      requestAt: scanned.payloadOffset,
-      requestBytes: meta.requestBytes,
-      responseBytes: meta.responseBytes,
-    });
+    entry.records = entry.records.concat([
+      {
+        ...locationFields(meta),
+        segment,
+        requestAt: scanned.payloadOffset,
+        requestBytes: meta.requestBytes,
+        responseBytes: meta.responseBytes,
+      },
+    ]);
     visitor.committed(meta.id, {
       index: meta.index,
       completionIds: meta.completionIds,

@@ -41,6 +41,16 @@ export interface NodeFields {
   finishReason: string | null;
 }
 
+/**
+ * The node fields of the `i`-th record of a fork at a tree-mode node (RecordStore.fork's
+ * `path`): its nodes are one chain renumbered from n0, so a node's id is still its record's
+ * index; it retried nothing the fork holds; its finish reason is the original node's.
+ */
+export function pathNode(node: NodeFields | undefined, i: number): NodeFields {
+  assert.ok(node, "a fork at a node holds tree-mode records only");
+  return { id: `n${i}`, parent: i === 0 ? null : `n${i - 1}`, retryOf: null, finishReason: node.finishReason };
+}
+
 /** Why a session was deleted: by a client (DELETE), or for being idle (--session-idle-ttl-s). */
 export type DeleteReason = "expired";
 
@@ -86,8 +96,11 @@ export interface ReplayVisitor {
   finished?(sessionId: string): void;
   committed(sessionId: string, turn: ReplayedTurn): void;
   truncated(sessionId: string, count: number): void;
-  /** `sessionId` was forked from `parentId`'s first `count` turns (RecordStore.fork). */
-  forked(sessionId: string, parentId: string, count: number): void;
+  /**
+   * `sessionId` was forked from `parentId`'s first `count` turns (RecordStore.fork), or, with
+   * `path`, from the tree-mode nodes of those record indexes (a root-to-node path).
+   */
+  forked(sessionId: string, parentId: string, count: number, path?: readonly number[]): void;
   /** `reason` is absent for a client's DELETE (and in journals from before expiry). */
   deleted(sessionId: string, reason?: DeleteReason): void;
 }
@@ -113,9 +126,11 @@ export interface RecordStore {
   /**
    * Opens `sessionId` holding the first `count` records of `parentId` (a fork, issue 43),
    * shared, not copied: later changes of either never show in the other. `routingKey`: the
-   * fork's (its root session's id; a journal keeps it).
+   * fork's (its root session's id; a journal keeps it). With `path` (a tree-mode parent's
+   * record indexes from a root down to a node; `count` is its length), the fork holds those
+   * records instead, as the nodes n0, n1, … of one chain (pathNode).
    */
-  fork(parentId: string, sessionId: string, count: number, routingKey: string): Promise<void>;
+  fork(parentId: string, sessionId: string, count: number, routingKey: string, path?: readonly number[]): Promise<void>;
   /** Every record read back whole (training samples); a journal reads them from disk. */
   list(sessionId: string): Promise<TurnRecord[]>;
   /** `head`, the records as JSON array members, then `tail`: as of now, later changes unseen. */
@@ -143,9 +158,21 @@ export class MemoryRecordStore implements RecordStore {
   async drop(sessionId: string): Promise<void> {
     this.#bySession.delete(sessionId);
   }
-  async fork(parentId: string, sessionId: string, count: number): Promise<void> {
+  async fork(
+    parentId: string,
+    sessionId: string,
+    count: number,
+    _key: string,
+    path?: readonly number[],
+  ): Promise<void> {
     assert.ok(!this.#bySession.has(sessionId), `records of ${sessionId} opened twice`);
-    this.#bySession.set(sessionId, this.#records(parentId).slice(0, count));
+    const records = this.#records(parentId);
+    this.#bySession.set(
+      sessionId,
+      path
+        ? path.map((index, i) => ({ ...records[index]!, node: pathNode(records[index]!.node, i) }))
+        : records.slice(0, count),
+    );
   }
   async list(sessionId: string): Promise<TurnRecord[]> {
     return [...this.#records(sessionId)];

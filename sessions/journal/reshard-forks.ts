@@ -9,6 +9,9 @@
 import type { FileHandle } from "node:fs/promises";
 import { encodeEntry, EntryKind, type EntryMeta, type TurnMeta } from "./journal-format.ts";
 import type { ScannedEntry } from "./journal-reader.ts";
+import { pathNode } from "./records.ts";
+
+type ForkMeta = Extract<EntryMeta, { kind: typeof EntryKind.FORK }>;
 
 interface LiveTurn {
   meta: TurnMeta;
@@ -37,7 +40,8 @@ export class ShardTurns {
         return;
       }
       case EntryKind.FORK:
-        this.#turns.set(meta.id, (this.#turns.get(meta.parent) ?? []).slice(0, meta.count));
+        // Its parent's entries may be compacted away (both deleted since): then it holds none.
+        this.#turns.set(meta.id, this.#turns.has(meta.parent) ? this.#forkTurns(meta) : []);
         return;
       case EntryKind.TURN: {
         const { kind: _kind, ...turn } = meta;
@@ -54,10 +58,11 @@ export class ShardTurns {
    * The entries that make fork `meta` a session of its own: CREATE, then the parent's first
    * `count` turns under the fork's id. Call before seen() of the FORK entry.
    */
-  async *copyOf(meta: Extract<EntryMeta, { kind: typeof EntryKind.FORK }>): AsyncGenerator<Buffer[]> {
-    yield encodeEntry({ kind: EntryKind.CREATE, id: meta.id }).parts;
-    const turns = (this.#turns.get(meta.parent) ?? []).slice(0, meta.count);
-    if (turns.length < meta.count) throw new Error(`fork ${meta.id} of a missing turn of ${meta.parent}`);
+  async *copyOf(meta: ForkMeta): AsyncGenerator<Buffer[]> {
+    // A fork at a tree-mode node is a tree-mode session.
+    const mode = meta.path === undefined ? {} : { trajectory: "tree" as const };
+    yield encodeEntry({ kind: EntryKind.CREATE, id: meta.id, ...mode }).parts;
+    const turns = this.#forkTurns(meta);
     for (const turn of turns) {
       const payload = Buffer.allocUnsafe(turn.end - turn.payloadOffset);
       for (let done = 0; done < payload.length;) {
@@ -67,5 +72,20 @@ export class ShardTurns {
       }
       yield encodeEntry({ ...turn.meta, kind: EntryKind.TURN, id: meta.id }, [payload]).parts;
     }
+  }
+
+  /** The turns fork `meta` holds: its parent's first `count`, or its `path`'s renumbered as their nodes (records.ts pathNode). */
+  #forkTurns(meta: ForkMeta): LiveTurn[] {
+    const parent = this.#turns.get(meta.parent) ?? [];
+    const path = meta.path;
+    const turns = path
+      ? path.map((index, i) => {
+          const turn = parent[index];
+          return turn && { ...turn, meta: { ...turn.meta, index: i, node: pathNode(turn.meta.node, i) } };
+        })
+      : parent.slice(0, meta.count);
+    if (turns.length < meta.count || turns.some((t) => t === undefined))
+      throw new Error(`fork ${meta.id} of a missing turn of ${meta.parent}`);
+    return turns as LiveTurn[];
   }
 }

@@ -10,6 +10,7 @@ import { parseJsonLossless } from "../lossless-json.ts";
 import type { ReplayedTurn, ReplayVisitor } from "./records.ts";
 import type { SessionRegistry } from "../registry.ts";
 import { replayNode } from "../tree/tree-turn.ts";
+import { replayForkAtNode } from "../tree/tree-fork.ts";
 import { TrajectoryTree } from "../tree/tree.ts";
 
 export interface ReplayCounts {
@@ -67,8 +68,9 @@ export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { c
       else t.restore(input);
       t.clientApi = turn.clientApi ?? "chat";
     },
-    forked(sessionId, parentId, count) {
-      registry.adopt(registry.get(parentId).forkAt(count - 1, sessionId));
+    forked(sessionId, parentId, count, path) {
+      const parent = registry.get(parentId);
+      registry.adopt(path ? replayForkAtNode(parent, path, sessionId) : parent.forkAt(count - 1, sessionId));
     },
     truncated(sessionId, count) {
       registry.get(sessionId).rollbackTo(count);

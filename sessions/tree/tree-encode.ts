@@ -20,6 +20,12 @@ export interface PackedSample {
   logProbs: number[];
   /** Per leaf, the index of its path's last token (-1 for an empty path). */
   leafEnds: number[];
+  /**
+   * Routed experts, one row per token (`rows` = tokens), when every chosen leaf's sample has
+   * them: a token's row is the first leaf's (in `leaves` order) that has one for it; a row
+   * no leaf has (a leaf's last token, which the engine never ran) is all -1.
+   */
+  routedExperts?: { data: Int32Array; rows: number; width: number };
 }
 
 export function packedJson(p: PackedSample): EncodedSample {
@@ -27,14 +33,21 @@ export function packedJson(p: PackedSample): EncodedSample {
     `{"session_id":${JSON.stringify(p.sessionId)},"packed":true,"leaves":${JSON.stringify(p.leaves)},` +
     `"tokens":${JSON.stringify(p.tokens)},"parent":${JSON.stringify(p.parent)},` +
     `"leaf_count":${JSON.stringify(p.leafCount)},"loss_mask":${JSON.stringify(p.lossMask)},` +
-    `"rollout_log_probs":${JSON.stringify(p.logProbs)},"leaf_ends":${JSON.stringify(p.leafEnds)}}`;
-  return { contentType: "application/json", body: [Buffer.from(text)] };
+    `"rollout_log_probs":${JSON.stringify(p.logProbs)},"leaf_ends":${JSON.stringify(p.leafEnds)}`;
+  const routed = p.routedExperts;
+  if (!routed) return { contentType: "application/json", body: [Buffer.from(`${text}}`)] };
+  const rows: number[][] = [];
+  for (let r = 0; r < routed.rows; r++) rows.push([...routed.data.subarray(r * routed.width, (r + 1) * routed.width)]);
+  return {
+    contentType: "application/json",
+    body: [Buffer.from(text), Buffer.from(`,"rollout_routed_experts":${JSON.stringify(rows)}}`)],
+  };
 }
 
 /**
  * Tensors `tokens` (I64 [n]), `parent`, `leaf_count` (I32 [n]), `rollout_log_probs` (F32
- * [n]), `leaf_ends` (I32 [leaves]), `loss_mask` (U8 [n]); `__metadata__`: session_id,
- * packed "true", leaves (JSON).
+ * [n]), `rollout_routed_experts` (I32 [n, width], when present), `leaf_ends` (I32
+ * [leaves]), `loss_mask` (U8 [n]); `__metadata__`: session_id, packed "true", leaves (JSON).
  */
 export function packedSafetensors(p: PackedSample): EncodedSample {
   const n = p.tokens.length;
@@ -43,6 +56,13 @@ export function packedSafetensors(p: PackedSample): EncodedSample {
     parent: { dtype: "I32", shape: [n], data: Int32Array.from(p.parent) },
     leaf_count: { dtype: "I32", shape: [n], data: Int32Array.from(p.leafCount) },
     rollout_log_probs: { dtype: "F32", shape: [n], data: Float32Array.from(p.logProbs) },
+    ...(p.routedExperts && {
+      rollout_routed_experts: {
+        dtype: "I32" as const,
+        shape: [p.routedExperts.rows, p.routedExperts.width],
+        data: p.routedExperts.data,
+      },
+    }),
     leaf_ends: { dtype: "I32", shape: [p.leafEnds.length], data: Int32Array.from(p.leafEnds) },
     loss_mask: { dtype: "U8", shape: [n], data: Uint8Array.from(p.lossMask) },
   };

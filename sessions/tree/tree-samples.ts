@@ -136,7 +136,35 @@ export function packSamples(sessionId: string, leafIds: readonly string[], sampl
     });
     packed.leafEnds.push(at);
   }
+  const routed = packedRouting(packed, samples);
+  if (routed) packed.routedExperts = routed;
   return packed;
+}
+
+/**
+ * The packed tokens' routed experts (PackedSample.routedExperts), when every sample has
+ * them with one row width: walks each sample's path through the packed tree again (from its
+ * leaf end, by `parent`) and fills each token's row from the first sample that has one.
+ */
+function packedRouting(packed: PackedSample, samples: readonly Sample[]): PackedSample["routedExperts"] {
+  const width = samples[0]?.routedExperts?.width;
+  if (width === undefined || !samples.every((s) => s.routedExperts?.width === width)) return undefined;
+  const rows = packed.tokens.length;
+  const data = new Int32Array(rows * width).fill(-1);
+  const filled = new Uint8Array(rows);
+  samples.forEach((sample, i) => {
+    const own = sample.routedExperts!;
+    const path: number[] = [];
+    for (let k = packed.leafEnds[i]!; k !== -1; k = packed.parent[k]!) path.push(k);
+    path.reverse();
+    for (let j = 0; j < Math.min(path.length, own.rows); j++) {
+      const k = path[j]!;
+      if (filled[k]) continue;
+      data.set(own.data.subarray(j * width, (j + 1) * width), k * width);
+      filled[k] = 1;
+    }
+  });
+  return { data, rows, width };
 }
 
 export function encodeTreeSamples(

@@ -263,11 +263,17 @@ test("the worker's errors of the chat, session, samples and proxy routes carry t
   assert.is(cut.status, 200, cut.text);
   const extend = turn([{ role: "user", content: "hi" }, cut.json.choices[0]!.message, { role: "user", content: "on" }]);
   await expectError({ method: "POST", path: chatPath(tree.json.session_id), body: extend }, 409, "TITO_ERR_NODE_CUT");
-  // A tree-mode session is not forked by turn index (its records are nodes, not one path).
+  // A tree-mode session is not forked by turn index (its records are nodes, not one path),
+  // nor at a node it does not have.
   await expectError(
     { method: "POST", path: `/sessions/${tree.json.session_id}/fork`, body: { at: 0 } },
     409,
     "TITO_ERR_FORK_TREE",
+  );
+  await expectError(
+    { method: "POST", path: `/sessions/${tree.json.session_id}/fork`, body: { at: "n9" } },
+    409,
+    "TITO_ERR_FORK_NODE",
   );
 });
 

@@ -33,6 +33,41 @@ test("the worked example of docs/trajectories.md packs to its arrays", () => {
   assert.equal(packed.leafEnds, [6, 11, 12]);
 });
 
+test("routed experts: a row per packed token, the first leaf's that has one, -1 where none ran", () => {
+  const n2 = sample([1, 2, 3, 4, 5, 9, 10], 3, { 3: -0.1, 4: -0.2, 6: -0.5 });
+  const n3 = sample([1, 2, 3, 4, 5, 6, 7, 8, 11, 12], 3, { 3: -0.1, 4: -0.2, 6: -0.3, 7: -0.4, 9: -0.6 });
+  const n4 = sample([1, 2, 3, 4, 5, 6, 13], 3, { 3: -0.1, 4: -0.2, 6: -0.7 });
+  // As the engine returns them: a row per token but the last, here [leaf tag + position, leaf].
+  const routed = (s: Sample, leaf: number): Sample => {
+    const rows = s.tokens.length - 1;
+    const data = Int32Array.from({ length: rows * 2 }, (_, i) => (i % 2 === 0 ? 100 * (leaf + 1) + i / 2 : leaf));
+    return { ...s, routedExperts: { data, rows, width: 2 } };
+  };
+  const packed = packSamples("s", ["n2", "n3", "n4"], [routed(n2, 0), routed(n3, 1), routed(n4, 2)]);
+  const rows = packed.routedExperts!;
+  assert.equal([rows.rows, rows.width], [packed.tokens.length, 2]);
+  const pairs = Array.from({ length: rows.rows }, (_, k) => [rows.data[2 * k], rows.data[2 * k + 1]]);
+  // tokens [1, 2, 3, 4, 5, 9, 10, 6, 7, 8, 11, 12, 13]: the shared prefix is n2's rows; 6 is
+  // n3's and n4's (n3 first); each leaf's last token (10, 12, 13) has none.
+  assert.equal(pairs, [
+    [100, 0],
+    [101, 0],
+    [102, 0],
+    [103, 0],
+    [104, 0],
+    [105, 0],
+    [-1, -1],
+    [205, 1],
+    [206, 1],
+    [207, 1],
+    [208, 1],
+    [-1, -1],
+    [-1, -1],
+  ]);
+  // A leaf without them: none for the packed sample (it would not be aligned).
+  assert.is(packSamples("s", ["n2", "n3"], [routed(n2, 0), n3]).routedExperts, undefined);
+});
+
 test("leaves all, latest, a list; drop_retries leaves out a superseded node and its subtree", () => {
   const tree = new TrajectoryTree();
   const add = (parent: TreeNode | null, retryOf: string | null = null) =>

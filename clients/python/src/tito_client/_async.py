@@ -57,6 +57,11 @@ class AsyncSession:
         """The session as one training sample; see :meth:`tito_client.Session.samples`."""
         return await self.client._run(core.samples(self.id, fmt, max_seq_len))
 
+    async def fork(self, at: int | str, id: str | None = None) -> AsyncSession:
+        """A new session from this one's turn ``at`` (or node id); see :meth:`tito_client.Session.fork`."""
+        created = await self.client._run(core.fork_session(self.id, at, id))
+        return AsyncSession(created.id, created.token, self.client)
+
     async def delete(self) -> None:
         """Deletes the session."""
         await self.client._run(core.delete_session(self.id))

@@ -81,6 +81,18 @@ class Session:
         """
         return self.client._run(core.samples(self.id, fmt, max_seq_len))
 
+    def fork(self, at: int | str, id: str | None = None) -> Session:
+        """A new session whose history is this one's up to and including turn ``at`` (0-based).
+
+        A tree-mode session is forked at a node id instead (``"n3"``): the fork holds the
+        path from the root to that node (docs/trajectories.md#forks). The ids and records are
+        shared copy-on-write; turns on either side never affect the other. ``id``: the fork's
+        own (it must route to this session's worker), else one is minted. A turn or node the
+        session lacks, or a taken ``id``, raises :class:`ConflictError`.
+        """
+        created = self.client._run(core.fork_session(self.id, at, id))
+        return Session(created.id, created.token, self.client)
+
     def delete(self) -> None:
         """Deletes the session (404 :class:`NotFoundError` when it is already gone)."""
         self.client._run(core.delete_session(self.id))

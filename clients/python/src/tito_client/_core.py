@@ -239,6 +239,12 @@ def get_session(session_id: str) -> Call:
     return Call("GET", f"/sessions/{_sid(session_id)}", parse_session)
 
 
+def fork_session(session_id: str, at: int | str, new_id: str | None) -> Call:
+    """``POST /sessions/{id}/fork``: ``at`` a 0-based turn index, or a tree-mode session's node id ("n3")."""
+    body: dict[str, Any] = {"at": at} if new_id is None else {"at": at, "session_id": new_id}
+    return Call("POST", f"/sessions/{_sid(session_id)}/fork", parse_created, json=body)
+
+
 def delete_session(session_id: str) -> Call:
     return Call("DELETE", f"/sessions/{_sid(session_id)}", lambda reply: None)
 
