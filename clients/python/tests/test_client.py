@@ -14,7 +14,7 @@ import httpx
 import pytest
 from conftest import CLIENT_DIR, REPO, WEATHER_TOOL, chat, two_turns, until
 
-from tito_client import Client, Event, TitoProtocolError, TitoServer
+from tito_client import BadRequestError, Client, Event, TitoProtocolError, TitoServer
 from tito_client import _core as core
 
 
@@ -195,3 +195,22 @@ def test_the_package_is_typed_and_installed_as_built() -> None:
     assert Path(tito_client.__file__).with_name("py.typed").is_file()
     if os.environ.get("TITO_CLIENT_INSTALLED") == "1":  # run-tests.sh: the wheel pip built, not src/
         assert CLIENT_DIR / "src" not in Path(tito_client.__file__).parents, tito_client.__file__
+
+
+def test_create_session_sends_its_budget_and_refuses_a_bad_one(client: Client) -> None:
+    # docs/http.md "Budgets": one turn more than max_turns is 400 TITO_ERR_BUDGET, and the
+    # session is as it was.
+    session = client.create_session(max_turns=1)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "What is the weather in Paris?"}]
+    chat(session, messages)
+    messages.append({"role": "user", "content": "And in Rome?"})
+    over = httpx.post(
+        f"{session.openai_base_url}/chat/completions", json={"model": "m", "messages": messages}, timeout=60
+    )
+    assert over.status_code == 400, over.text
+    assert over.json()["code"] == "TITO_ERR_BUDGET"
+    assert len(session.records()) == 1
+    with pytest.raises(BadRequestError) as bad:
+        client.create_session(max_total_tokens=-1)
+    assert bad.value.code == "TITO_ERR_INVALID_BUDGET"
+    session.delete()

@@ -38,10 +38,11 @@ def test_fork_at_a_turn_keeps_the_records_up_to_it_and_goes_its_own_way(client: 
 
 
 def test_fork_of_a_tree_mode_session_at_a_node(client: Client) -> None:
-    # A tree-mode session is chosen at creation with a body (docs/trajectories.md).
-    res = httpx.post(f"{client.url}/sessions", json={"trajectory": "tree"})
-    assert res.status_code == 200, res.text
-    tree = client.session(res.json()["session_id"])
+    # A tree-mode session is chosen at creation (docs/trajectories.md).
+    tree = client.create_session(trajectory="tree")
+    outline = httpx.get(f"{client.url}/sessions/{tree.id}/tree")
+    assert outline.status_code == 200, outline.text
+    assert outline.json()["trajectory"] == "tree"
     ask: list[dict[str, Any]] = [{"role": "user", "content": "one"}]
     chat(tree, ask)
     retried = [*ask, {"role": "user", "content": "two"}]

@@ -13,7 +13,7 @@ import httpx
 
 from . import _core as core
 from ._client import DEFAULT_TIMEOUT_S, WeightUpdate, _timeout, transport_error
-from ._core import NO_AUTH_API_KEY, Call, Event, InFlight, Reply, SampleFormat
+from ._core import NO_AUTH_API_KEY, Call, Event, InFlight, Reply, SampleFormat, Trajectory
 from ._errors import error_from_reply
 
 __all__ = ["AsyncClient", "AsyncSession"]
@@ -142,9 +142,16 @@ class AsyncClient:
             if not batch:
                 await asyncio.sleep(poll_interval)
 
-    async def create_session(self, id: str | None = None) -> AsyncSession:
+    async def create_session(
+        self,
+        id: str | None = None,
+        *,
+        trajectory: Trajectory | None = None,
+        max_total_tokens: int | None = None,
+        max_turns: int | None = None,
+    ) -> AsyncSession:
         """A new session (``PUT /sessions/{id}`` with your own ``id``)."""
-        created = await self._run(core.create_session(id))
+        created = await self._run(core.create_session(id, trajectory, max_total_tokens, max_turns))
         return AsyncSession(created.id, created.token, self)
 
     def session(self, id: str, token: str | None = None) -> AsyncSession:

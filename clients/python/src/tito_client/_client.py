@@ -10,7 +10,7 @@ from typing import Any, Iterator
 import httpx
 
 from . import _core as core
-from ._core import NO_AUTH_API_KEY, Call, Event, InFlight, Reply, SampleFormat
+from ._core import NO_AUTH_API_KEY, Call, Event, InFlight, Reply, SampleFormat, Trajectory
 from ._errors import TitoConnectionError, TitoTimeoutError, error_from_reply
 
 __all__ = ["Client", "Session", "WeightUpdate"]
@@ -195,12 +195,19 @@ class Client:
 
     # --- sessions ---
 
-    def create_session(self, id: str | None = None) -> Session:
+    def create_session(
+        self,
+        id: str | None = None,
+        *,
+        trajectory: Trajectory | None = None,
+        max_total_tokens: int | None = None,
+        max_turns: int | None = None,
+    ) -> Session:
         """A new session: ``POST /sessions``, or ``PUT /sessions/{id}`` with your own ``id``.
 
         An ``id`` in use raises :class:`ConflictError`; an invalid one :class:`BadRequestError`.
         """
-        created = self._run(core.create_session(id))
+        created = self._run(core.create_session(id, trajectory, max_total_tokens, max_turns))
         return Session(created.id, created.token, self)
 
     def session(self, id: str, token: str | None = None) -> Session:

@@ -18,6 +18,7 @@ from ._samples import sample_from_safetensors
 
 InFlight = Literal["drain", "abort", "keep"]
 SampleFormat = Literal["numpy", "torch", "json"]
+Trajectory = Literal["linear", "tree"]
 IN_FLIGHT_MODES = ("drain", "abort", "keep")
 SAMPLE_FORMATS = ("numpy", "torch", "json")
 # How long a pause may take to answer by default: a drain waits for the turns in flight,
@@ -215,10 +216,19 @@ def events(since: int) -> Call:
     return Call("GET", "/supervision/events", parse_events, params={"since": str(since)})
 
 
-def create_session(session_id: str | None) -> Call:
+def create_session(
+    session_id: str | None,
+    trajectory: Trajectory | None = None,
+    max_total_tokens: int | None = None,
+    max_turns: int | None = None,
+) -> Call:
+    """``POST /sessions`` (or ``PUT /sessions/{id}``), with the create body docs/http.md names:
+    ``trajectory`` and the session's budget; options left as None are not sent."""
+    options = {"trajectory": trajectory, "max_total_tokens": max_total_tokens, "max_turns": max_turns}
+    body = {k: v for k, v in options.items() if v is not None} or None
     if session_id is None:
-        return Call("POST", "/sessions", parse_created)
-    return Call("PUT", f"/sessions/{_sid(session_id)}", parse_created)
+        return Call("POST", "/sessions", parse_created, json=body)
+    return Call("PUT", f"/sessions/{_sid(session_id)}", parse_created, json=body)
 
 
 def list_sessions_page(limit: int | None, after: str | None) -> Call:
