@@ -55,6 +55,17 @@ const entryExt = toDist || import.meta.url.endsWith(".js") ? ".js" : ".ts";
  */
 const ROUTER_NODE_FLAGS = ["--initial-old-space-size=64"];
 
+/**
+ * --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
+ * --max-semi-space-size: V8 grows a worker's young generation to 2 x 16 MiB while it loads
+ * its tokenizer and under load, and an idle worker never shrinks it again (a full GC does
+ * not; measured: ~27 MiB resident of an empty young generation, issue 47). The worker's
+ * garbage is per-turn (bodies are Buffers outside the heap), so 2 x WORKER_SEMI_SPACE_MIB serve it;
+ * the tokenizer loads in the same CPU time (docs/benchmark.md, "Memory per process").
+ */
+const WORKER_SEMI_SPACE_MIB = 4;
+const WORKER_NODE_FLAGS = ["--expose-gc", `--max-semi-space-size=${WORKER_SEMI_SPACE_MIB}`];
+
 export interface SessionServer {
   /** "http://127.0.0.1:PORT" — the HTTP front door (the router process). */
   readonly url: string;
@@ -259,12 +270,11 @@ function childSpecs(
       sessionBudget: { maxTotalTokens: opts.maxSessionTokens, maxTurns: opts.maxSessionTurns },
       trajectory: { mode: opts.trajectory, maxNodes: opts.maxTrajectoryNodes },
     };
-    // --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
     return {
       name: `shard-${index}`,
       entry: join(here, "..", "worker", `worker-main${entryExt}`),
       config: config as unknown as Record<string, unknown>,
-      nodeFlags: ["--expose-gc"],
+      nodeFlags: WORKER_NODE_FLAGS,
     };
   });
   return {
