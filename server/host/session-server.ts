@@ -57,14 +57,15 @@ const ROUTER_NODE_FLAGS = ["--initial-old-space-size=64"];
 
 /**
  * --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
- * --max-semi-space-size: V8 grows a worker's young generation to 2 x 16 MiB while it loads
- * its tokenizer and under load, and an idle worker never shrinks it again (a full GC does
- * not; measured: ~27 MiB resident of an empty young generation, issue 47). The worker's
- * garbage is per-turn (bodies are Buffers outside the heap), so 2 x WORKER_SEMI_SPACE_MIB serve it;
- * the tokenizer loads in the same CPU time (docs/benchmark.md, "Memory per process").
+ * The semi-space flags pin a worker's young generation at 2 x 16 MiB, V8's default maximum
+ * here, which it reaches anyway while the tokenizer loads and which a full GC never shrinks
+ * (~27 MiB resident, empty, in an idle worker). V8's memory reducer shrank it only now and
+ * then at idle, so a worker's RSS moved by up to 32 MiB between two readings with the same
+ * live data (bench:memory). A smaller cap (2 x 2-4 MiB) gave back that memory at idle but
+ * promoted more short-lived Buffers, and the freed bodies then grew malloc's heap by up to
+ * 50 MiB per worker (docs/benchmark-history.md, issue 47, mem2).
  */
-const WORKER_SEMI_SPACE_MIB = 4;
-const WORKER_NODE_FLAGS = ["--expose-gc", `--max-semi-space-size=${WORKER_SEMI_SPACE_MIB}`];
+const WORKER_NODE_FLAGS = ["--expose-gc", "--min-semi-space-size=16", "--max-semi-space-size=16"];
 
 export interface SessionServer {
   /** "http://127.0.0.1:PORT" — the HTTP front door (the router process). */
