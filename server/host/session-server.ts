@@ -57,15 +57,13 @@ const ROUTER_NODE_FLAGS = ["--initial-old-space-size=64"];
 
 /**
  * --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
- * The semi-space flags pin a worker's young generation at 2 x 16 MiB, V8's default maximum
- * here, which it reaches anyway while the tokenizer loads and which a full GC never shrinks
- * (~27 MiB resident, empty, in an idle worker). V8's memory reducer shrank it only now and
- * then at idle, so a worker's RSS moved by up to 32 MiB between two readings with the same
- * live data (bench:memory). A smaller cap (2 x 2-4 MiB) gave back that memory at idle but
- * promoted more short-lived Buffers, and the freed bodies then grew malloc's heap by up to
- * 50 MiB per worker (docs/benchmark-history.md, issue 47, mem2).
+ * No young-generation flags, measured (docs/benchmark-history.md, issue 47, mem2): a cap of
+ * 2 x 2-4 MiB gives ~20 MiB back in an idle worker but grew malloc's heap by up to 50 MiB
+ * per worker under bench:memory; pinning it at V8's 2 x 16 MiB steadied bench:memory's
+ * per-token readings, but its fork case (40k tokens) then read the 16 MiB semi-space V8
+ * gives up at idle and takes back on the next turns: 520-800 B per unique token.
  */
-const WORKER_NODE_FLAGS = ["--expose-gc", "--min-semi-space-size=16", "--max-semi-space-size=16"];
+const WORKER_NODE_FLAGS = ["--expose-gc"];
 
 export interface SessionServer {
   /** "http://127.0.0.1:PORT" — the HTTP front door (the router process). */
