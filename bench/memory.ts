@@ -15,6 +15,7 @@ import { request } from "undici";
 import { killStartedOnExit, REPO_ROOT, startChild, startEngine, stopServer } from "./rollout-procs.ts";
 import { openingMessage, Target, toolResult, warmUp } from "./rollout-workload.ts";
 import { benchArgs } from "./bench-args.ts";
+import { cpuMs } from "./rollout-proc-stats.ts";
 import { forkCase } from "./memory-fork.ts";
 
 const USAGE = `Usage: npm run bench:memory -- [flags]
@@ -238,10 +239,17 @@ async function main(): Promise<void> {
     const pids = tree.shards.map((s) => s.pid);
     const idle = await readMemory(server.url, pids, config.settleMs);
     const t0 = Date.now();
+    // The workers' CPU over the turns (not the readings' GCs): what a change of memory
+    // layout or V8 heap setting costs per turn.
+    const cpuAtStart = pids.map(cpuMs);
+    let turnCpu = pids.map(() => 0);
     const half = Math.floor(config.sessions / 2);
     const firstHalf = await runAll(target, config, 0, half);
+    turnCpu = pids.map((pid, i) => cpuMs(pid) - cpuAtStart[i]!);
     const halfway = await readMemory(server.url, pids, config.settleMs);
+    const cpuAtHalf = pids.map(cpuMs);
     const sessions = [...firstHalf, ...(await runAll(target, config, half, config.sessions))];
+    turnCpu = pids.map((pid, i) => turnCpu[i]! + cpuMs(pid) - cpuAtHalf[i]!);
     const loadMs = Date.now() - t0;
     const loadAtReading = loadavg();
     const held = await readMemory(server.url, pids, config.settleMs);
@@ -350,16 +358,18 @@ async function main(): Promise<void> {
         "| ---: | ---: | ---: | ---: | ---: |",
         `| ${fmt(fork.forkRss / 1024)} | ${fmt(fork.forkHeapPlusExternal / 1024)} | ${fork.uniqueTokens} | **${fmt(fork.rssPerUniqueToken)}** | ${fmt(fork.heapPlusExternalPerUniqueToken)} |`,
       );
+    const cpuPerTurn = turnCpu.reduce((a, b) => a + b, 0) / (config.sessions * config.turns);
     const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
     lines.push(
       "",
+      `workers' CPU over the turns: ${fmt(cpuPerTurn, 2)} ms per turn (${turnCpu.map((ms) => fmt(ms / 1000, 1)).join(" + ")} s)`,
       `server: ${config.serverRoot}; ${(loadMs / 1000).toFixed(1)} s of turns; load average at start ${load(loadAtStart)}, at the reading ${load(loadAtReading)}`,
     );
     process.stdout.write(`${lines.join("\n")}\n`);
     mkdirSync(dirname(config.out), { recursive: true });
     writeFileSync(
       config.out,
-      `${JSON.stringify({ config, date: new Date().toISOString(), loadAtStart, loadAtReading, total, perWorker, fork }, null, 1)}\n`,
+      `${JSON.stringify({ config, date: new Date().toISOString(), loadAtStart, loadAtReading, total, cpuPerTurn, turnCpu, perWorker, fork }, null, 1)}\n`,
     );
     process.stdout.write(`results: ${config.out}\n`);
   } finally {

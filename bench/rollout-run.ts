@@ -4,7 +4,7 @@
 // workload with CPU (/proc) and RSS measured around it. It starts and stops only the
 // server it owns; the engine belongs to the caller.
 import { request } from "undici";
-import { cpuDelta, cpuSnapshot, NO_CPU, peakRssMiB, RssSampler, streamerPids } from "./rollout-proc-stats.ts";
+import { cpuDelta, cpuSnapshot, NO_CPU, peakRssMiB, RssSampler, rssMiB, streamerPids } from "./rollout-proc-stats.ts";
 import { startServer, stopServer, type Started } from "./rollout-procs.ts";
 import { summarize, type LatencySummary } from "./rollout-stats.ts";
 import { runPasses, runWorkload, Target, warmUp, type RunHooks, type WorkloadShape } from "./rollout-workload.ts";
@@ -42,6 +42,8 @@ export interface RunResult {
     perProcess: Record<string, number>;
   };
   rss: {
+    /** VmRSS of each server process once it is ready, before the warm-up (its idle memory), MiB. */
+    idleMiB: Record<string, number>;
     /** Sampled peak of the server's processes together (host + router + workers), MiB. */
     serverGroupPeakMiB: number | null;
     /** Sampled per-process peaks during the workload, MiB. */
@@ -95,6 +97,7 @@ async function measure(
   // One pass of the small workload leaves much of the hot code unoptimized (profiles of the
   // measured pass still showed ~20-30% of the server's CPU in V8's compiler), hence passes.
   const workerCount = Object.keys(groupPids).filter((n) => n.startsWith("worker-")).length;
+  const idleMiB = Object.fromEntries(Object.entries(groupPids).map(([name, pid]) => [name, rssMiB(pid)]));
   await warmUp(target, shape, workerCount, ctx.warmup);
   // The probe runs alone, so its records GET (if any) is also the "one GET afterwards" measurement.
   const probe = await runWorkload(target, { ...shape, sessions: 1 }, 800_000, ctx.hooks);
@@ -150,6 +153,7 @@ async function measure(
       perProcess,
     },
     rss: {
+      idleMiB,
       serverGroupPeakMiB: Object.keys(groupPids).length ? sampled.group : null,
       sampledPeakMiB: sampled.perProcess,
       hwmMiB: Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, peakRssMiB(pid)])),

@@ -1,7 +1,8 @@
 // The token ids of one session's committed turns, stored once (issue 25): one growing
-// Int32Array store holds the ids of the latest checkpoint, and every earlier checkpoint is
+// store holds the ids of the latest checkpoint, and every earlier checkpoint is
 // an offset into it, not a copy. The store is chunked: a first chunk that doubles up to
-// CHUNK ids, then fixed chunks of CHUNK ids, so a growing session never frees and
+// CHUNK ids, then fixed chunks of CHUNK ids (id-chunk.ts: 2 bytes per id below 65536, 3
+// below 2^24, issue 47), so a growing session never frees and
 // reallocates its ids (freed stores of ever larger sizes fragmented the workers' malloc
 // heap: docs/benchmark.md, "Memory per token held"), and it leaves at most one partly
 // used chunk. A checkpoint is usually a prefix of the next one; a family
@@ -14,6 +15,7 @@
 // copies that chunk first, on either side, so writes on one side never reach the other.
 // It checks nothing (trajectory.ts verifies a turn before it is pushed) and knows no messages.
 import assert from "node:assert";
+import { IdChunk } from "./id-chunk.ts";
 
 /** What readers of the checkpoints (prompt building, samples) see: ids by turn, never the store. */
 export interface CheckpointView {
@@ -38,7 +40,7 @@ interface Mark {
   tail?: Int32Array;
 }
 
-/** Ids per chunk: 16 KiB. */
+/** Ids per chunk: 8-12 KiB. */
 const CHUNK_BITS = 12;
 const CHUNK = 1 << CHUNK_BITS;
 const CHUNK_MASK = CHUNK - 1;
@@ -49,7 +51,7 @@ const COPY_STEP = 64;
 const APPEND_ROOM = 2048;
 
 export class Checkpoints implements CheckpointView {
-  #chunks: Int32Array[] = [];
+  #chunks: IdChunk[] = [];
   /** Per chunk: whether this store alone holds it (false: shared with a fork, copied before a write). */
   #owned: boolean[] = [];
   /** Ids in the store: the latest checkpoint's length (0 before the first turn). */
@@ -63,17 +65,21 @@ export class Checkpoints implements CheckpointView {
   get length(): number {
     return this.#length;
   }
-  /** Int32 slots allocated (for tests and sizing). */
+  /** Id slots allocated (for tests and sizing). */
   get capacity(): number {
-    return this.#chunks.reduce((n, chunk) => n + chunk.length, 0);
+    return this.#chunks.reduce((n, chunk) => n + chunk.capacity, 0);
   }
-  /** Int32 slots in chunks this store alone holds (a fork's shared chunks are not counted). */
+  /** Bytes the allocated slots take (for tests and sizing). */
+  get bytes(): number {
+    return this.#chunks.reduce((n, chunk) => n + chunk.bytes, 0);
+  }
+  /** Id slots in chunks this store alone holds (a fork's shared chunks are not counted). */
   get ownedCapacity(): number {
-    return this.#chunks.reduce((n, chunk, c) => n + (this.#owned[c] ? chunk.length : 0), 0);
+    return this.#chunks.reduce((n, chunk, c) => n + (this.#owned[c] ? chunk.capacity : 0), 0);
   }
   /** Id i of the latest checkpoint (i < length). */
   at(i: number): number {
-    return this.#chunks[i >>> CHUNK_BITS]![i & CHUNK_MASK]!;
+    return this.#chunks[i >>> CHUNK_BITS]!.get(i & CHUNK_MASK);
   }
 
   lengthOf(k: number): number {
@@ -97,9 +103,9 @@ export class Checkpoints implements CheckpointView {
     const shared = Math.min(stop, mark.shared);
     let p = 0;
     for (let c = 0; c * CHUNK < shared; c++) {
-      const chunk = this.#chunks[c]!;
       const n = Math.min(CHUNK, shared - c * CHUNK);
-      for (let i = 0; i < n; i++) out[p++] = chunk[i]!;
+      this.#chunks[c]!.readInto(out, p, n);
+      p += n;
     }
     for (let i = shared; i < stop; i++) out[p++] = mark.tail![i - mark.shared]!;
     out.length = stop;
@@ -115,7 +121,10 @@ export class Checkpoints implements CheckpointView {
     this.#reserve(end);
     this.#own(from, end);
     for (let i = from; i < end; i++)
-      this.#chunks[i >>> CHUNK_BITS]![i & CHUNK_MASK] = i < prompt.length ? prompt[i]! : completion[i - prompt.length]!;
+      this.#chunks[i >>> CHUNK_BITS]!.set(
+        i & CHUNK_MASK,
+        i < prompt.length ? prompt[i]! : completion[i - prompt.length]!,
+      );
     this.#length = end;
     // concat, not push: exactly its marks, no spare slots (trajectory.ts restore says why).
     this.#marks = this.#marks.concat([{ end, promptLength: prompt.length, shared: end }]);
@@ -128,8 +137,10 @@ export class Checkpoints implements CheckpointView {
       const base = c * CHUNK;
       const n = Math.min(CHUNK, common - base);
       const inPrompt = Math.max(0, Math.min(n, prompt.length - base));
-      for (let i = 0; i < inPrompt; i++) if (chunk[i] !== prompt[base + i]) return base + i;
-      for (let i = inPrompt; i < n; i++) if (chunk[i] !== completion[base + i - prompt.length]) return base + i;
+      const inPromptEnd = chunk.mismatch(prompt, base, 0, inPrompt);
+      if (inPromptEnd < inPrompt) return base + inPromptEnd;
+      const end = chunk.mismatch(completion, base - prompt.length, inPrompt, n);
+      if (end < n) return base + end;
     }
     return common;
   }
@@ -150,7 +161,7 @@ export class Checkpoints implements CheckpointView {
       this.#reserve(last.end);
       this.#own(last.shared, last.end);
       for (let i = last.shared; i < last.end; i++)
-        this.#chunks[i >>> CHUNK_BITS]![i & CHUNK_MASK] = last.tail[i - last.shared]!;
+        this.#chunks[i >>> CHUNK_BITS]!.set(i & CHUNK_MASK, last.tail[i - last.shared]!);
       last.tail = undefined;
     }
     last.shared = last.end;
@@ -194,9 +205,8 @@ export class Checkpoints implements CheckpointView {
       if (this.#owned[c]) continue;
       const chunk = this.#chunks[c]!;
       const used = Math.min(CHUNK, Math.max(this.#length, end) - c * CHUNK);
-      const copy = new Int32Array(Math.min(CHUNK, Math.max(Math.ceil(used / COPY_STEP) * COPY_STEP, FIRST_CHUNK)));
-      copy.set(chunk.subarray(0, Math.min(chunk.length, copy.length, Math.max(0, this.#length - c * CHUNK))));
-      this.#chunks[c] = copy;
+      const size = Math.min(CHUNK, Math.max(Math.ceil(used / COPY_STEP) * COPY_STEP, FIRST_CHUNK));
+      this.#chunks[c] = chunk.copy(size, Math.min(chunk.capacity, size, Math.max(0, this.#length - c * CHUNK)));
       this.#owned[c] = true;
     }
   }
@@ -220,14 +230,15 @@ export class Checkpoints implements CheckpointView {
       const need = Math.min(CHUNK, size - c * CHUNK);
       const chunk = chunks[c];
       if (chunk === undefined) {
-        chunks[c] = new Int32Array(c === 0 ? Math.max(sizeFor(need), FIRST_CHUNK) : CHUNK);
+        chunks[c] = new IdChunk(c === 0 ? Math.max(sizeFor(need), FIRST_CHUNK) : CHUNK);
         this.#owned[c] = true;
-      } else if (chunk.length < need) {
-        let length = Math.max(chunk.length, FIRST_CHUNK);
+      } else if (chunk.capacity < need) {
+        let length = Math.max(chunk.capacity, FIRST_CHUNK);
         while (length < need) length *= 2;
-        const grown = new Int32Array(Math.min(length, CHUNK));
-        grown.set(chunk.subarray(0, Math.min(chunk.length, Math.max(0, this.#length - c * CHUNK))));
-        chunks[c] = grown;
+        chunks[c] = chunk.copy(
+          Math.min(length, CHUNK),
+          Math.min(chunk.capacity, Math.max(0, this.#length - c * CHUNK)),
+        );
         this.#owned[c] = true;
       }
     }

@@ -55,6 +55,16 @@ const entryExt = toDist || import.meta.url.endsWith(".js") ? ".js" : ".ts";
  */
 const ROUTER_NODE_FLAGS = ["--initial-old-space-size=64"];
 
+/**
+ * --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
+ * No young-generation flags, measured (docs/benchmark-history.md, issue 47, mem2): a cap of
+ * 2 x 2-4 MiB gives ~20 MiB back in an idle worker but grew malloc's heap by up to 50 MiB
+ * per worker under bench:memory; pinning it at V8's 2 x 16 MiB steadied bench:memory's
+ * per-token readings, but its fork case (40k tokens) then read the 16 MiB semi-space V8
+ * gives up at idle and takes back on the next turns: 520-800 B per unique token.
+ */
+const WORKER_NODE_FLAGS = ["--expose-gc"];
+
 export interface SessionServer {
   /** "http://127.0.0.1:PORT" — the HTTP front door (the router process). */
   readonly url: string;
@@ -262,12 +272,11 @@ function childSpecs(
       sessionBudget: { maxTotalTokens: opts.maxSessionTokens, maxTurns: opts.maxSessionTurns },
       trajectory: { mode: opts.trajectory, maxNodes: opts.maxTrajectoryNodes },
     };
-    // --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
     return {
       name: `shard-${index}`,
       entry: join(here, "..", "worker", `worker-main${entryExt}`),
       config: config as unknown as Record<string, unknown>,
-      nodeFlags: ["--expose-gc"],
+      nodeFlags: WORKER_NODE_FLAGS,
     };
   });
   return {

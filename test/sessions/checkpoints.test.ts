@@ -1,4 +1,5 @@
-// The token store of a session (sessions/checkpoints.ts): one growing Int32Array, each
+// The token store of a session (sessions/checkpoints.ts): one growing chunked store of
+// ids (2 bytes per id below 65536, 3 below 2^24, else 4: sessions/id-chunk.ts), each
 // checkpoint an offset into it, rollback truncates; checked against the obvious model (a
 // full copy per checkpoint), including the boundary ids a later prompt overwrites.
 import { test } from "uvu";
@@ -132,6 +133,67 @@ test("any sequence of commits and rollbacks reads back as the full copies would"
       }
     }),
     { numRuns: 300 },
+  );
+});
+
+test("a chunk takes 2 bytes per id below 65536, 3 once one needs 24 bits, 4 for any other id", () => {
+  const store = new Checkpoints();
+  const small = range(0, 4096).map((i) => (i * 16) % 65536);
+  store.push(small, [65535]);
+  assert.is(store.capacity, 8192);
+  assert.is(store.bytes, 2 * 8192, "every id below 65536: 2 bytes per slot");
+  // Chunk 1 gets one id of Qwen3's upper range (151k): only that chunk adds its high plane.
+  const big = [...small, 65535, 70, 151_642, 3];
+  store.push(big, [0xffffff]);
+  assert.is(store.bytes, 2 * 4096 + 3 * 4096, "the chunk with ids >= 65536 at 3 bytes, the other at 2");
+  assertSame(store, [
+    [...small, 65535],
+    [...big, 0xffffff],
+  ]);
+  // An id no vocabulary has (negative, or 2^24 and up) keeps its chunk as int32, unchanged.
+  const odd = [...big, 0xffffff, -5, 2 ** 31 - 1];
+  store.push(odd, [7]);
+  assert.is(store.bytes, 2 * 4096 + 4 * 4096);
+  assertSame(store, [
+    [...small, 65535],
+    [...big, 0xffffff],
+    [...odd, 7],
+  ]);
+  store.truncate(1);
+  assertSame(store, [[...small, 65535]], "a rollback across the widened chunk");
+});
+
+test("ids of mixed widths read back as the full copies would, across chunks and rollbacks", () => {
+  const id = fc.oneof(
+    fc.integer({ min: 0, max: 65535 }),
+    fc.integer({ min: 65536, max: 2 ** 24 - 1 }),
+    fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+  );
+  fc.assert(
+    fc.property(
+      fc.array(
+        fc.record({ rollback: fc.nat({ max: 4 }), n: fc.nat({ max: 3000 }), odd: fc.array(id, { maxLength: 4 }) }),
+        {
+          maxLength: 8,
+        },
+      ),
+      (turns) => {
+        const store = new Checkpoints();
+        const model: number[][] = [];
+        turns.forEach((t, k) => {
+          if (t.rollback === 0 && model.length > 0) {
+            store.truncate(model.length - 1);
+            model.length--;
+          }
+          const previous = model[model.length - 1] ?? [];
+          const prompt = [...previous, ...range(k * 7, t.n), ...t.odd];
+          store.push(prompt, [k]);
+          model.push([...prompt, k]);
+        });
+        assertSame(store, model);
+      },
+    ),
+    { numRuns: 60 },
   );
 });
 
