@@ -26,6 +26,7 @@ import {
   type MessageMatcher,
   type RecordStore,
   type SessionCore,
+  type SessionCoreOptions,
   type TitoFamilyName,
   type TokenizerFolder,
   type TrainingSample,
@@ -90,6 +91,8 @@ export interface TreeOptions {
   logLevel?: string;
   /** The clock of idle expiry and the door's hold timeouts (test/helpers/manual-clock.ts); default the system's. */
   clock?: Clock;
+  /** Further session-core options, as the host hands them to worker-main.ts (the cache salt, …). */
+  core?: Pick<SessionCoreOptions, "sessionBudget" | "cacheSalt" | "generationConfig" | "trajectory">;
 }
 
 export interface InProcessTree {
@@ -156,6 +159,7 @@ async function startShard(
     sessionIdleTtlS: options.sessionIdleTtlS,
     onSessionExpired: () => metrics.sessionExpired(),
     clock: options.clock,
+    ...options.core,
   });
   const metrics: WorkerMetrics = new WorkerMetrics(index, () => core.sessionCount());
   await core.recover();
