@@ -91,6 +91,8 @@ export interface TreeOptions {
   logLevel?: string;
   /** The clock of idle expiry and the door's hold timeouts (test/helpers/manual-clock.ts); default the system's. */
   clock?: Clock;
+  /** `--anthropic-ping-ms`: the streamed Messages route's ping interval (worker-main.ts). */
+  anthropicPingMs?: number;
   /** Further session-core options, as the host hands them to worker-main.ts (the cache salt, …). */
   core?: Pick<SessionCoreOptions, "sessionBudget" | "cacheSalt" | "generationConfig" | "trajectory">;
 }
@@ -148,6 +150,7 @@ async function startShard(
       pooledReplies: !recordStore.retainsReplyBuffers,
       observe: (...args) => metrics.observeUpstream(...args),
       onMalformedToolCalls: (...args) => metrics.observeMalformedToolCalls(...args),
+      onEngineAbort: (...args) => metrics.engineAborted(...args),
     }),
     tokenizerFolder: folder,
     titoFamily: options.titoFamily,
@@ -158,13 +161,16 @@ async function startShard(
     recordStore,
     sessionIdleTtlS: options.sessionIdleTtlS,
     onSessionExpired: () => metrics.sessionExpired(),
+    onTurnReplayed: () => metrics.turnReplayed(),
     clock: options.clock,
     ...options.core,
   });
   const metrics: WorkerMetrics = new WorkerMetrics(index, () => core.sessionCount());
   await core.recover();
   const socketPath = join(socketDir, `shard-${index}.1.sock`);
-  const server = await listenChannels(socketPath, (channel) => channel.serve(workerHandler(core, metrics)));
+  const server = await listenChannels(socketPath, (channel) =>
+    channel.serve(workerHandler(core, metrics, undefined, { pingMs: options.anthropicPingMs })),
+  );
   return { core, server };
 }
 
