@@ -91,6 +91,9 @@ export interface TreeOptions {
   logLevel?: string;
   /** The clock of idle expiry and the door's hold timeouts (test/helpers/manual-clock.ts); default the system's. */
   clock?: Clock;
+  /** `--max-inflight-turns` and `--max-queued-turns` (server/router/admission.ts); default unlimited. */
+  maxInflightTurns?: number;
+  maxQueuedTurns?: number;
   /** `--anthropic-ping-ms`: the streamed Messages route's ping interval (worker-main.ts). */
   anthropicPingMs?: number;
   /** Further session-core options, as the host hands them to worker-main.ts (the cache salt, …). */
@@ -226,6 +229,7 @@ export async function startTree(options: TreeOptions = {}): Promise<InProcessTre
     bodyLimit: options.bodyLimit ?? 64 * 1024 * 1024,
     authToken: options.authToken,
     agentProxyAllow: options.agentProxyAllow,
+    admission: { maxInflight: options.maxInflightTurns ?? 0, maxQueued: options.maxQueuedTurns ?? 0 },
     logger: options.logLevel ? pino({ level: options.logLevel, base: { proc: "router" } }, pino.destination(2)) : false,
   });
   await app.listen({ host: "127.0.0.1", port: 0 });
