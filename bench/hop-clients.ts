@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { Pool } from "undici";
 import { connectChannel, type Channel } from "../transport/index.ts";
-import { requestShard, type ShardRequest } from "../server/shard-protocol.ts";
+import { requestShard, type ShardRequest } from "../server/protocol/shard-protocol.ts";
 
 export type ClientKind = "inproc" | "child" | "curl";
 export const CLIENT_KINDS: readonly ClientKind[] = ["inproc", "child", "curl"];

@@ -10,7 +10,7 @@
 // whose worker renders and tokenizes, are held to the same floor as a proxied GET.
 // Blocks of each leg alternate, so a shared machine's drift hits all of them alike.
 import { request } from "undici";
-import { shardOf, type ShardRequest } from "../server/shard-protocol.ts";
+import { shardOf, type ShardRequest } from "../server/protocol/shard-protocol.ts";
 import { cpuMs } from "./rollout-proc-stats.ts";
 import { fmt, summarize, type LatencySummary } from "./rollout-stats.ts";
 import {

@@ -18,7 +18,7 @@ export const LAYERS: readonly Layer[] = [
   { name: "family-names", path: "sessions/families/names.ts" },
   { name: "sessions", path: "sessions/" },
   { name: "engine", path: "engine/" },
-  { name: "shard-protocol", path: "server/shard-protocol.ts" },
+  { name: "shard-protocol", path: "server/protocol/" },
   { name: "handoff", path: "server/handoff/" },
   { name: "router", path: "server/router/" },
   { name: "worker", path: "server/worker/" },
@@ -59,7 +59,7 @@ export const RULES: Readonly<Record<string, LayerRule>> = {
   },
   "shard-protocol": {
     uses: ["transport", "buffers"],
-    says: "server/shard-protocol.ts imports only transport/ and buffers/ (the router imports it, so it must not pull in sessions/ or engine/)",
+    says: "server/protocol/ (the shard protocol) imports only transport/ and buffers/ (the router imports it, so it must not pull in sessions/ or engine/)",
   },
   // The records handoff (docs/architecture.md): its IPC message, which router, host and
   // worker share, and the response writer with which the worker writes a records GET to the
@@ -73,7 +73,7 @@ export const RULES: Readonly<Record<string, LayerRule>> = {
     uses: ["transport", "buffers", "actors", "shard-protocol"],
     // The records handoff's message type; the response writer is the worker's and the host's.
     types: ["handoff"],
-    says: "server/router/ imports transport/, buffers/, actors/ and server/shard-protocol.ts (and the handoff message's type) — never sessions/, engine/ or a tokenizer",
+    says: "server/router/ imports transport/, buffers/, actors/ and server/protocol/shard-protocol.ts (and the handoff message's type) — never sessions/, engine/ or a tokenizer",
   },
   worker: {
     // actors/: worker-main runs the child side of supervision (startChildRuntime).

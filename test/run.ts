@@ -16,7 +16,8 @@
 // longest files (chaos, durability, the CLI) take minutes on a loaded 2-core machine.
 //
 // --fast leaves out the files that start process trees (the CLI, startSessionServer,
-// npm), the long HTTP fuzz and the all-tokenizers family loop: the edit loop. Regexes filter test files by path (any one must match).
+// npm), the long HTTP fuzz, the all-tokenizers family loop and the cross-check (every
+// tokenizer, and Python): the edit loop. Regexes filter test files by path (any one must match).
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
@@ -67,8 +68,11 @@ function testFiles(): string[] {
 const TREE_CALL = /\b(startSessionServer|startCli|spawnCli|runCli|npmCommand)\(|examples\/rollout\.ts/;
 const LOCAL_IMPORT = /from\s+"(\.{1,2}\/[^"]+)"/g;
 
-/** Left out of --fast though they start no tree: the long fuzz, and every npm tokenizer loaded (~300 MB each). */
-const NOT_FAST = /server\/(http-fuzz|families-http)\.test\.ts$/;
+/**
+ * Left out of --fast though they start no tree: the long fuzz, and every npm tokenizer
+ * loaded (~300 MB each; the cross-check also runs Python's jinja2 and HF's Rust tokenizers).
+ */
+const NOT_FAST = /server\/(http-fuzz|families-http)\.test\.ts$|crosscheck\/crosscheck\.test\.ts$/;
 
 /** Whether `file` or a test-local module it imports starts a process tree. */
 function startsTree(file: string, seen = new Set<string>()): boolean {

@@ -6,7 +6,7 @@
 // request and reply bodies never are.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Channel } from "../../transport/index.ts";
-import { requestShard, type DoorOp } from "../shard-protocol.ts";
+import { requestShard, type DoorOp } from "../protocol/shard-protocol.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import { InvalidAdminRequestError } from "./errors.ts";
 import { IN_FLIGHT_MODES, type InFlightMode, type RolloutDoor } from "./rollout-door.ts";

@@ -7,7 +7,7 @@
 // worker computes (sessions/session-summary.ts), the router only sorts them by id; `prefix`
 // keeps the ids that start with it.
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { requestShard, type ListedSession, type ListPage } from "../shard-protocol.ts";
+import { requestShard, type ListedSession, type ListPage } from "../protocol/shard-protocol.ts";
 import { InvalidListRequestError, WorkerUnavailableError } from "./errors.ts";
 import type { ShardLinks } from "./shard-links.ts";
 

@@ -5,7 +5,7 @@
 // answer in time is left out, never waited on long.
 import type { FastifyInstance } from "fastify";
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry } from "prom-client";
-import { requestShard } from "../shard-protocol.ts";
+import { requestShard } from "../protocol/shard-protocol.ts";
 import type { RouterStatus } from "./supervision-view.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import type { RolloutDoor } from "./rollout-door.ts";

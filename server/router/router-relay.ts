@@ -10,7 +10,7 @@
 // app's error handler writes it (error-reply.ts).
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ChannelClosedError, RequestAbortedError, release } from "../../transport/index.ts";
-import { requestShard, type ShardRequest } from "../shard-protocol.ts";
+import { requestShard, type ShardRequest } from "../protocol/shard-protocol.ts";
 import { HoldTimeoutError, WorkerFailedError, WorkerUnavailableError } from "./errors.ts";
 import type { RolloutDoor } from "./rollout-door.ts";
 import type { ShardLinks } from "./shard-links.ts";

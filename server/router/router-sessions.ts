@@ -1,11 +1,11 @@
 // The session routes of the router (docs/http.md), as one Fastify plugin. Each route
 // only picks the owning shard from the session id and relays; the router never parses
 // a request or reply body. POST /sessions mints the id first so it can route by it.
-// Each route is one shard op (server/shard-protocol.ts); only the ops that hand the client's
+// Each route is one shard op (server/protocol/shard-protocol.ts); only the ops that hand the client's
 // request to the session core (chat, samples, proxy) carry its method, path and headers.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { randomBytes } from "node:crypto";
-import { shardOf, type ShardOp } from "../shard-protocol.ts";
+import { shardOf, type ShardOp } from "../protocol/shard-protocol.ts";
 import type { Relay } from "./router-relay.ts";
 import { listSessions } from "./router-list.ts";
 import type { SessionTokens } from "./router-auth.ts";

@@ -2,7 +2,7 @@
 // host; the host pushes them here over IPC (RouterStatus), so these routes never wait
 // on the host. /health also asks every worker, each within a few seconds.
 import type { FastifyInstance } from "fastify";
-import { requestShard } from "../shard-protocol.ts";
+import { requestShard } from "../protocol/shard-protocol.ts";
 import { TreeUnknownError, UnhealthyError } from "./errors.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import type { RouterStatus } from "./supervision-view.ts";

@@ -8,7 +8,7 @@
 // finished. The router knows which sessions have turns in flight, and since when, from
 // the chat routes (InflightSessions); it never reads a session's bodies.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { requestShard, shardOf } from "../shard-protocol.ts";
+import { requestShard, shardOf } from "../protocol/shard-protocol.ts";
 import { InvalidAdminRequestError } from "./errors.ts";
 import { adminBody } from "./router-admin.ts";
 import type { Relay } from "./router-relay.ts";

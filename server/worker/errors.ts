@@ -6,7 +6,7 @@ import { CodedError } from "../../buffers/coded-error.ts";
 /** The worker glue's errors: one base, so a caller can tell the layer. */
 export class WorkerError extends CodedError {}
 
-/** A request frame that is not a shard request this worker knows (server/shard-protocol.ts). */
+/** A request frame that is not a shard request this worker knows (server/protocol/shard-protocol.ts). */
 export class ShardRequestError extends WorkerError {
   constructor(problem: string) {
     super("TITO_ERR_SHARD_REQUEST", 500, `shard request not understood: ${problem}`);

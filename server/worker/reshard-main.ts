@@ -5,7 +5,7 @@
 import pino from "pino";
 import { startChildRuntime } from "../../actors/index.ts";
 import { reshardJournal } from "../../sessions/index.ts";
-import { shardOf } from "../shard-protocol.ts";
+import { shardOf } from "../protocol/shard-protocol.ts";
 
 /** What the host passes the job. */
 export interface ReshardConfig {

@@ -1,6 +1,6 @@
 // Joins the session core to the transport: one request frame from the router becomes one
 // core operation, and the core's {status, headers, body} goes back as the reply. The ops
-// and their metadata are server/shard-protocol.ts; a frame that is not one of them is
+// and their metadata are server/protocol/shard-protocol.ts; a frame that is not one of them is
 // answered with a coded error (ShardRequestError), never a crash. The worker trusts the
 // router's routing; it knows nothing of HTTP servers. It keeps its chat turns in flight,
 // so a pause with in_flight "abort" (op abort-turns) can stop them before they commit. A
@@ -8,7 +8,13 @@
 import type { Handler, IncomingBody, Reply } from "../../transport/index.ts";
 import { asAnthropicError, errorResponse, messagesTurn } from "../../sessions/index.ts";
 import type { CoreRequest, CoreResponse, MessagesTurnOptions, SessionCore } from "../../sessions/index.ts";
-import { readShardRequest, shardOf, type ListPage, type ShardReply, type ShardRequest } from "../shard-protocol.ts";
+import {
+  readShardRequest,
+  shardOf,
+  type ListPage,
+  type ShardReply,
+  type ShardRequest,
+} from "../protocol/shard-protocol.ts";
 import { ShardRequestError, TurnAbortedError } from "./errors.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
 import type { ParkedResponses } from "./records-handoff.ts";

@@ -3,7 +3,7 @@
 // so the router never parses a session body to count anything.
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { UpstreamObservation } from "../../engine/index.ts";
-import type { ShardOp } from "../shard-protocol.ts";
+import type { ShardOp } from "../protocol/shard-protocol.ts";
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 

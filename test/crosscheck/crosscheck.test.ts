@@ -1,10 +1,11 @@
 // The cross-check of every family (issue 39, docs/models.md "The cross-check"): the corpus
-// (corpus.json) driven through a real tito-server per family, every turn's prompt ids
+// (corpus.json) driven through tito-server's router and a worker (the in-process tree of
+// test/helpers/tree.ts) per family, every turn's prompt ids
 // compared increment by increment with Python's jinja2 (as transformers sets it up, after
 // SGLang's message preparation) and HF's Rust tokenizers (test/crosscheck/harness.ts).
 // Families with a real npm tokenizer run on it; the others on their synthetic folders.
-// A difference fails with the first differing piece. Needs `npm run build` (the server's
-// worker runs from dist/) and Debian's python3-jinja2 (.ci/run installs it).
+// A difference fails with the first differing piece. Needs Debian's python3-jinja2 (.ci/run
+// installs it).
 import { readFileSync } from "node:fs";
 import { test } from "uvu";
 import * as assert from "uvu/assert";

@@ -1,5 +1,7 @@
 // The cross-check (issue 39, docs/models.md "The cross-check"): conversations driven through
-// a real tito-server (router + one worker process) in front of the simulated engine, each
+// tito-server's router and one worker handler over a real Unix socket, in the test process
+// (test/helpers/tree.ts: the prompt ids are the point, not the processes, and the worker
+// shares the folder the test loaded), in front of the simulated engine, each
 // turn's prompt ids (as the engine received them) compared, increment by increment, with what
 // the engine's own stack makes of the same requests: the conversation rendered by Python's
 // jinja2 as transformers sets it up after SGLang's message preparation (engine-stack.ts,
@@ -10,8 +12,7 @@
 // Families that render with an encoder in code (DeepSeek V3.2/V4) have no Python
 // reference here: their increments are rendered by tito's encoder, so only tokenization is
 // cross-checked. Any corpus in the corpus.json format runs through `crossCheck` (run.ts).
-import { startSessionServer, type SessionServer } from "../../index.ts";
-import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
+import { startTree, type InProcessTree } from "../helpers/tree.ts";
 import { probeAppendRoles } from "../../sessions/append-probe.ts";
 import { NEWLINE_STRIP_NAMES, type ChatMessage } from "../../sessions/chat-template.ts";
 import { selectFamily, type TitoFamily, type TitoFamilyName } from "../../sessions/families/index.ts";
@@ -91,35 +92,25 @@ function missingNeed(c: Conversation, family: TitoFamily, roles: readonly string
 }
 
 interface Rig {
-  engine: SimEngine;
-  server: SessionServer;
+  server: InProcessTree;
   prompts: number[][];
 }
 
 async function startRig(t: CrossCheckTarget): Promise<Rig> {
   const prompts: number[][] = [];
-  const engine = await startSimEngine({
+  const server = await startTree({
+    workers: 1,
     tokenizerFolder: t.folder,
     titoFamily: t.family,
-    beforeReply: (body) => {
-      const ids = (body as { input_ids?: unknown }).input_ids;
-      if (Array.isArray(ids)) prompts.push(ids as number[]);
+    sim: {
+      titoFamily: t.family,
+      beforeReply: (body) => {
+        const ids = (body as { input_ids?: unknown }).input_ids;
+        if (Array.isArray(ids)) prompts.push(ids as number[]);
+      },
     },
   });
-  try {
-    const server = await startSessionServer({
-      engineUrl: engine.url,
-      tokenizerDir: t.folder.dir,
-      titoFamily: t.family,
-      workers: 1,
-      durability: "memory",
-      logLevel: "warn",
-    });
-    return { engine, server, prompts };
-  } catch (err) {
-    await engine.close();
-    throw err;
-  }
+  return { server, prompts };
 }
 
 async function post(
@@ -209,7 +200,6 @@ export async function crossCheck(
     }
   } finally {
     await rig.server.shutdown();
-    await rig.engine.close();
     if (!python) own.close();
   }
   return result;

@@ -1,5 +1,4 @@
 // The cross-check on any corpus and tokenizer folder, for an independent check (issue 39):
-//   npm run build
 //   npx tsx test/crosscheck/run.ts --corpus my-corpus.json --dir /path/to/tokenizer [--family NAME]
 // The corpus is a JSON list of conversations in corpus.json's format (harness.ts,
 // `Conversation`); it is read keeping numbers and key order as Python reads them. Prints

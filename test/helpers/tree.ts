@@ -26,6 +26,7 @@ import {
   type MessageMatcher,
   type RecordStore,
   type SessionCore,
+  type SessionCoreOptions,
   type TitoFamilyName,
   type TokenizerFolder,
   type TrainingSample,
@@ -90,6 +91,13 @@ export interface TreeOptions {
   logLevel?: string;
   /** The clock of idle expiry and the door's hold timeouts (test/helpers/manual-clock.ts); default the system's. */
   clock?: Clock;
+  /** `--max-inflight-turns` and `--max-queued-turns` (server/router/admission.ts); default unlimited. */
+  maxInflightTurns?: number;
+  maxQueuedTurns?: number;
+  /** `--anthropic-ping-ms`: the streamed Messages route's ping interval (worker-main.ts). */
+  anthropicPingMs?: number;
+  /** Further session-core options, as the host hands them to worker-main.ts (the cache salt, …). */
+  core?: Pick<SessionCoreOptions, "sessionBudget" | "cacheSalt" | "generationConfig" | "trajectory">;
 }
 
 export interface InProcessTree {
@@ -145,6 +153,7 @@ async function startShard(
       pooledReplies: !recordStore.retainsReplyBuffers,
       observe: (...args) => metrics.observeUpstream(...args),
       onMalformedToolCalls: (...args) => metrics.observeMalformedToolCalls(...args),
+      onEngineAbort: (...args) => metrics.engineAborted(...args),
     }),
     tokenizerFolder: folder,
     titoFamily: options.titoFamily,
@@ -155,12 +164,16 @@ async function startShard(
     recordStore,
     sessionIdleTtlS: options.sessionIdleTtlS,
     onSessionExpired: () => metrics.sessionExpired(),
+    onTurnReplayed: () => metrics.turnReplayed(),
     clock: options.clock,
+    ...options.core,
   });
   const metrics: WorkerMetrics = new WorkerMetrics(index, () => core.sessionCount());
   await core.recover();
   const socketPath = join(socketDir, `shard-${index}.1.sock`);
-  const server = await listenChannels(socketPath, (channel) => channel.serve(workerHandler(core, metrics)));
+  const server = await listenChannels(socketPath, (channel) =>
+    channel.serve(workerHandler(core, metrics, undefined, { pingMs: options.anthropicPingMs })),
+  );
   return { core, server };
 }
 
@@ -216,6 +229,7 @@ export async function startTree(options: TreeOptions = {}): Promise<InProcessTre
     bodyLimit: options.bodyLimit ?? 64 * 1024 * 1024,
     authToken: options.authToken,
     agentProxyAllow: options.agentProxyAllow,
+    admission: { maxInflight: options.maxInflightTurns ?? 0, maxQueued: options.maxQueuedTurns ?? 0 },
     logger: options.logLevel ? pino({ level: options.logLevel, base: { proc: "router" } }, pino.destination(2)) : false,
   });
   await app.listen({ host: "127.0.0.1", port: 0 });

@@ -3,24 +3,25 @@
 // stream while the engine works (message_start, then a ping each --anthropic-ping-ms), then
 // the blocks, message_delta with the real usage and message_stop; an engine abort while it
 // waits ends the stream with an `error` event (overloaded_error), nothing committed, and the
-// retried turn commits once. Through the real process tree with the official SDK; the engine
+// retried turn commits once. Through the router and a worker (the in-process tree) with the official SDK; the engine
 // holds its reply until the client has seen the pings (no timing assumption).
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import Anthropic from "@anthropic-ai/sdk";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { call, newSession } from "../helpers/server.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 const PINGS_BEFORE_REPLY = 3;
 let engine: SimEngine;
-let server: SessionServer;
+let server: InProcessTree;
 /** Each engine request waits on this gate (opened by the client's recorder), then is aborted when `abortNext`. */
 let gate: Promise<void> = Promise.resolve();
 let abortNext = false;
 
 test.before(async () => {
   engine = await startSimEngine({
+    tokenizerFolder: sharedFolder(),
     beforeReply: async () => {
       await gate;
       if (!abortNext) return;
@@ -33,11 +34,11 @@ test.before(async () => {
       assert.is(res.status, 200);
     },
   });
-  server = await startSessionServer({
+  server = await startTree({
     engineUrl: engine.url,
     engineApi: "sglang-chat",
     workers: 1,
-    logLevel: "warn",
+    tokenizerFolder: sharedFolder(),
     anthropicPingMs: 50,
   });
 });

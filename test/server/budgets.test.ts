@@ -1,36 +1,36 @@
-// Session budgets (sessions/budget.ts) through the real tree on each engine API: a session
+// Session budgets (sessions/budget.ts) through the router and a worker on each engine API
+// (the in-process tree, test/helpers/tree.ts: one tokenizer load for all six): a session
 // created with max_turns or max_total_tokens, or under the server's --max-session-turns,
 // gets a 400 naming the numbers for a turn over it, with nothing sent to the engine and the
 // session as it was; the room left caps the turn's max_tokens; a prompt over the context
 // length the engine states is the same 400, nothing sent; an engine that states none
 // refuses it itself (the simulated engine answers as each upstream does, status, body and
 // for SGLang's streamed /generate the error event) and that is the same 400; a bad budget
-// body creates nothing.
+// body creates nothing. --max-session-turns goes through a real tree (host to worker).
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { call, chat } from "../helpers/server.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 import type { ChatCompletion, SessionBody, SessionCreatedBody, WireMessage } from "../helpers/bodies.ts";
 
 type Api = "sglang-chat" | "sglang-generate" | "vllm-completions";
 const APIS = ["sglang-chat", "sglang-generate", "vllm-completions"] as const;
 let engine: SimEngine;
-const servers = new Map<Api, SessionServer>();
+const servers = new Map<Api, InProcessTree>();
 let withDefaults: SessionServer;
 /** States no context length in GET /v1/models, and refuses a prompt over 64 tokens as its upstream does. */
 let silent: SimEngine;
-const silentServers = new Map<Api, SessionServer>();
+const silentServers = new Map<Api, InProcessTree>();
 
 test.before(async () => {
-  engine = await startSimEngine();
-  silent = await startSimEngine({ maxModelLen: 64, modelsWithoutMaxModelLen: true });
+  const tokenizerFolder = sharedFolder();
+  engine = await startSimEngine({ tokenizerFolder });
+  silent = await startSimEngine({ tokenizerFolder, maxModelLen: 64, modelsWithoutMaxModelLen: true });
   for (const api of APIS) {
-    servers.set(api, await startSessionServer({ engineUrl: engine.url, engineApi: api, workers: 1, logLevel: "warn" }));
-    silentServers.set(
-      api,
-      await startSessionServer({ engineUrl: silent.url, engineApi: api, workers: 1, logLevel: "warn" }),
-    );
+    servers.set(api, await startTree({ engineUrl: engine.url, engineApi: api, workers: 1, tokenizerFolder }));
+    silentServers.set(api, await startTree({ engineUrl: silent.url, engineApi: api, workers: 1, tokenizerFolder }));
   }
   withDefaults = await startSessionServer({
     engineUrl: engine.url,

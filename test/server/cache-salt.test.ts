@@ -6,23 +6,22 @@
 // salt and still hits. Read from the engine's meta_info.cached_tokens in the records.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { admin } from "../helpers/rollout.ts";
 import { call, chat } from "../helpers/server.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 let engine: SimEngine;
-let server: SessionServer;
+let server: InProcessTree;
 
 test.before(async () => {
-  engine = await startSimEngine({ prefixCache: true });
-  server = await startSessionServer({
+  const tokenizerFolder = sharedFolder();
+  engine = await startSimEngine({ prefixCache: true, tokenizerFolder });
+  server = await startTree({
     engineUrl: engine.url,
     engineApi: "sglang-generate",
     workers: 1,
-    port: 0,
-    durability: "memory",
-    logLevel: "warn",
+    tokenizerFolder,
     allowedAppendRoles: ["user"],
   });
 });

@@ -27,7 +27,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DataDirInUseError, startSessionServer, type SessionServer } from "../../index.ts";
 import type { SupervisionEvent } from "../../actors/index.ts";
-import { shardOf } from "../../server/shard-protocol.ts";
+import { shardOf } from "../../server/protocol/shard-protocol.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitForEvent } from "../helpers/events.ts";
 import type { ErrorBody } from "../helpers/bodies.ts";

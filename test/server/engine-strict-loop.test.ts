@@ -1,4 +1,4 @@
-// Issue 38's "Done when", through the real tree (router + a worker process): a tool loop on
+// Issue 38's "Done when", through the router and a worker (the in-process tree): a tool loop on
 // each engine API against the simulated engine in its strictest mode (vLLM: 404 for a model
 // it does not serve, null max_tokens -> 500) with the `openai` client sending model "gpt-4o"
 // and no max_tokens, exact end to end; and an engine abort mid-turn on each API (SGLang's
@@ -7,20 +7,21 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import OpenAI from "openai";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { call, newSession, WEATHER_TOOL } from "../helpers/server.ts";
 import { recordIds, type RawRecord } from "../helpers/turn-records.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 type Api = "sglang-chat" | "sglang-generate" | "vllm-completions";
 const APIS: Api[] = ["sglang-chat", "sglang-generate", "vllm-completions"];
 
 let engine: SimEngine;
 let abortNext = false;
-const servers: SessionServer[] = [];
+const servers: InProcessTree[] = [];
 
 test.before(async () => {
   engine = await startSimEngine({
+    tokenizerFolder: sharedFolder(),
     vllmNullMaxTokens: "500",
     beforeReply: async () => {
       if (!abortNext) return;
@@ -39,8 +40,13 @@ test.after(async () => {
   await engine?.close();
 });
 
-async function serve(api: Api): Promise<SessionServer> {
-  const server = await startSessionServer({ engineUrl: engine.url, engineApi: api, workers: 1, logLevel: "warn" });
+async function serve(api: Api): Promise<InProcessTree> {
+  const server = await startTree({
+    engineUrl: engine.url,
+    engineApi: api,
+    workers: 1,
+    tokenizerFolder: sharedFolder(),
+  });
   servers.push(server);
   return server;
 }

@@ -134,9 +134,14 @@ if (!nginxBin) {
     }
     const again = await call(balancer, "PUT", `/sessions/${ids[0]}`);
     assert.is(again.status, 409);
-    const posted = await call<{ error: string }>(balancer, "POST", "/sessions");
+    const posted = await call<{ error: string; code: string }>(balancer, "POST", "/sessions");
     assert.is(posted.status, 400);
     assert.match(posted.json.error, /PUT \/sessions\/\{id\}/);
+    assert.is(posted.json.code, "TITO_ERR_BALANCER_ROUTE");
+    const listed = await call<{ error: string; code: string }>(balancer, "GET", "/sessions");
+    assert.is(listed.status, 400);
+    assert.equal(Object.keys(listed.json).sort(), ["code", "error"]);
+    assert.is(listed.json.code, "TITO_ERR_BALANCER_ROUTE");
   });
 
   test("one instance stopped: its sessions get the balancer's error, the other's carry on", async () => {
@@ -150,13 +155,14 @@ if (!nginxBin) {
     assert.ok([...home.values()].includes(stoppedId), "some sessions live on the instance to stop");
     await stopped.shutdown();
     for (const id of ids) {
-      const res = await call<{ error: string }>(balancer, "POST", `/sessions/${id}/v1/chat/completions`, {
+      const res = await call<{ error: string; code: string }>(balancer, "POST", `/sessions/${id}/v1/chat/completions`, {
         model: "m",
         messages: [{ role: "user", content: "still there?" }],
       });
       if (home.get(id) === stoppedId) {
         assert.is(res.status, 502, `${id}: ${res.text}`);
         assert.match(res.json.error, /instance that holds this session is unreachable/);
+        assert.is(res.json.code, "TITO_ERR_INSTANCE_UNREACHABLE");
       } else {
         assert.is(res.status, 200, `${id}: ${res.text}`);
         assert.is(res.headers.get("x-tito-instance"), home.get(id));

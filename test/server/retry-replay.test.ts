@@ -9,17 +9,18 @@ import * as assert from "uvu/assert";
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import OpenAI from "openai";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { call, newSession } from "../helpers/server.ts";
 import type { SessionBody } from "../helpers/bodies.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 let engine: SimEngine;
-let server: SessionServer;
+let server: InProcessTree;
 
 test.before(async () => {
-  engine = await startSimEngine();
-  server = await startSessionServer({ engineUrl: engine.url, engineApi: "sglang-chat", workers: 1, logLevel: "warn" });
+  const tokenizerFolder = sharedFolder();
+  engine = await startSimEngine({ tokenizerFolder });
+  server = await startTree({ engineUrl: engine.url, engineApi: "sglang-chat", workers: 1, tokenizerFolder });
 });
 test.after(async () => {
   await server?.shutdown();

@@ -5,7 +5,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import OpenAI from "openai";
-import { shardOf } from "../../server/shard-protocol.ts";
+import { shardOf } from "../../server/protocol/shard-protocol.ts";
 import type {
   ErrorBody,
   HealthBody,

@@ -5,7 +5,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { SamplesRequestError } from "../../server/host/errors.ts";
-import { shardOf } from "../../server/shard-protocol.ts";
+import { shardOf } from "../../server/protocol/shard-protocol.ts";
 import type { SampleBody, SessionBody } from "../helpers/bodies.ts";
 import { call, newSession, toolLoop } from "../helpers/server.ts";
 import { readSafetensors } from "../helpers/safetensors.ts";

@@ -9,22 +9,22 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import OpenAI from "openai";
 import Anthropic from "@anthropic-ai/sdk";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { call, newSession } from "../helpers/server.ts";
 import type { SessionBody } from "../helpers/bodies.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 const AGENTS = 8;
 let engine: SimEngine;
-let server: SessionServer;
+let server: InProcessTree;
 
 test.before(async () => {
-  engine = await startSimEngine({ latencyMs: 50 });
-  server = await startSessionServer({
+  engine = await startSimEngine({ latencyMs: 50, tokenizerFolder: sharedFolder() });
+  server = await startTree({
     engineUrl: engine.url,
     engineApi: "sglang-chat",
     workers: 1,
-    logLevel: "warn",
+    tokenizerFolder: sharedFolder(),
     maxInflightTurns: 2,
     maxQueuedTurns: 4,
   });

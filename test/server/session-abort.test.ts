@@ -5,17 +5,18 @@
 // {"older_than_s"} finishes exactly the sessions whose turn has been in flight that long.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { startSessionServer, type SessionServer } from "../../index.ts";
 import { call, chat, newSession, startGatedEngine, type GatedEngine } from "../helpers/server.ts";
 import type { SessionBody } from "../helpers/bodies.ts";
+import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 let engine: GatedEngine;
-let server: SessionServer;
+let server: InProcessTree;
 let base: string;
 
 test.before(async () => {
-  engine = await startGatedEngine();
-  server = await startSessionServer({ engineUrl: engine.url, engineApi: "sglang-chat", workers: 2, logLevel: "warn" });
+  const tokenizerFolder = sharedFolder();
+  engine = await startGatedEngine({ tokenizerFolder });
+  server = await startTree({ engineUrl: engine.url, engineApi: "sglang-chat", workers: 2, tokenizerFolder });
   base = server.url;
 });
 test.after(async () => {

@@ -1,6 +1,6 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { shardOf } from "../../server/shard-protocol.ts";
+import { shardOf } from "../../server/protocol/shard-protocol.ts";
 import { mintSessionId } from "../../server/router/router-sessions.ts";
 
 /** The textbook FNV-1a 64 with BigInt, to check the two-halves version against. */

@@ -6,7 +6,7 @@ import * as assert from "uvu/assert";
 import { MemoryRecordStore, type SessionCore } from "../../sessions/index.ts";
 import { coreFor } from "../helpers/core.ts";
 import type { Meta } from "../../transport/index.ts";
-import { requestShard } from "../../server/shard-protocol.ts";
+import { requestShard } from "../../server/protocol/shard-protocol.ts";
 import { workerHandler } from "../../server/worker/worker-handler.ts";
 import { WorkerMetrics } from "../../server/worker/worker-metrics.ts";
 import { qwen3 } from "../sessions/fixtures.ts";

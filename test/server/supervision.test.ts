@@ -4,7 +4,7 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer, type SupervisionEvent } from "../../index.ts";
-import { shardOf } from "../../server/shard-protocol.ts";
+import { shardOf } from "../../server/protocol/shard-protocol.ts";
 import { waitForEvent } from "../helpers/events.ts";
 import type { ErrorBody, EventsBody, SupervisionBody } from "../helpers/bodies.ts";
 import { call, chat, newSession, startGatedEngine, type GatedEngine } from "../helpers/server.ts";

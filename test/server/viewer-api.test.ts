@@ -11,7 +11,7 @@ import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer, type SupervisionEvent } from "../../index.ts";
 import { buildRouterApp } from "../../server/router/router-app.ts";
 import { ShardLinks } from "../../server/router/shard-links.ts";
-import { shardOf } from "../../server/shard-protocol.ts";
+import { shardOf } from "../../server/protocol/shard-protocol.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitForEvent } from "../helpers/events.ts";
 import { call, chat, newSession, toolLoop, WEATHER_TOOL } from "../helpers/server.ts";

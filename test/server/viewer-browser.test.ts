@@ -12,7 +12,7 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSessionServer, type SessionServer, type SupervisionEvent } from "../../index.ts";
-import { shardOf } from "../../server/shard-protocol.ts";
+import { shardOf } from "../../server/protocol/shard-protocol.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitForEvent } from "../helpers/events.ts";
 import type { ChatCompletion, SessionCreatedBody, WireMessage } from "../helpers/bodies.ts";

@@ -4,8 +4,8 @@
 // import this file, so an op is named and shaped in one place. Body bytes travel as the frame body and
 // are never described here: the router imports this file and never parses a body. It must
 // import nothing but transport types (no sessions/, no engine/, no tokenizer).
-import type { Channel, IncomingBody, Meta, OutBody } from "../transport/index.ts";
-import type { CancelSignal } from "../buffers/cancel.ts";
+import type { Channel, IncomingBody, Meta, OutBody } from "../../transport/index.ts";
+import type { CancelSignal } from "../../buffers/cancel.ts";
 
 const TWO_32 = 4294967296;
 
