@@ -29,6 +29,8 @@ export interface CheckpointView {
   idAt(k: number, i: number): number;
   /** Checkpoint k's first `end` ids (all of them by default) as a new array. */
   ids(k: number, end?: number): number[];
+  /** Writes checkpoint k's ids into `out` from its start, when the view can copy them faster than `ids`. */
+  copyInto?(k: number, out: Int32Array): void;
 }
 
 interface Mark {
@@ -112,8 +114,20 @@ export class Checkpoints implements CheckpointView {
     return out;
   }
 
+  /** Writes checkpoint k's ids into `out` from its start (memory copies of the store's chunks). */
+  copyInto(k: number, out: Int32Array): void {
+    const mark = this.#mark(k);
+    let p = 0;
+    for (let c = 0; c * CHUNK < mark.shared; c++) {
+      const n = Math.min(CHUNK, mark.shared - c * CHUNK);
+      out.set(this.#chunks[c]!.subarray(0, n), p);
+      p += n;
+    }
+    if (mark.tail) out.set(mark.tail.subarray(0, mark.end - mark.shared), p);
+  }
+
   /** Commits checkpoint `count` = prompt + completion; the store then holds it. */
-  push(prompt: readonly number[], completion: readonly number[]): void {
+  push(prompt: ArrayLike<number>, completion: readonly number[]): void {
     const end = prompt.length + completion.length;
     // Where the new checkpoint leaves the store's ids: usually at its end (an append).
     const from = this.#firstDifference(prompt, completion, Math.min(this.#length, end));
@@ -131,7 +145,7 @@ export class Checkpoints implements CheckpointView {
   }
 
   /** The first i < `common` where the store and prompt + completion differ, else `common`. */
-  #firstDifference(prompt: readonly number[], completion: readonly number[], common: number): number {
+  #firstDifference(prompt: ArrayLike<number>, completion: readonly number[], common: number): number {
     for (let c = 0; c * CHUNK < common; c++) {
       const chunk = this.#chunks[c]!;
       const base = c * CHUNK;
