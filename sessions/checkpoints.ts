@@ -114,13 +114,13 @@ export class Checkpoints implements CheckpointView {
     return out;
   }
 
-  /** Writes checkpoint k's ids into `out` from its start (memory copies of the store's chunks). */
+  /** Writes checkpoint k's ids into `out` from its start (chunk by chunk, IdChunk.readInto). */
   copyInto(k: number, out: Int32Array): void {
     const mark = this.#mark(k);
     let p = 0;
     for (let c = 0; c * CHUNK < mark.shared; c++) {
       const n = Math.min(CHUNK, mark.shared - c * CHUNK);
-      out.set(this.#chunks[c]!.subarray(0, n), p);
+      this.#chunks[c]!.readInto(out, p, n);
       p += n;
     }
     if (mark.tail) out.set(mark.tail.subarray(0, mark.end - mark.shared), p);
@@ -142,6 +142,21 @@ export class Checkpoints implements CheckpointView {
     this.#length = end;
     // concat, not push: exactly its marks, no spare slots (trajectory.ts restore says why).
     this.#marks = this.#marks.concat([{ end, promptLength: prompt.length, shared: end }]);
+  }
+
+  /**
+   * The first i < n where the latest checkpoint's ids and `ids` differ, else n (n <= length,
+   * n <= ids.length): a turn's check of its prompt against the whole history (verify), in
+   * IdChunk's tight loops rather than through at() id by id.
+   */
+  mismatch(ids: ArrayLike<number>, n: number): number {
+    for (let c = 0; c * CHUNK < n; c++) {
+      const base = c * CHUNK;
+      const m = Math.min(CHUNK, n - base);
+      const end = this.#chunks[c]!.mismatch(ids, base, 0, m);
+      if (end < m) return base + end;
+    }
+    return n;
   }
 
   /** The first i < `common` where the store and prompt + completion differ, else `common`. */

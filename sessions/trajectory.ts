@@ -148,9 +148,8 @@ export class Trajectory implements TrajectoryView {
         `the new trajectory (${length} tokens) is shorter than the previous checkpoint (${previous.length} tokens, ${maxTrimTokens} trimmable)`,
       );
     }
-    // The prompt's part first, in a loop of its own: the whole history's ids on every turn.
-    let i = 0;
-    for (const n = Math.min(mustMatch, prompt.length); i < n; i++) if (previous.at(i) !== prompt[i]) break;
+    // The prompt's part first, chunk by chunk (Checkpoints.mismatch): the whole history's ids on every turn.
+    let i = previous.mismatch(prompt, Math.min(mustMatch, prompt.length));
     for (; i < mustMatch; i++) {
       if (previous.at(i) !== at(i)) {
         throw new TokenizationError(
