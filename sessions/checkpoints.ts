@@ -49,8 +49,6 @@ const CHUNK_MASK = CHUNK - 1;
 const FIRST_CHUNK = 256;
 /** A fork's copy of a shared chunk is a multiple of this many ids (#own). */
 const COPY_STEP = 64;
-/** Spare slots of an ids() copy: a turn's appended ids (a tool result, the generation prompt) usually fit. */
-const APPEND_ROOM = 2048;
 
 export class Checkpoints implements CheckpointView {
   #chunks: IdChunk[] = [];
@@ -97,11 +95,10 @@ export class Checkpoints implements CheckpointView {
   ids(k: number, end?: number): number[] {
     const mark = this.#mark(k);
     const stop = Math.min(end ?? mark.end, mark.end);
-    // Allocated whole, with room for a turn's appended ids: the per-turn copy of the prompt's
-    // start is the hot loop here, and an array grown by push() re-copied itself ~20 times on
-    // the way to 80k ids (3x the CPU of this fill; docs/benchmark.md, "Long sessions").
-    // Shortening `length` by less than half keeps the capacity, so the caller's pushes fit.
-    const out: number[] = new Array<number>(stop + APPEND_ROOM);
+    // Allocated whole: an array grown by push() re-copied itself ~20 times on the way to 80k
+    // ids (3x the CPU of this fill). A turn's prompt is not built from here any more but in
+    // an Int32Array (copyInto, id-builder.ts; docs/benchmark.md, "Long sessions").
+    const out: number[] = new Array<number>(stop);
     const shared = Math.min(stop, mark.shared);
     let p = 0;
     for (let c = 0; c * CHUNK < shared; c++) {
@@ -110,7 +107,6 @@ export class Checkpoints implements CheckpointView {
       p += n;
     }
     for (let i = shared; i < stop; i++) out[p++] = mark.tail![i - mark.shared]!;
-    out.length = stop;
     return out;
   }
 
