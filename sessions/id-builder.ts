@@ -3,8 +3,8 @@
 // Held in an Int32Array, not a number[]: a prompt of 80k ids as a JS array is a V8
 // large-object allocation of 640 KiB on every turn, whose cost (fresh pages, then the
 // GC's) grew with the history and was the largest single item of a long session's turn
-// (docs/benchmark.md, "Long sessions"). The typed array's bytes are copied from the
-// checkpoint store's chunks with `set` (a memory copy), not id by id.
+// (docs/benchmark.md, "Long sessions"). The store's chunks write their ids into it
+// (Checkpoints.copyInto, IdChunk.readInto).
 
 /** Spare slots past the checkpoint: a turn's appended ids (a tool result, the generation prompt) usually fit. */
 const APPEND_ROOM = 2048;
