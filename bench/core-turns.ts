@@ -166,7 +166,8 @@ async function main(): Promise<void> {
   const roots = config.baseline ? [REPO_ROOT, config.baseline] : [REPO_ROOT];
   const loadStart = loadavg();
   const cpuAtStart = machineCpu();
-  const engine = await startEngine([]);
+  // The pre-built engine (bench/prebuilt-engine-main.ts) needs its reply length and turn count.
+  const engine = await startEngine(["--prebuilt-tokens", String(TOKENS), "--prebuilt-turns", String(TURNS)]);
   killStartedOnExit();
   const results: Measured[] = [];
   try {

@@ -241,6 +241,9 @@ interface Mark {
   of: "all" | Turn["phase"];
   turns: number;
   cpuMs: number;
+  /** cpuMs split: the router (relays the body both ways, parses nothing) and the workers (and records streamers). */
+  routerMs: number;
+  workersMs: number;
   latencyMs: number;
 }
 
@@ -252,8 +255,18 @@ function marks(turns: Turn[]): Mark[] {
     );
     if (near.length === 0) return [];
     const mean = (f: (t: Turn) => number) => near.reduce((a, t) => a + f(t), 0) / near.length;
+    const routerMs = mean((t) => t.perProcess.router ?? 0);
+    const cpuMs = mean((t) => t.serverCpuMs);
     return [
-      { tokens: mark, of, turns: near.length, cpuMs: mean((t) => t.serverCpuMs), latencyMs: mean((t) => t.latencyMs) },
+      {
+        tokens: mark,
+        of,
+        turns: near.length,
+        cpuMs,
+        routerMs,
+        workersMs: cpuMs - routerMs,
+        latencyMs: mean((t) => t.latencyMs),
+      },
     ];
   };
   return [...at(MARKS[0]!, "grow"), ...at(MARKS[0]!, "again"), ...MARKS.flatMap((mark) => at(mark, "all"))];
@@ -277,14 +290,14 @@ async function main(): Promise<void> {
   const lines = [
     `#### Long sessions — ${config.sessions} session(s) in lockstep, +${config.chars} characters of tool output per turn to ${config.tokens} tokens, ${config.workers} worker(s), max_tokens ${config.outputTokens}`,
     "",
-    "| family | context tokens | turns | server CPU ms/turn | vs 8k | latency ms/turn | vs 8k |",
-    "|---|---|---|---|---|---|---|",
+    "| family | context tokens | turns | server CPU ms/turn | vs 8k | router ms | workers ms | latency ms/turn | vs 8k |",
+    "|---|---|---|---|---|---|---|---|---|",
   ];
   for (const [family, r] of Object.entries(results)) {
     const base = r.marks.find((x) => x.tokens === 8_000 && x.of === "all");
     for (const m of r.marks)
       lines.push(
-        `| ${family} | ~${m.tokens / 1000}k${m.of === "all" ? "" : m.of === "grow" ? " (first sessions)" : " (fresh sessions after them)"} | ${m.turns} | ${m.cpuMs.toFixed(2)} | ${base ? (m.cpuMs / base.cpuMs).toFixed(2) + "x" : "-"} | ${m.latencyMs.toFixed(1)} | ${base ? (m.latencyMs / base.latencyMs).toFixed(2) + "x" : "-"} |`,
+        `| ${family} | ~${m.tokens / 1000}k${m.of === "all" ? "" : m.of === "grow" ? " (first sessions)" : " (fresh sessions after them)"} | ${m.turns} | ${m.cpuMs.toFixed(2)} | ${base ? (m.cpuMs / base.cpuMs).toFixed(2) + "x" : "-"} | ${m.routerMs.toFixed(2)} | ${m.workersMs.toFixed(2)} | ${m.latencyMs.toFixed(1)} | ${base ? (m.latencyMs / base.latencyMs).toFixed(2) + "x" : "-"} |`,
       );
   }
   lines.push("", "| family | server CPU per turn at 80k vs 8k | target | met |", "|---|---|---|---|");

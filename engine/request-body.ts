@@ -20,8 +20,8 @@ export function buildUpstreamBody(
   bytes: Buffer,
   body: Record<string, unknown>,
   forced: Record<string, unknown>,
-  promptIds: readonly number[],
-  promptBytes: Buffer = Buffer.from(promptIds.join(","), "latin1"),
+  promptIds: ArrayLike<number>,
+  promptBytes: Buffer = Buffer.from(Array.from(promptIds).join(","), "latin1"),
 ): Buffer {
   let end = bytes.length - 1;
   while (end >= 0 && isJsonSpace(bytes[end]!)) end--;
@@ -31,7 +31,7 @@ export function buildUpstreamBody(
     Object.keys(body).length > 0 &&
     !("input_ids" in body) &&
     Object.keys(forced).every((key) => !Object.hasOwn(body, key));
-  if (!spliceable) return Buffer.from(JSON.stringify({ ...body, ...forced, input_ids: promptIds }));
+  if (!spliceable) return Buffer.from(JSON.stringify({ ...body, ...forced, input_ids: Array.from(promptIds) }));
   const extra = JSON.stringify(forced).slice(1, -1);
   const head = Buffer.from(`${extra ? `,${extra}` : ""},"input_ids":[`, "utf8");
   return Buffer.concat([bytes.subarray(0, end), head, promptBytes, IDS_END]);

@@ -89,7 +89,7 @@ function continuation(
   remaining: number | undefined,
   version: string | null,
 ): EngineTurnRequest {
-  const promptIds = [...turn.promptIds, ...parts.flatMap((p) => p.completionIds)];
+  const promptIds = [...Array.from(turn.promptIds), ...parts.flatMap((p) => p.completionIds)];
   const body = { ...turn.body };
   if (remaining !== undefined) for (const key of budgetKeys) if (typeof body[key] === "number") body[key] = remaining;
   return {

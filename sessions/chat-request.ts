@@ -6,7 +6,7 @@
 // decides, and a turn through the other API is a 400, never a trajectory of mixed shapes.
 import { checkContent } from "./chat-template.ts";
 import { ClientApiMixError, InvalidChatRequestError, InvalidJsonError } from "./errors.ts";
-import { parseJsonLossless } from "./lossless-json.ts";
+import { parseChatJson } from "./chat-body-json.ts";
 
 export type ClientApi = "chat" | "messages";
 
@@ -20,8 +20,9 @@ export const CHAT_ROLES: readonly string[] = ["system", "developer", "user", "as
 export function parseChatBody(bytes: Buffer): Record<string, unknown> {
   let body: unknown;
   try {
-    // Numbers and key order as Python reads them, for the template (lossless-json.ts).
-    body = parseJsonLossless(bytes.toString("utf8"));
+    // Numbers and key order as Python reads them, for the template (lossless-json.ts), the
+    // messages one by one (chat-body-json.ts).
+    body = parseChatJson(bytes);
   } catch (err) {
     throw new InvalidJsonError((err as Error).message, { cause: err });
   }

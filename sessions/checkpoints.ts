@@ -29,6 +29,8 @@ export interface CheckpointView {
   idAt(k: number, i: number): number;
   /** Checkpoint k's first `end` ids (all of them by default) as a new array. */
   ids(k: number, end?: number): number[];
+  /** Writes checkpoint k's ids into `out` from its start, when the view can copy them faster than `ids`. */
+  copyInto?(k: number, out: Int32Array): void;
 }
 
 interface Mark {
@@ -47,8 +49,6 @@ const CHUNK_MASK = CHUNK - 1;
 const FIRST_CHUNK = 256;
 /** A fork's copy of a shared chunk is a multiple of this many ids (#own). */
 const COPY_STEP = 64;
-/** Spare slots of an ids() copy: a turn's appended ids (a tool result, the generation prompt) usually fit. */
-const APPEND_ROOM = 2048;
 
 export class Checkpoints implements CheckpointView {
   #chunks: IdChunk[] = [];
@@ -95,11 +95,10 @@ export class Checkpoints implements CheckpointView {
   ids(k: number, end?: number): number[] {
     const mark = this.#mark(k);
     const stop = Math.min(end ?? mark.end, mark.end);
-    // Allocated whole, with room for a turn's appended ids: the per-turn copy of the prompt's
-    // start is the hot loop here, and an array grown by push() re-copied itself ~20 times on
-    // the way to 80k ids (3x the CPU of this fill; docs/benchmark.md, "Long sessions").
-    // Shortening `length` by less than half keeps the capacity, so the caller's pushes fit.
-    const out: number[] = new Array<number>(stop + APPEND_ROOM);
+    // Allocated whole: an array grown by push() re-copied itself ~20 times on the way to 80k
+    // ids (3x the CPU of this fill). A turn's prompt is not built from here any more but in
+    // an Int32Array (copyInto, id-builder.ts; docs/benchmark.md, "Long sessions").
+    const out: number[] = new Array<number>(stop);
     const shared = Math.min(stop, mark.shared);
     let p = 0;
     for (let c = 0; c * CHUNK < shared; c++) {
@@ -108,12 +107,23 @@ export class Checkpoints implements CheckpointView {
       p += n;
     }
     for (let i = shared; i < stop; i++) out[p++] = mark.tail![i - mark.shared]!;
-    out.length = stop;
     return out;
   }
 
+  /** Writes checkpoint k's ids into `out` from its start (chunk by chunk, IdChunk.readInto). */
+  copyInto(k: number, out: Int32Array): void {
+    const mark = this.#mark(k);
+    let p = 0;
+    for (let c = 0; c * CHUNK < mark.shared; c++) {
+      const n = Math.min(CHUNK, mark.shared - c * CHUNK);
+      this.#chunks[c]!.readInto(out, p, n);
+      p += n;
+    }
+    if (mark.tail) out.set(mark.tail.subarray(0, mark.end - mark.shared), p);
+  }
+
   /** Commits checkpoint `count` = prompt + completion; the store then holds it. */
-  push(prompt: readonly number[], completion: readonly number[]): void {
+  push(prompt: ArrayLike<number>, completion: readonly number[]): void {
     const end = prompt.length + completion.length;
     // Where the new checkpoint leaves the store's ids: usually at its end (an append).
     const from = this.#firstDifference(prompt, completion, Math.min(this.#length, end));
@@ -130,8 +140,23 @@ export class Checkpoints implements CheckpointView {
     this.#marks = this.#marks.concat([{ end, promptLength: prompt.length, shared: end }]);
   }
 
+  /**
+   * The first i < n where the latest checkpoint's ids and `ids` differ, else n (n <= length,
+   * n <= ids.length): a turn's check of its prompt against the whole history (verify), in
+   * IdChunk's tight loops rather than through at() id by id.
+   */
+  mismatch(ids: ArrayLike<number>, n: number): number {
+    for (let c = 0; c * CHUNK < n; c++) {
+      const base = c * CHUNK;
+      const m = Math.min(CHUNK, n - base);
+      const end = this.#chunks[c]!.mismatch(ids, base, 0, m);
+      if (end < m) return base + end;
+    }
+    return n;
+  }
+
   /** The first i < `common` where the store and prompt + completion differ, else `common`. */
-  #firstDifference(prompt: readonly number[], completion: readonly number[], common: number): number {
+  #firstDifference(prompt: ArrayLike<number>, completion: readonly number[], common: number): number {
     for (let c = 0; c * CHUNK < common; c++) {
       const chunk = this.#chunks[c]!;
       const base = c * CHUNK;

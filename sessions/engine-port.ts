@@ -20,7 +20,7 @@ export interface EngineTurnRequest {
   /** `clientBytes` parsed: a JSON object with a non-empty `messages` list. */
   body: Record<string, unknown>;
   /** The prompt: every id the model sees, exactly as the trajectory holds them. */
-  promptIds: readonly number[];
+  promptIds: ArrayLike<number>;
   /** `promptIds` as decimal JSON text ("1,2,3") in ASCII bytes (ids-text.ts idsBytes). */
   promptBytes: Buffer;
   /** The session's model family: the token-level APIs parse the completion text with it. */

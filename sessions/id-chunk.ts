@@ -72,7 +72,7 @@ export class IdChunk {
   }
 
   /** Writes ids 0..n-1 to out[p..p+n-1]. */
-  readInto(out: number[], p: number, n: number): void {
+  readInto(out: number[] | Int32Array, p: number, n: number): void {
     const wide = this.#wide;
     if (wide !== undefined) {
       for (let i = 0; i < n; i++) out[p + i] = wide[i]!;
@@ -85,7 +85,7 @@ export class IdChunk {
   }
 
   /** The first i in [from, to) where id i differs from ids[i + offset], else `to`. */
-  mismatch(ids: readonly number[], offset: number, from: number, to: number): number {
+  mismatch(ids: ArrayLike<number>, offset: number, from: number, to: number): number {
     const wide = this.#wide;
     if (wide !== undefined) {
       for (let i = from; i < to; i++) if (wide[i] !== ids[i + offset]) return i;

@@ -23,7 +23,7 @@ const KEPT_SCRATCH_BYTES = 1 << 20;
 let scratch = new Uint8Array(64 * 1024);
 
 /** `ids` as decimal text joined by commas: exactly `ids.join(",")` for integer ids. */
-export function idsText(ids: readonly number[]): string {
+export function idsText(ids: ArrayLike<number>): string {
   const [out, p] = writeIds(ids);
   return Buffer.from(out.buffer, out.byteOffset, p).toString("latin1");
 }
@@ -34,13 +34,13 @@ export function idsText(ids: readonly number[]): string {
  * passes over ~6 bytes per id (the latin1 string, then its UTF-8 encode) on every turn,
  * growing with the history (docs/benchmark.md, "Long sessions").
  */
-export function idsBytes(ids: readonly number[]): Buffer {
+export function idsBytes(ids: ArrayLike<number>): Buffer {
   const [out, p] = writeIds(ids);
   return Buffer.from(out.subarray(0, p));
 }
 
 /** Writes `ids` as text into the scratch bytes (or one-off bytes when too long); returns them and the length. */
-function writeIds(ids: readonly number[]): [Uint8Array, number] {
+function writeIds(ids: ArrayLike<number>): [Uint8Array, number] {
   const need = ids.length * MAX_ID_BYTES;
   let out = scratch;
   if (need > out.length) {

@@ -5,7 +5,7 @@ import type { ChatMessage } from "./chat-template.ts";
 import type { TreePlacement } from "./tree/tree-turn.ts";
 
 export interface PreparedTurn {
-  promptIds: number[];
+  promptIds: ArrayLike<number>;
   /** promptIds as decimal text, in bytes (idsBytes). */
   promptBytes: Buffer;
   messages: ChatMessage[];

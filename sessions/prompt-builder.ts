@@ -22,6 +22,7 @@ import {
   TokenizationError,
 } from "./errors.ts";
 import type { CheckpointView } from "./checkpoints.ts";
+import { IdBuilder } from "./id-builder.ts";
 import { generationPromptInputs, inputsArePlain, mayRefuse } from "./generation-prompt.ts";
 import { adoptStored, matchingPrefixLength, type MessageMatcher } from "./message-compare.ts";
 import type { TitoFamily } from "./families/index.ts";
@@ -61,7 +62,8 @@ export interface TrajectoryView {
 }
 
 export interface PromptPlan {
-  promptIds: number[];
+  /** The prompt's ids: a typed array, as a long prompt's ids are copied in memory, not id by id (id-builder.ts). */
+  promptIds: Int32Array;
   /** Turns to keep when the request rolls back one turn (0: a retried first turn); undefined when nothing rolls back. */
   rollbackToTurns?: number;
   /** The turn's messages: the request, with the stored copies of the messages it matched (adoptStored). */
@@ -301,27 +303,32 @@ export function planPrompt(
       throw new AppendRoleError(keptMessages + i, m.role, ctx.allowedAppendRoles, ctx.refusedRoles?.get(m.role));
   });
   // The kept checkpoint, less the trailing ids the family's boundaryDrop leaves out, is the prompt's start.
-  const promptIds = view.checkpoints.ids((rollbackToTurns ?? view.checkpoints.count) - 1);
-  const boundary = ctx.family.boundaryIds(promptIds);
-  promptIds.length -= ctx.family.boundaryDrop?.(promptIds) ?? 0;
-  for (const id of boundary) promptIds.push(id);
+  const prompt = checkpointIds(view.checkpoints, (rollbackToTurns ?? view.checkpoints.count) - 1);
+  const boundary = ctx.family.boundaryIds(prompt.ids);
+  prompt.drop(ctx.family.boundaryDrop?.(prompt.ids) ?? 0);
+  prompt.push(boundary);
   if (ctx.family.increment === "history" || ctx.renderer.carriesState) {
-    for (const id of historyIncrement(ctx, request, keptMessages, tools)) promptIds.push(id);
-    return { promptIds, rollbackToTurns, ...planned };
+    prompt.push(historyIncrement(ctx, request, keptMessages, tools));
+    return { promptIds: prompt.ids, rollbackToTurns, ...planned };
   }
   let at = keptMessages;
   for (const segment of segmentsOf(appended)) {
-    for (const id of segmentIds(ctx, segment, lastAssistant(request, at))) promptIds.push(id);
+    prompt.push(segmentIds(ctx, segment, lastAssistant(request, at)));
     at += segment.length;
   }
-  for (const id of generationPromptIds(ctx, request, tools)) promptIds.push(id);
-  return { promptIds, rollbackToTurns, ...planned };
+  prompt.push(generationPromptIds(ctx, request, tools));
+  return { promptIds: prompt.ids, rollbackToTurns, ...planned };
+}
+
+/** Checkpoint k's ids in a builder the turn's ids are appended to. */
+function checkpointIds(view: CheckpointView, k: number): IdBuilder {
+  return new IdBuilder(view.lengthOf(k), (out) => (view.copyInto ? view.copyInto(k, out) : out.set(view.ids(k))));
 }
 
 /** A first turn renders the whole conversation, generation prompt included. */
-function firstTurnIds(ctx: PromptContext, request: readonly ChatMessage[], tools?: unknown[]): number[] {
+function firstTurnIds(ctx: PromptContext, request: readonly ChatMessage[], tools?: unknown[]): Int32Array {
   const text = renderOrThrow(ctx.renderer, request, { addGenerationPrompt: true, kwargs: ctx.kwargs, tools });
-  return ctx.folder.encode(text);
+  return Int32Array.from(ctx.folder.encode(text));
 }
 
 function lastAssistant(messages: readonly ChatMessage[], before: number): ChatMessage | undefined {

@@ -139,16 +139,18 @@ export class Trajectory implements TrajectoryView {
   /** The check of commit() without the commit (a journal write goes between the two). */
   verify(turn: TurnInput, maxTrimTokens: number): void {
     const previous = this.#checkpoints;
-    const length = turn.promptIds.length + turn.completionIds.length;
-    const at = (i: number) =>
-      i < turn.promptIds.length ? turn.promptIds[i] : turn.completionIds[i - turn.promptIds.length];
+    const prompt = turn.promptIds;
+    const length = prompt.length + turn.completionIds.length;
+    const at = (i: number) => (i < prompt.length ? prompt[i] : turn.completionIds[i - prompt.length]);
     const mustMatch = Math.max(0, previous.length - maxTrimTokens);
     if (length < mustMatch) {
       throw new TokenizationError(
         `the new trajectory (${length} tokens) is shorter than the previous checkpoint (${previous.length} tokens, ${maxTrimTokens} trimmable)`,
       );
     }
-    for (let i = 0; i < mustMatch; i++) {
+    // The prompt's part first, chunk by chunk (Checkpoints.mismatch): the whole history's ids on every turn.
+    let i = previous.mismatch(prompt, Math.min(mustMatch, prompt.length));
+    for (; i < mustMatch; i++) {
       if (previous.at(i) !== at(i)) {
         throw new TokenizationError(
           `the previous checkpoint is not a prefix of the new trajectory: first difference at token ${i} (previous ${previous.at(i)}, new ${at(i)}) of ${previous.length}`,
@@ -179,7 +181,7 @@ export class Trajectory implements TrajectoryView {
 }
 
 export interface TurnInput {
-  promptIds: readonly number[];
+  promptIds: ArrayLike<number>;
   completionIds: readonly number[];
   messages: ChatMessage[];
   tools?: unknown[];

@@ -106,13 +106,13 @@ export interface TitoFamily {
   /** The token texts the model ends a turn with (the simulated engine stops at the first). */
   readonly stopTokens: readonly string[];
   /** Ids to insert between the accumulated ids (after any `boundaryDrop`) and the next increment. */
-  boundaryIds(accumulated: readonly number[]): number[];
+  boundaryIds(accumulated: ArrayLike<number>): number[];
   /**
    * How many trailing ids of the accumulated ids the next prompt leaves out, at most
    * `maxTrimTokens` (GLM: its stop token is also the next message's opener, which the
    * increment renders again, or replaces with another opener). Absent: none.
    */
-  boundaryDrop?(accumulated: readonly number[]): number;
+  boundaryDrop?(accumulated: ArrayLike<number>): number;
   /**
    * Whether a content segment is assistant text: `prevSpecial` is the special token
    * right before it (undefined at the start), `text` the segment's decoded text.

@@ -212,4 +212,37 @@ test("a trajectory keeps one tools object for consecutive turns with equal tools
   assert.equal(t.currentIds, [1, 2, 3, 4]);
 });
 
+test("mismatch: the first id that differs, for a typed array or a list, across chunks", () => {
+  const store = new Checkpoints();
+  const ids = range(7, 10_000);
+  store.push(ids.slice(0, 9_000), ids.slice(9_000));
+  const typed = Int32Array.from(ids);
+  assert.is(store.mismatch(typed, ids.length), ids.length);
+  assert.is(store.mismatch(ids, ids.length), ids.length);
+  for (const at of [0, 4_095, 4_096, 9_999]) {
+    const changed = typed.slice();
+    changed[at] = -1;
+    assert.is(store.mismatch(changed, ids.length), at, `typed, changed at ${at}`);
+    assert.is(store.mismatch(Array.from(changed), ids.length), at, `list, changed at ${at}`);
+    assert.is(store.mismatch(changed, at), at, `only the first ${at} compared`);
+  }
+});
+
+test("verify names the first prompt id that differs from the previous checkpoint, wherever it is", () => {
+  const t = new Trajectory("v");
+  const prompt = range(1, 9_000);
+  t.commit({ promptIds: prompt, completionIds: [5, 6], messages: [] }, 0);
+  const next = Int32Array.from([...prompt, 5, 6, 7]);
+  t.verify({ promptIds: next, completionIds: [8], messages: [] }, 0);
+  for (const at of [3, 8_500, 9_001]) {
+    const bad = next.slice();
+    bad[at] = -1;
+    assert.throws(
+      () => t.verify({ promptIds: bad, completionIds: [8], messages: [] }, 0),
+      (err: Error) => err.message.includes(`first difference at token ${at} `),
+      `changed at ${at}`,
+    );
+  }
+});
+
 test.run();

@@ -60,7 +60,7 @@ function conversation(ctx: PromptContext, turns: number): { plans: number[][]; r
     if (k > 0) messages.push({ role: "tool", content: `result ${k}` });
     const request = [...messages];
     const plan = planPrompt(ctx, t, request, [WEATHER_TOOL]);
-    plans.push(plan.promptIds);
+    plans.push(Array.from(plan.promptIds));
     requests.push(request);
     const reply = { role: "assistant", content: `Step ${k}.` };
     t.commit(

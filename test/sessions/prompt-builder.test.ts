@@ -50,7 +50,7 @@ test("qwen3 is detected and inserts the newline after <|im_end|> only", () => {
 
 test("first turn renders the whole conversation with the generation prompt", () => {
   const plan = planPrompt(ctx(), new Trajectory("a"), m0, tools);
-  assert.equal(plan.promptIds, folder.encode(renderChat(folder, m0, { tools, addGenerationPrompt: true })));
+  assert.equal(Array.from(plan.promptIds), folder.encode(renderChat(folder, m0, { tools, addGenerationPrompt: true })));
   assert.is(plan.rollbackToTurns, undefined);
 });
 
@@ -61,10 +61,10 @@ test("a tool loop: each prompt extends the accumulated ids + newline and equals 
   assert.is(before[before.length - 1], IM_END);
   const r2 = [...m0, callMsg("c1", "Paris"), { role: "tool", tool_call_id: "c1", content: "sunny" }];
   const plan = planPrompt(ctx(), t, r2, tools);
-  assert.equal(plan.promptIds.slice(0, before.length), before, "nothing generated is re-tokenized");
+  assert.equal(Array.from(plan.promptIds).slice(0, before.length), before, "nothing generated is re-tokenized");
   assert.is(plan.promptIds[before.length], NL, "the template's newline after <|im_end|> is put back");
   // The model generated exactly what the template renders here, so TITO and a full render agree.
-  assert.equal(plan.promptIds, folder.encode(renderChat(folder, r2, { tools, addGenerationPrompt: true })));
+  assert.equal(Array.from(plan.promptIds), folder.encode(renderChat(folder, r2, { tools, addGenerationPrompt: true })));
 });
 
 test("a run of tool messages is one segment", () => {
@@ -85,8 +85,8 @@ test("a run of tool messages is one segment", () => {
     { role: "tool", tool_call_id: "c2", content: "rain" },
   ];
   const plan = planPrompt(ctx(), t, r2, tools);
-  assert.equal(plan.promptIds, folder.encode(renderChat(folder, r2, { tools, addGenerationPrompt: true })));
-  const text = folder.decode(plan.promptIds.slice(t.currentIds.length));
+  assert.equal(Array.from(plan.promptIds), folder.encode(renderChat(folder, r2, { tools, addGenerationPrompt: true })));
+  const text = folder.decode(Array.from(plan.promptIds).slice(t.currentIds.length));
   assert.is(text.split("<|im_start|>user").length - 1, 1, "both responses share one user block: " + text);
 });
 
@@ -105,7 +105,7 @@ test("an appended user message is refused when only tool may be appended, naming
     assert.match((err as Error).message, "['tool']");
   }
   const plan = planPrompt(ctx(["tool", "user"]), t, r2, tools);
-  assert.equal(plan.promptIds, folder.encode(renderChat(folder, r2, { tools, addGenerationPrompt: true })));
+  assert.equal(Array.from(plan.promptIds), folder.encode(renderChat(folder, r2, { tools, addGenerationPrompt: true })));
 });
 
 test("one-step rollback is accepted, two-step refused", () => {
@@ -141,7 +141,7 @@ test("one-step rollback is accepted, two-step refused", () => {
   t.rollbackTo(plan.rollbackToTurns!);
   assert.is(t.assistantCount, 2);
   assert.is(t.messages.length, r2.length + 1);
-  assert.equal(plan.promptIds.slice(0, t.currentIds.length), [...t.currentIds]);
+  assert.equal(Array.from(plan.promptIds).slice(0, t.currentIds.length), [...t.currentIds]);
   assert.ok(afterTurn1.every((id, i) => t.currentIds[i] === id));
 });
 
@@ -160,12 +160,18 @@ test("a retried first turn rolls back to the empty session and renders as a firs
   // The client never saw turn 1's reply and sends the same first request again.
   const again = planPrompt(ctx(), t, m0, tools);
   assert.is(again.rollbackToTurns, 0);
-  assert.equal(again.promptIds, folder.encode(renderChat(folder, m0, { tools, addGenerationPrompt: true })));
+  assert.equal(
+    Array.from(again.promptIds),
+    folder.encode(renderChat(folder, m0, { tools, addGenerationPrompt: true })),
+  );
   // A different first request (an edited user message) is the same one-turn rollback.
   const edited = [m0[0]!, { role: "user", content: "Weather in Oslo?" }];
   const plan = planPrompt(ctx(), t, edited, tools);
   assert.is(plan.rollbackToTurns, 0);
-  assert.equal(plan.promptIds, folder.encode(renderChat(folder, edited, { tools, addGenerationPrompt: true })));
+  assert.equal(
+    Array.from(plan.promptIds),
+    folder.encode(renderChat(folder, edited, { tools, addGenerationPrompt: true })),
+  );
   t.rollbackTo(0);
   assert.is(t.assistantCount, 0);
   assert.equal(t.messages, []);
@@ -213,7 +219,7 @@ test("under a matcher the request's rewritten copies match; the plan keeps the s
   assert.ok(plan.adopted);
   assert.is(plan.messages[2], t.messages[2], "the stored assistant message, reasoning and id kept");
   assert.equal(plan.messages[3], { role: "tool", tool_call_id: "c1", content: "sunny" });
-  assert.equal(plan.promptIds.slice(0, t.currentIds.length), [...t.currentIds]);
+  assert.equal(Array.from(plan.promptIds).slice(0, t.currentIds.length), [...t.currentIds]);
 });
 
 test.run();

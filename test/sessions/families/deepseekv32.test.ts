@@ -209,9 +209,9 @@ for (const kwargs of [PIN, { ...PIN, thinking: false }]) {
       const request = i === 0 ? appended : [...t.messages, ...appended];
       const before = [...t.currentIds];
       const plan = play(t, ctx, family, request, replies[i]!);
-      assert.equal(plan.promptIds.slice(0, before.length), before, `turn ${i + 2} extends the checkpoint`);
+      assert.equal(Array.from(plan.promptIds).slice(0, before.length), before, `turn ${i + 2} extends the checkpoint`);
       assert.equal(
-        plan.promptIds,
+        Array.from(plan.promptIds),
         folder.encode(render(request, true, kwargs)),
         `turn ${i + 2} equals the canonical prompt`,
       );
@@ -236,7 +236,7 @@ test("rendering a tool run alone would lose its opener when a user follows: why 
   const t = new Trajectory("seg");
   play(t, promptContext(folder, segments, PIN), segments, m0, twoCalls);
   const plan = planPrompt(promptContext(folder, segments, PIN), t, [...history, ...appended], tools);
-  const text = folder.decode(plan.promptIds.slice(t.currentIds.length));
+  const text = folder.decode(Array.from(plan.promptIds).slice(t.currentIds.length));
   assert.ok(text.includes("</function_results><｜User｜>ok?"), "segment by segment the opener is missing: " + text);
 });
 
@@ -276,8 +276,8 @@ test("against the synthetic base, user, tool, assistant+user, two assistants+use
     // The text is the real suffix. The ids are not after a tool run: its "</function_results>"
     // and the generation prompt's "\n\n<think>" meet in plain text, and encoded apart they give
     // ">" + "\n\n" where the whole render has ">\n\n" (the other reason V3.2 diffs the history).
-    assert.is(folder.decode(plan.promptIds), render(request, true), JSON.stringify(appended));
-    const sameIds = JSON.stringify(plan.promptIds) === JSON.stringify(folder.encode(render(request, true)));
+    assert.is(folder.decode(Array.from(plan.promptIds)), render(request, true), JSON.stringify(appended));
+    const sameIds = JSON.stringify(Array.from(plan.promptIds)) === JSON.stringify(folder.encode(render(request, true)));
     assert.is(sameIds, appended[0]!.role !== "tool", JSON.stringify(appended));
   }
 });

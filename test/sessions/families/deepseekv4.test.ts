@@ -159,8 +159,12 @@ function loop(folder: TokenizerFolder, kwargs: Record<string, unknown>) {
     const request = i === 0 ? appended : [...t.messages, ...appended];
     const before = [...t.currentIds];
     const plan = planPrompt(ctx, t, request, tools);
-    assert.equal(plan.promptIds.slice(0, before.length), before, `turn ${i + 1} extends the checkpoint`);
-    assert.equal(plan.promptIds, folder.encode(render(request, true, kwargs)), `turn ${i + 1} is the canonical prompt`);
+    assert.equal(Array.from(plan.promptIds).slice(0, before.length), before, `turn ${i + 1} extends the checkpoint`);
+    assert.equal(
+      Array.from(plan.promptIds),
+      folder.encode(render(request, true, kwargs)),
+      `turn ${i + 1} is the canonical prompt`,
+    );
     const completion = [...folder.encode(family.formatCompletion(replies[i] as never, kwargs)), eos];
     t.commit({ promptIds: plan.promptIds, completionIds: completion, messages: [...request, replies[i]!], tools }, 0);
     const canonical = folder.encode(render([...t.messages], false, kwargs));

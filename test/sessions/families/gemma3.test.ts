@@ -63,11 +63,11 @@ test("increment: rendered against the real history; against a dummy system its t
   const request = [...history, first.message, { role: "user", content: "More?" }];
   const plan = planPrompt(ctx, t, request);
   assert.is(
-    folder.decode(plan.promptIds.slice(t.currentIds.length)),
+    folder.decode(Array.from(plan.promptIds).slice(t.currentIds.length)),
     "\n<start_of_turn>user\nMore?<end_of_turn>\n<start_of_turn>model\n",
   );
   const segments = promptContext(folder, { ...family, increment: "segments" });
-  const leaky = folder.decode(planPrompt(segments, t, request).promptIds.slice(t.currentIds.length));
+  const leaky = folder.decode(Array.from(planPrompt(segments, t, request).promptIds).slice(t.currentIds.length));
   assert.match(leaky, "You are a helpful assistant.", "why gemma3 diffs the history");
 });
 

@@ -269,12 +269,12 @@ test("FAMILIES' worked example: the completion tail and the tool increment", () 
           STOP,
       ),
   );
-  assert.is(folder.decode(first.promptIds.slice(-1)), "<|message_model|>", "the prompt wrote the opener");
+  assert.is(folder.decode(Array.from(first.promptIds).slice(-1)), "<|message_model|>", "the prompt wrote the opener");
   const callId = (first.message.tool_calls as Array<{ id: string }>)[0]!.id;
   const plan = planPrompt(ctx, t, [...t.messages, { role: "tool", tool_call_id: callId, content: "sunny" }]);
-  assert.equal(plan.promptIds.slice(0, t.currentIds.length), [...t.currentIds]);
+  assert.equal(Array.from(plan.promptIds).slice(0, t.currentIds.length), [...t.currentIds]);
   assert.is(
-    folder.decode(plan.promptIds.slice(t.currentIds.length)),
+    folder.decode(Array.from(plan.promptIds).slice(t.currentIds.length)),
     "<|message_tool|>get_weather<|content_text|>sunny<|end_message|><|message_model|>",
     "the tool's name comes from the call its id answers",
   );
@@ -292,7 +292,7 @@ test("why history increments: a system message appended after a lone dummy syste
   );
   const plan = planPrompt(ctx, t, [...t.messages, { role: "system", content: "Be brief." }]);
   assert.is(
-    folder.decode(plan.promptIds.slice(t.currentIds.length)),
+    folder.decode(Array.from(plan.promptIds).slice(t.currentIds.length)),
     "<|message_system|><|content_text|>Be brief.<|end_message|><|message_model|>",
   );
 });

@@ -243,8 +243,8 @@ test("FAMILIES' worked example: nothing inserted after <|im_end|>; the tool incr
   assert.is(callId, "functions.get_weather:0", "the model's own id");
   const request = [...t.messages, { role: "tool", tool_call_id: callId, content: "sunny" }];
   const plan = planPrompt(ctx25, t, request, tools);
-  const increment = plan.promptIds.slice(t.currentIds.length);
-  assert.equal(plan.promptIds.slice(0, t.currentIds.length), [...t.currentIds]);
+  const increment = Array.from(plan.promptIds).slice(t.currentIds.length);
+  assert.equal(Array.from(plan.promptIds).slice(0, t.currentIds.length), [...t.currentIds]);
   assert.is(
     k25Folder.decode(increment),
     "<|im_system|>tool<|im_middle|>## Return of functions.get_weather:0\nsunny<|im_end|><|im_assistant|>assistant<|im_middle|><think>",
@@ -311,7 +311,7 @@ for (const [name, c] of [
       [third, r3],
       [fourth, r4],
     ] as const)
-      assert.equal(played.promptIds, c.folder.encode(render(c, request, true)));
+      assert.equal(Array.from(played.promptIds), c.folder.encode(render(c, request, true)));
     assert.equal(driftTypes(c, t), []);
   });
 

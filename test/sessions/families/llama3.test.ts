@@ -203,7 +203,7 @@ test("an appended turn renders only itself: the first turn's tools and system st
   const first = playTurn(L.ctx, t, history, { content: "Hi." }, "<|eot_id|>", tools, newId);
   const request = [...history, first.message, { role: "user", content: "More?" }];
   const plan = planPrompt(L.ctx, t, request, tools);
-  const increment = npm.decode(plan.promptIds.slice(t.currentIds.length));
+  const increment = npm.decode(Array.from(plan.promptIds).slice(t.currentIds.length));
   assert.is(
     increment,
     "<|start_header_id|>user<|end_header_id|>\n\nMore?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",

@@ -54,12 +54,17 @@ export function playTurn(
   const plan = planPrompt(ctx, t, request, tools);
   assert.is(plan.rollbackToTurns, undefined);
   const must = Math.max(0, previous.length - family.maxTrimTokens);
-  assert.equal(plan.promptIds.slice(0, must), previous.slice(0, must), "the prompt extends the checkpoint");
+  assert.equal(Array.from(plan.promptIds).slice(0, must), previous.slice(0, must), "the prompt extends the checkpoint");
   const text = family.formatCompletion(turn, ctx.kwargs);
   const completionIds = [...folder.encode(text), folder.tokenId(stop)!];
   const message = messageOf(family, folder.decode(completionIds), tools, ctx.kwargs, newId);
   t.commit({ promptIds: plan.promptIds, completionIds, messages: [...request, message], tools }, family.maxTrimTokens);
-  return { message, promptIds: plan.promptIds, completionIds, record: generateRecord(plan.promptIds, completionIds) };
+  return {
+    message,
+    promptIds: Array.from(plan.promptIds),
+    completionIds,
+    record: generateRecord(Array.from(plan.promptIds), completionIds),
+  };
 }
 
 /** The drift classes between the trajectory and a canonical render of its messages. */
