@@ -134,11 +134,17 @@ export function cpuProfEnv(dir: string): Record<string, string> {
   };
 }
 
-/** The simulated engine in pre-built mode (replies built before the ready line). */
+/**
+ * The simulated engine: in pre-built mode (replies built before the ready line) when the
+ * flags say `--prebuilt-tokens`, else `npm run engine`'s (bench:hop: any reply will do).
+ */
 export function startEngine(flags: string[], echoStderr = false): Promise<Started> {
+  const main = flags.includes("--prebuilt-tokens")
+    ? "bench/prebuilt-engine-main.ts"
+    : "server/sim-engine/engine-main.ts";
   return startChild({
     name: "sim-engine",
-    args: ["--import", "tsx", "bench/prebuilt-engine-main.ts", "--port", "0", ...flags],
+    args: ["--import", "tsx", main, "--port", "0", ...flags],
     ready: /^sim-engine ready url=(\S+)/,
     echoStderr,
   });
