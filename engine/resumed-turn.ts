@@ -99,6 +99,9 @@ function continuation(
     promptIds,
     promptBytes: idsBytes(promptIds),
     weightVersion: version,
+    // Under `turn` a continuation's prefix (prompt and the parts) is prefilled by this version's
+    // weights: the first version's salt would let the engine reuse KV the old weights computed.
+    cacheSalt: turn.cacheSaltFollowsVersion ? version || undefined : turn.cacheSalt,
   };
 }
 

@@ -36,6 +36,11 @@ export interface EngineTurnRequest {
   signal?: CancelSignal;
   /** The prefix-cache salt (upstream-keys.ts): SGLang's `extra_key` on /generate, `cache_salt` elsewhere; none: no field. */
   cacheSalt?: string;
+  /**
+   * `--cache-salt turn`: the salt is the version a request is sent under, so a continuation
+   * sent under another one (engine/resumed-turn.ts) carries that version's salt, not the first's.
+   */
+  cacheSaltFollowsVersion?: boolean;
   /** The session's routing key, sent in the --engine-session-headers (upstream-keys.ts). */
   routingKey?: string;
   /** The policy version the turn was sent under (the router's door; docs/rl-loop.md). */

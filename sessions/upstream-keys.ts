@@ -24,5 +24,9 @@ export function cacheSaltOf(
 
 /** The turn's upstream keys, as EngineTurnRequest takes them. */
 export function upstreamKeys(mode: CacheSaltMode, t: Trajectory, weightVersion: string | null | undefined) {
-  return { cacheSalt: cacheSaltOf(mode, t, weightVersion), routingKey: t.routingKey };
+  return {
+    cacheSalt: cacheSaltOf(mode, t, weightVersion),
+    cacheSaltFollowsVersion: mode === "turn",
+    routingKey: t.routingKey,
+  };
 }

@@ -76,7 +76,11 @@ test.after(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
-async function serve(api: Api, onEngineAbort: "retry" | "resume" = "resume"): Promise<SessionServer> {
+async function serve(
+  api: Api,
+  onEngineAbort: "retry" | "resume" = "resume",
+  cacheSalt: "turn" | "session" = "session",
+): Promise<SessionServer> {
   await server?.shutdown();
   const dataDir = mkdtempSync(join(tmpdir(), "tito-resume-"));
   dirs.push(dataDir);
@@ -86,6 +90,7 @@ async function serve(api: Api, onEngineAbort: "retry" | "resume" = "resume"): Pr
     workers: 1,
     logLevel: "warn",
     onEngineAbort,
+    cacheSalt,
     dataDir,
   });
   assert.is((await post(`${server.url}/admin/resume`, { weight_version: "v1" })).status, 200);
@@ -234,6 +239,33 @@ test("sglang-generate: a turn aborted twice resumes twice; streamed, it is one s
   assert.is(chunks.filter((c) => c.choices[0]?.finish_reason).length, 1, "exactly one finish");
   assert.equal((await state(base, sid)).ids, whole.ids);
 });
+
+// The salt an engine request carries (sessions/upstream-keys.ts): SGLang's `extra_key` on
+// /generate, `cache_salt` on the chat route and vLLM's completions.
+const saltOf = (u: Upstream) => {
+  const body = JSON.parse(u.body) as { extra_key?: string; cache_salt?: string };
+  return body.extra_key ?? body.cache_salt;
+};
+
+for (const api of ["sglang-generate", "vllm-completions"] as const)
+  test(`${api}: the continuation's cache salt is its own version's under --cache-salt turn, the session's under session`, async () => {
+    for (const [mode, salts] of [
+      ["turn", ["v1", "v2"]],
+      ["session", ["v1", "v1"]],
+    ] as const) {
+      const base = (await serve(api, "resume", mode)).url;
+      const id = await newSession(base);
+      plan = ["update"];
+      const mark = upstream.length;
+      const res = await call<Reply>(base, "POST", `/sessions/${id}/v1/chat/completions`, TURN);
+      await resumed;
+      assert.is(res.status, 200, res.text);
+      const generations = upstream.slice(mark).filter((u) => /\/(generate|v1\/completions)$/.test(u.url));
+      // Under `turn` the continuation is prefilled by v2's weights: v1's salt would let the
+      // engine reuse the KV v1 computed for the prompt and the aborted part.
+      assert.equal(generations.map(saltOf), salts, `--cache-salt ${mode}`);
+    }
+  });
 
 test("vllm-completions: retry (the default) answers the abort with the 503 and commits nothing", async () => {
   const base = (await serve("vllm-completions", "retry")).url;
