@@ -56,3 +56,25 @@ export async function waitGone(pids: number[], timeoutMs: number): Promise<numbe
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** A running tree whose worker processes a test may kill (SessionServer is one). */
+export interface KillableTree extends EventSource {
+  tree(): { shards: ReadonlyArray<{ pid?: number | null }> };
+}
+
+/** kill -9 of one worker; resolves once its supervisor has restarted it. */
+export async function killAndAwaitRestart(server: KillableTree, shard: number): Promise<void> {
+  const events: SupervisionEvent[] = [];
+  const onEvent = (e: SupervisionEvent) => events.push(e);
+  server.on("event", onEvent);
+  try {
+    process.kill(server.tree().shards[shard]!.pid!, "SIGKILL");
+    await waitForEvent(
+      server,
+      () => events,
+      (e) => e.actor === `shard-${shard}` && e.kind === "restarted",
+    );
+  } finally {
+    server.off("event", onEvent);
+  }
+}

@@ -26,10 +26,9 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DataDirInUseError, startSessionServer, type SessionServer } from "../../index.ts";
-import type { SupervisionEvent } from "../../actors/index.ts";
 import { shardOf } from "../../server/protocol/shard-protocol.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
-import { waitForEvent } from "../helpers/events.ts";
+import { killAndAwaitRestart } from "../helpers/events.ts";
 import type { ErrorBody } from "../helpers/bodies.ts";
 import { call, chat, newSession } from "../helpers/server.ts";
 import { qwen3 } from "../sessions/fixtures.ts";
@@ -61,19 +60,6 @@ async function start(options: Parameters<typeof startSessionServer>[0]): Promise
   });
   servers.push(server);
   return server;
-}
-
-async function killAndAwaitRestart(server: SessionServer, shard: number): Promise<void> {
-  const events: SupervisionEvent[] = [];
-  const onEvent = (e: SupervisionEvent) => events.push(e);
-  server.on("event", onEvent);
-  process.kill(server.tree().shards[shard]!.pid!, "SIGKILL");
-  await waitForEvent(
-    server,
-    () => events,
-    (e) => e.actor === `shard-${shard}` && e.kind === "restarted",
-  );
-  server.off("event", onEvent);
 }
 
 /** `turns` user turns; returns the message history to continue from. */

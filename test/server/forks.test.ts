@@ -9,10 +9,10 @@ import * as assert from "uvu/assert";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ForkSessionError, startSessionServer, type SessionServer, type SupervisionEvent } from "../../index.ts";
+import { ForkSessionError, startSessionServer, type SessionServer } from "../../index.ts";
 import { shardOf } from "../../server/protocol/shard-protocol.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
-import { waitForEvent } from "../helpers/events.ts";
+import { killAndAwaitRestart } from "../helpers/events.ts";
 import { call, chat, newSession } from "../helpers/server.ts";
 
 const WORKERS = 2;
@@ -189,19 +189,6 @@ test("errors: unknown session 404, a turn it does not have 409, a bad body 400, 
   assert.match(metrics, /tito_forks_total\{shard="\d"\} [1-9]/);
 });
 
-async function killAndAwaitRestart(shard: number): Promise<void> {
-  const events: SupervisionEvent[] = [];
-  const onEvent = (e: SupervisionEvent) => events.push(e);
-  server.on("event", onEvent);
-  process.kill(server.tree().shards[shard]!.pid!, "SIGKILL");
-  await waitForEvent(
-    server,
-    () => events,
-    (e) => e.actor === `shard-${shard}` && e.kind === "restarted",
-  );
-  server.off("event", onEvent);
-}
-
 test("kill -9 of the worker: the parent and every fork replay byte for byte, and go on", async () => {
   // The parent deleted first: its forks keep the records they share with it.
   const parentBody = (await getBody(parent)).text;
@@ -209,7 +196,7 @@ test("kill -9 of the worker: the parent and every fork replay byte for byte, and
   for (const id of ids) bodies.set(id, (await getBody(id)).text);
   assert.is((await call(base, "DELETE", `/sessions/${parent}`)).status, 204);
   bodies.delete(parent);
-  await killAndAwaitRestart(shardOf(parent, WORKERS));
+  await killAndAwaitRestart(server, shardOf(parent, WORKERS));
   for (const [id, body] of bodies) assert.is((await getBody(id)).text, body, `${id} after the replay`);
   assert.is((await call(base, "GET", `/sessions/${parent}`)).status, 404, "the deleted parent stays deleted");
   assert.ok(parentBody.length > 0);

@@ -146,21 +146,27 @@ async function twin(base: string) {
   return { reply: res.json, ...(await state(base, id)) };
 }
 
+/** One turn with a weight update (and the resume) at the engine: its reply, and every generation request sent. */
+async function turnAcrossUpdate(base: string, id: string) {
+  plan = ["update"];
+  const mark = upstream.length;
+  const res = await call<Reply>(base, "POST", `/sessions/${id}/v1/chat/completions`, TURN);
+  await resumed;
+  assert.is(res.status, 200, res.text);
+  const generations = upstream
+    .slice(mark)
+    .filter((u) => /\/(generate|v1\/chat\/completions|v1\/completions)$/.test(u.url));
+  return { res, generations };
+}
+
 for (const api of APIS)
   test(`${api}: a turn aborted at token ${K} by a weight update resumes under the new version as one turn`, async () => {
     const base = (await serve(api)).url;
     const whole = await twin(base);
     const id = await newSession(base);
-    plan = ["update"];
-    const mark = upstream.length;
-    const res = await call<Reply>(base, "POST", `/sessions/${id}/v1/chat/completions`, TURN);
-    await resumed;
-    assert.is(res.status, 200, res.text);
+    const { res, generations } = await turnAcrossUpdate(base, id);
     // The aborted request and its continuation both carry the session's routing key, so a
     // gateway keeps the resumed turn on the replica that holds its prefix (docs/engines.md).
-    const generations = upstream
-      .slice(mark)
-      .filter((u) => /\/(generate|v1\/chat\/completions|v1\/completions)$/.test(u.url));
     assert.is(generations.length, 2, "the aborted request, then its continuation");
     for (const g of generations) {
       assert.is(g.headers["x-smg-routing-key"], id);
@@ -254,13 +260,7 @@ for (const api of ["sglang-generate", "vllm-completions"] as const)
       ["session", ["v1", "v1"]],
     ] as const) {
       const base = (await serve(api, "resume", mode)).url;
-      const id = await newSession(base);
-      plan = ["update"];
-      const mark = upstream.length;
-      const res = await call<Reply>(base, "POST", `/sessions/${id}/v1/chat/completions`, TURN);
-      await resumed;
-      assert.is(res.status, 200, res.text);
-      const generations = upstream.slice(mark).filter((u) => /\/(generate|v1\/completions)$/.test(u.url));
+      const { generations } = await turnAcrossUpdate(base, await newSession(base));
       // Under `turn` the continuation is prefilled by v2's weights: v1's salt would let the
       // engine reuse the KV v1 computed for the prompt and the aborted part.
       assert.equal(generations.map(saltOf), salts, `--cache-salt ${mode}`);

@@ -8,10 +8,9 @@ import * as assert from "uvu/assert";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSessionServer, type SessionServer } from "../../index.ts";
-import type { SupervisionEvent } from "../../actors/index.ts";
+import { startSessionServer } from "../../index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
-import { waitForEvent } from "../helpers/events.ts";
+import { killAndAwaitRestart } from "../helpers/events.ts";
 import { call, chat } from "../helpers/server.ts";
 
 let engine: SimEngine;
@@ -30,19 +29,6 @@ const start = (workers: number) =>
     ...{ engineUrl: engine.url, workers, dataDir, logLevel: "warn", trajectory: "tree" },
     ...{ restartBackoffMs: 50, maxRestarts: 10 },
   });
-
-async function killAndAwaitRestart(server: SessionServer, shard: number): Promise<void> {
-  const events: SupervisionEvent[] = [];
-  const onEvent = (e: SupervisionEvent) => events.push(e);
-  server.on("event", onEvent);
-  process.kill(server.tree().shards[shard]!.pid!, "SIGKILL");
-  await waitForEvent(
-    server,
-    () => events,
-    (e) => e.actor === `shard-${shard}` && e.kind === "restarted",
-  );
-  server.off("event", onEvent);
-}
 
 const SYS = { role: "system", content: "You are terse." };
 const user = (content: string) => ({ role: "user", content });

@@ -11,10 +11,10 @@ import * as assert from "uvu/assert";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startSessionServer, type SessionServer, type SupervisionEvent } from "../../index.ts";
+import { startSessionServer, type SessionServer } from "../../index.ts";
 import { shardOf } from "../../server/protocol/shard-protocol.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
-import { waitForEvent } from "../helpers/events.ts";
+import { killAndAwaitRestart } from "../helpers/events.ts";
 import { call, chat } from "../helpers/server.ts";
 
 const WORKERS = 2;
@@ -167,16 +167,7 @@ test("errors: a turn index on a tree, a node it lacks, a node id on a linear ses
 
 test("kill -9 replays the forks byte for byte; another worker count keeps them", async () => {
   const shard = shardOf(PARENT, WORKERS);
-  const events: SupervisionEvent[] = [];
-  const onEvent = (e: SupervisionEvent) => events.push(e);
-  server.on("event", onEvent);
-  process.kill(server.tree().shards[shard]!.pid!, "SIGKILL");
-  await waitForEvent(
-    server,
-    () => events,
-    (e) => e.actor === `shard-${shard}` && e.kind === "restarted",
-  );
-  server.off("event", onEvent);
+  await killAndAwaitRestart(server, shard);
   for (const [id, before] of kept) assert.equal(await views(id), before, `${id} after kill -9`);
   await server.shutdown();
   // 3 workers: the fork at n2 lands apart from its parent and is written out whole.
