@@ -12,8 +12,9 @@
 // starting), up to START_WAIT_MS: written by the worker instead, a 270 MiB body would take
 // the worker's own event loop, at the worker's priority, from the chat turns it serves
 // (issue 47's head-of-line). Only when a streamer dies before it is ready, or is too slow
-// to start, does the worker write such a GET itself. With no response in flight for idleMs, the streamer is stopped: a Node process holds ~45 MiB
-// resident, which an idle worker should not pay (issue 47). It is the worker's own child,
+// to start, does the worker write such a GET itself. With no response in flight for
+// idleMs, the streamer is stopped: a Node process holds ~45 MiB resident, which an idle
+// worker should not pay (issue 47). It is the worker's own child,
 // outside the supervision tree, and never outlives the worker (child-runtime.ts). Should it
 // die three times in a row without finishing a response, the worker writes records bodies
 // itself from then on, as it does for in-memory ones.
