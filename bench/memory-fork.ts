@@ -4,7 +4,9 @@
 // owning worker's memory (GET /metrics?gc=1, as memory.ts) before the session, after it,
 // after the forks and after the branches' turns: what the forks alone add (target < 1 MiB:
 // the ids are shared copy-on-write), and the growth over the first reading per unique
-// token held (the session's ids once, plus what each branch added; target <= 16 B). A
+// token held (the session's ids once, plus what each branch added; target <= 16 B), also
+// without what V8's code spaces grew meanwhile (compiled code is what the worker has run,
+// not what it holds, and varies from run to run by ~100-200 KiB). A
 // warm-up runs the case once first, on the same shard (warmUp).
 import type { Target } from "./rollout-workload.ts";
 import { openingMessage, toolResult } from "./rollout-workload.ts";
@@ -20,6 +22,8 @@ interface Reading {
   rss: number;
   heapUsed: number;
   external: number;
+  /** Compiled code: part of heapUsed (worker-metrics.ts, nodejs_heap_code_used_bytes). */
+  heapCode: number;
 }
 
 export interface ForkCaseResult {
@@ -33,6 +37,10 @@ export interface ForkCaseResult {
   /** Growth over `before` per unique token held, after the branches' turns. */
   rssPerUniqueToken: number;
   heapPlusExternalPerUniqueToken: number;
+  /** As heapPlusExternalPerUniqueToken, less what the code spaces grew (the JIT's, not what is held). */
+  dataPerUniqueToken: number;
+  /** How much the code spaces grew over the case, bytes. */
+  codeGrowth: number;
 }
 
 type Message = { role: string; content: string };
@@ -112,6 +120,7 @@ export async function forkCase(
   const branched = await read(shard);
   for (const branch of [...branches, id]) await target.delete(branch);
   const grown = (r: Reading) => r.heapUsed + r.external - before.heapUsed - before.external;
+  const codeGrowth = branched.heapCode - before.heapCode;
   return {
     shard,
     baseTokens,
@@ -121,5 +130,7 @@ export async function forkCase(
     forkHeapPlusExternal: grown(forked) - grown(session),
     rssPerUniqueToken: (branched.rss - before.rss) / uniqueTokens,
     heapPlusExternalPerUniqueToken: grown(branched) / uniqueTokens,
+    dataPerUniqueToken: (grown(branched) - codeGrowth) / uniqueTokens,
+    codeGrowth,
   };
 }

@@ -99,6 +99,8 @@ interface Memory {
   heapUsed: number;
   heapTotal: number;
   external: number;
+  /** V8's code spaces (compiled code), part of heapUsed. */
+  heapCode: number;
   /** /proc/PID/status RssAnon: RSS without the mapped files (the node binary's code pages); Linux only. */
   rssAnon?: number;
 }
@@ -117,6 +119,7 @@ const SERIES: Record<string, keyof Memory> = {
   nodejs_heap_size_used_bytes: "heapUsed",
   nodejs_heap_size_total_bytes: "heapTotal",
   nodejs_external_memory_bytes: "external",
+  nodejs_heap_code_used_bytes: "heapCode",
 };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -354,9 +357,9 @@ async function main(): Promise<void> {
         "",
         `#### Fork case — 1 session x ${fork.baseTokens} tokens forked ${config.forkWays} ways, then +1 turn per branch (shard-${fork.shard})`,
         "",
-        "| forks add, RSS KiB | forks add, heap+external KiB | unique tokens held | **RSS B/unique token** | heap+external B/unique token |",
-        "| ---: | ---: | ---: | ---: | ---: |",
-        `| ${fmt(fork.forkRss / 1024)} | ${fmt(fork.forkHeapPlusExternal / 1024)} | ${fork.uniqueTokens} | **${fmt(fork.rssPerUniqueToken)}** | ${fmt(fork.heapPlusExternalPerUniqueToken)} |`,
+        "| forks add, RSS KiB | forks add, heap+external KiB | unique tokens held | **RSS B/unique token** | heap+external B/unique token | code grew KiB | heap+external less code B/unique token |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        `| ${fmt(fork.forkRss / 1024)} | ${fmt(fork.forkHeapPlusExternal / 1024)} | ${fork.uniqueTokens} | **${fmt(fork.rssPerUniqueToken)}** | ${fmt(fork.heapPlusExternalPerUniqueToken)} | ${fmt(fork.codeGrowth / 1024)} | ${fmt(fork.dataPerUniqueToken)} |`,
       );
     const cpuPerTurn = turnCpu.reduce((a, b) => a + b, 0) / (config.sessions * config.turns);
     const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");

@@ -1,6 +1,7 @@
 // A worker's Prometheus metrics (prom-client), labelled with its shard. The router asks
 // for them over the transport (op "metrics") and merges every shard's into GET /metrics,
 // so the router never parses a session body to count anything.
+import { getHeapSpaceStatistics } from "node:v8";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { UpstreamObservation } from "../../engine/index.ts";
 import type { ShardOp } from "../protocol/shard-protocol.ts";
@@ -216,6 +217,17 @@ function memoryGauges(registers: Registry[]): void {
   gauge("process_resident_memory_bytes", "Resident set size of the worker process, bytes.", (m) => m.rss);
   gauge("nodejs_heap_size_used_bytes", "V8 heap used by the worker, bytes.", (m) => m.heapUsed);
   gauge("nodejs_heap_size_total_bytes", "V8 heap reserved by the worker, bytes.", (m) => m.heapTotal);
+  new Gauge({
+    name: "nodejs_heap_code_used_bytes",
+    help: "V8 heap used by compiled code (code spaces), bytes: part of nodejs_heap_size_used_bytes that grows with what the worker has run, not with what it holds.",
+    registers,
+    collect() {
+      let used = 0;
+      for (const space of getHeapSpaceStatistics())
+        if (space.space_name.startsWith("code_")) used += space.space_used_size;
+      this.set(used);
+    },
+  });
   gauge(
     "nodejs_external_memory_bytes",
     "Memory outside the V8 heap held by the worker's JS objects (ArrayBuffers, typed arrays, Buffers), bytes.",

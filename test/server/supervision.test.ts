@@ -93,6 +93,7 @@ test("GET /metrics: every worker's memory; with ?gc=1 read after a full GC, so a
     "process_resident_memory_bytes",
     "nodejs_heap_size_used_bytes",
     "nodejs_heap_size_total_bytes",
+    "nodejs_heap_code_used_bytes",
     "nodejs_external_memory_bytes",
   ];
   const plain = (await call(base, "GET", "/metrics")).text;
@@ -109,6 +110,11 @@ test("GET /metrics: every worker's memory; with ?gc=1 read after a full GC, so a
   const held = (await call(base, "GET", "/metrics?gc=1")).text;
   assert.ok(sample(held, "nodejs_heap_size_used_bytes", shard) <= sample(held, "nodejs_heap_size_total_bytes", shard));
   assert.ok(sample(held, "process_resident_memory_bytes", shard) > sample(held, "nodejs_heap_size_used_bytes", shard));
+  const code = sample(held, "nodejs_heap_code_used_bytes", shard);
+  assert.ok(
+    code > 0 && code < sample(held, "nodejs_heap_size_used_bytes", shard),
+    `code ${code} is part of the heap used`,
+  );
   assert.is((await call(base, "DELETE", `/sessions/${id}`)).status, 204);
   const gone = (await call(base, "GET", "/metrics?gc=1")).text;
   // Without the forced GC the deleted session's strings and ids would still be counted.
