@@ -5,7 +5,10 @@
 // rewritten first message (a new root, not an error) and a node the engine cut by `length`
 // (extending it is a 409 naming it, before any event; retrying it is a sibling). Both
 // sessions end with the same nodes, the same prompt and completion ids in their records, the
-// same outline and the same samples, per leaf and packed.
+// same outline and the same samples, per leaf and packed. Two branches streaming at once each
+// commit under their own parent; one whose commit finds the node cap reached meanwhile ends
+// with an error event carrying TITO_ERR_TRAJECTORY_NODES, never `data: [DONE]`, and records
+// nothing.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
@@ -26,15 +29,40 @@ interface TreeRecord extends RawRecord {
 
 let engine: SimEngine;
 const servers = new Map<Api, InProcessTree>();
+/** An engine that holds the first request after holdNext() until it is released. */
+let gated: SimEngine;
+let gate: { arrived: () => void; released: Promise<void> } | undefined;
+/** Tree mode by default, a cap of 4 nodes, on the gated engine. */
+let capped: InProcessTree;
+
+function holdNext(): { arrived: Promise<void>; release: () => void } {
+  let arrived!: () => void;
+  let release!: () => void;
+  const arrivedP = new Promise<void>((r) => (arrived = r));
+  gate = { arrived, released: new Promise<void>((r) => (release = r)) };
+  return { arrived: arrivedP, release };
+}
 
 test.before(async () => {
   engine = await startSimEngine({ tokenizerFolder: sharedFolder() });
   for (const api of APIS)
     servers.set(api, await startTree({ engineUrl: engine.url, engineApi: api, workers: 1, logLevel: "silent" }));
+  gated = await startSimEngine({
+    tokenizerFolder: sharedFolder(),
+    beforeReply: async () => {
+      const held = gate;
+      gate = undefined;
+      held?.arrived();
+      await held?.released;
+    },
+  });
+  const trajectory = { mode: "tree" as const, maxNodes: 4 };
+  capped = await startTree({ engineUrl: gated.url, workers: 1, logLevel: "silent", core: { trajectory } });
 });
 test.after(async () => {
-  for (const server of servers.values()) await server.shutdown();
+  for (const server of [...servers.values(), capped]) await server?.shutdown();
   await engine?.close();
+  await gated?.close();
 });
 
 interface Turn {
@@ -142,5 +170,52 @@ for (const api of APIS)
       assert.equal(await sample(streamed), await sample(whole), JSON.stringify(body));
     }
   });
+
+/** A streamed turn's raw events, read to the end. */
+async function rawStream(base: string, id: string, messages: WireMessage[]): Promise<string> {
+  const res = await fetch(`${base}/sessions/${id}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "m", messages, stream: true }),
+  });
+  assert.is(res.status, 200);
+  return res.text();
+}
+
+test("two branches streaming at once: each commits under its parent; one past the cap ends in an error event", async () => {
+  const base = capped.url;
+  const id = (await call<{ session_id: string }>(base, "POST", "/sessions")).json.session_id;
+  const a0 = (await turn(base, id, [SYS, user("one")], true)).message!; // n0
+  // A streamed turn under n0 held at the engine while another branch under n0 commits.
+  let held = holdNext();
+  const first = rawStream(base, id, [SYS, user("one"), a0, user("two")]);
+  await held.arrived;
+  assert.is((await turn(base, id, [SYS, user("one"), a0, user("two, said otherwise")], true)).status, 200); // n1
+  held.release();
+  assert.ok((await first).endsWith("data: [DONE]\n\n"), "committed as n2");
+  // Three nodes: one held turn is placed, the fourth node commits meanwhile, the held one finds the cap.
+  held = holdNext();
+  const late = rawStream(base, id, [SYS, user("four")]);
+  await held.arrived;
+  assert.is((await turn(base, id, [SYS, user("five")], true)).status, 200); // n3, the last node
+  held.release();
+  const events = (await late).trimEnd().split("\n\n");
+  assert.not.ok(events.includes("data: [DONE]"), "a turn that was not committed never looks complete");
+  const error = JSON.parse(events.at(-1)!.slice("data: ".length)).error;
+  assert.equal([error.type, error.code], ["TITO_ERR_TRAJECTORY_NODES", 409]);
+  const records = (await call<{ records: TreeRecord[] }>(base, "GET", `/sessions/${id}`)).json.records;
+  assert.equal(
+    records.map((r) => [r.node_id, r.parent, r.retry_of]),
+    [
+      ["n0", null, null],
+      ["n1", "n0", null],
+      ["n2", "n0", null],
+      ["n3", null, null],
+    ],
+  );
+  // The held turn's prompt extended n0 exactly, though n1 had moved the session's view meanwhile.
+  const [n0, n2] = [recordIds(records[0]!), recordIds(records[2]!)];
+  assert.equal(n2.prompt.slice(0, n0.prompt.length + n0.completion.length), [...n0.prompt, ...n0.completion]);
+});
 
 test.run();
