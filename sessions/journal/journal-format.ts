@@ -10,7 +10,7 @@
 import { crc32, crc32Combine } from "../../buffers/crc32.ts";
 import type { ChatMessage } from "../chat-template.ts";
 import type { SessionBudget } from "../budget.ts";
-import type { NodeFields, ResumedRecord } from "./records.ts";
+import type { NodeFields, ResumedRecord, SessionMeta } from "./records.ts";
 
 export const HEADER_BYTES = 16;
 export const MAGIC = 0x31454a54; // "TJE1" read as little-endian u32
@@ -53,8 +53,10 @@ export interface TurnMeta {
 
 export type EntryMeta =
   // `budget`: the session's (budget.ts), written only when it has one; `trajectory` "tree":
-  // a tree-mode session, absent for linear (and in journals from before trees).
-  | { kind: typeof EntryKind.CREATE; id: string; budget?: SessionBudget; trajectory?: "tree" }
+  // a tree-mode session, absent for linear (and in journals from before trees). `root`: its
+  // routing key when that is not its own id (a fork a re-shard wrote out whole keeps its
+  // root's: reshard-forks.ts); absent otherwise (and in journals from before it).
+  | { kind: typeof EntryKind.CREATE; id: string; budget?: SessionBudget; trajectory?: "tree"; root?: string }
   | ({ kind: typeof EntryKind.TURN } & TurnMeta)
   | { kind: typeof EntryKind.TRUNCATE; id: string; count: number }
   // `reason` "expired": idle expiry; absent for a client's DELETE (and in journals from before expiry).
@@ -66,6 +68,17 @@ export type EntryMeta =
   // `path` (a fork at a tree-mode node): the parent's record indexes from a root down to the
   // node, `count` of them; the fork holds those, as a tree-mode session (records.ts pathNode).
   | { kind: typeof EntryKind.FORK; id: string; parent: string; count: number; root: string; path?: number[] };
+
+/** The CREATE entry of session `id`: only what it has (a budget with a limit, tree mode, a routing key not its id). */
+export function createMeta(id: string, { budget, trajectory, routingKey }: SessionMeta): EntryMeta {
+  return {
+    kind: EntryKind.CREATE,
+    id,
+    ...(budget && (budget.maxTotalTokens || budget.maxTurns) ? { budget } : {}),
+    ...(trajectory === undefined ? {} : { trajectory }),
+    ...(routingKey === undefined || routingKey === id ? {} : { root: routingKey }),
+  };
+}
 
 /** Payload bytes whose CRC-32 is already known (computed as they arrived): not read again to encode them. */
 export interface ChecksummedBytes {
@@ -140,6 +153,8 @@ export function decodeMeta(kind: number, metaJson: Buffer, payloadBytes: number)
     case EntryKind.CREATE:
       if (meta.budget !== undefined && (typeof meta.budget !== "object" || meta.budget === null))
         throw new Error("create with a budget that is not an object");
+      if (meta.root !== undefined && typeof meta.root !== "string")
+        throw new Error("create with a root that is not an id");
       break;
     case EntryKind.DELETE:
     case EntryKind.FINISH:

@@ -8,7 +8,7 @@
 // shares its parent's record locations and uses every segment the parent had then (forkEntry).
 import type { Logger } from "pino";
 import { JournalCorruptError } from "../errors.ts";
-import { encodeEntry, EntryKind, type EntryMeta } from "./journal-format.ts";
+import { createMeta, encodeEntry, EntryKind, type EntryMeta } from "./journal-format.ts";
 import { scanSegment, type ScannedEntry } from "./journal-reader.ts";
 import { Segment, SegmentLog, type SegmentLogOptions } from "./journal-segments.ts";
 import {
@@ -80,12 +80,7 @@ export class JournalRecordStore implements RecordStore {
   }
 
   async open(sessionId: string, meta: SessionMeta = {}): Promise<void> {
-    const { budget, trajectory } = meta;
-    const kept = {
-      ...(budget && (budget.maxTotalTokens || budget.maxTurns) ? { budget } : {}),
-      ...(trajectory === undefined ? {} : { trajectory }),
-    };
-    const { segment } = await this.#log.append(encodeEntry({ kind: EntryKind.CREATE, id: sessionId, ...kept }));
+    const { segment } = await this.#log.append(encodeEntry(createMeta(sessionId, meta)));
     const entry = new SessionEntry(sessionId);
     this.#sessions.set(sessionId, entry);
     note(entry, segment);
@@ -285,6 +280,7 @@ export class JournalRecordStore implements RecordStore {
       visitor.created(meta.id, {
         ...(meta.budget ? { budget: meta.budget } : {}),
         ...(meta.trajectory === "tree" ? { trajectory: "tree" as const } : {}),
+        ...(meta.root === undefined ? {} : { routingKey: meta.root }),
       });
       return;
     }

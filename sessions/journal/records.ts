@@ -87,10 +87,12 @@ export interface ReplayedTurn extends TurnState {
 export interface SessionMeta {
   budget?: SessionBudget;
   trajectory?: "tree";
+  /** Its routing key when not its own id: a fork written out whole by a re-shard (reshard-forks.ts) keeps its root's. */
+  routingKey?: string;
 }
 
 export interface ReplayVisitor {
-  /** `meta`: its budget (when it had one) and `trajectory` "tree" for a tree-mode session (absent: linear). */
+  /** `meta`: its budget (when it had one), `trajectory` "tree" for a tree-mode session (absent: linear), its routing key when not its id. */
   created(sessionId: string, meta?: SessionMeta): void;
   /** The session was aborted: it takes no more turns. */
   finished?(sessionId: string): void;

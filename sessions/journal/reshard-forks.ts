@@ -3,11 +3,15 @@
 // shard that gets its parent too. When the new worker count puts the fork elsewhere, the
 // fork is written there whole instead: a CREATE entry, then each of the parent's turns it
 // keeps as a TURN entry of its own id (the request and reply bytes copied, the metadata
-// re-encoded with the new id). It is then a copy in that shard, as any session is. To know
-// a parent's turns at the fork, this follows every session's live turns through the old
-// shard's entries, in order, as replay does (by where they are, never their bytes).
+// re-encoded with the new id). It is then a copy in that shard, as any session is, and keeps
+// what the fork had from its parent on replay (session-replay.ts, Trajectory.forkAt): the
+// CREATE carries its budget, its mode and its routing key (its root's id, from the FORK
+// entry). To know a parent's turns and budget at the fork, this follows every session's live
+// turns through the old shard's entries, in order, as replay does (by where they are, never
+// their bytes).
 import type { FileHandle } from "node:fs/promises";
-import { encodeEntry, EntryKind, type EntryMeta, type TurnMeta } from "./journal-format.ts";
+import type { SessionBudget } from "../budget.ts";
+import { createMeta, encodeEntry, EntryKind, type EntryMeta, type TurnMeta } from "./journal-format.ts";
 import type { ScannedEntry } from "./journal-reader.ts";
 import { pathNode } from "./records.ts";
 
@@ -23,6 +27,8 @@ interface LiveTurn {
 /** The live turns of one old shard's sessions, as its entries go by. */
 export class ShardTurns {
   readonly #turns = new Map<string, LiveTurn[]>();
+  /** Each live session's budget: its CREATE's, or a fork's parent's (Trajectory.forkAt). */
+  readonly #budgets = new Map<string, SessionBudget | undefined>();
 
   /** Follows one entry of the old shard (read from `fh`, which must stay open until the shard is done). */
   seen(entry: ScannedEntry, fh: FileHandle): void {
@@ -30,9 +36,11 @@ export class ShardTurns {
     switch (meta.kind) {
       case EntryKind.CREATE:
         this.#turns.set(meta.id, []);
+        this.#budgets.set(meta.id, meta.budget);
         return;
       case EntryKind.DELETE:
         this.#turns.delete(meta.id);
+        this.#budgets.delete(meta.id);
         return;
       case EntryKind.TRUNCATE: {
         const turns = this.#turns.get(meta.id);
@@ -42,6 +50,7 @@ export class ShardTurns {
       case EntryKind.FORK:
         // Its parent's entries may be compacted away (both deleted since): then it holds none.
         this.#turns.set(meta.id, this.#turns.has(meta.parent) ? this.#forkTurns(meta) : []);
+        this.#budgets.set(meta.id, this.#budgets.get(meta.parent));
         return;
       case EntryKind.TURN: {
         const { kind: _kind, ...turn } = meta;
@@ -60,8 +69,9 @@ export class ShardTurns {
    */
   async *copyOf(meta: ForkMeta): AsyncGenerator<Buffer[]> {
     // A fork at a tree-mode node is a tree-mode session.
-    const mode = meta.path === undefined ? {} : { trajectory: "tree" as const };
-    yield encodeEntry({ kind: EntryKind.CREATE, id: meta.id, ...mode }).parts;
+    const trajectory = meta.path === undefined ? undefined : ("tree" as const);
+    const budget = this.#budgets.get(meta.parent);
+    yield encodeEntry(createMeta(meta.id, { budget, trajectory, routingKey: meta.root })).parts;
     const turns = this.#forkTurns(meta);
     for (const turn of turns) {
       const payload = Buffer.allocUnsafe(turn.end - turn.payloadOffset);

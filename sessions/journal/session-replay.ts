@@ -31,6 +31,7 @@ export function sessionRebuilder(registry: SessionRegistry): ReplayVisitor & { c
       const t = registry.create(sessionId);
       t.budget = meta?.budget ?? {};
       if (meta?.trajectory === "tree") t.tree = new TrajectoryTree();
+      if (meta?.routingKey !== undefined) t.routingKey = meta.routingKey;
     },
     finished(sessionId) {
       registry.get(sessionId).finished = true;
