@@ -226,11 +226,16 @@ const anthropicEvent = (value: Json): Buffer =>
 
 /**
  * Anthropic's error body for a status and message; our error code, when there is one, goes
- * inside `error` beside Anthropic's own `type` (docs/http.md, "Anthropic Messages").
+ * inside `error` beside Anthropic's own `type`, and in `error.details.error_code`
+ * (docs/http.md, "Anthropic Messages").
  */
 export function anthropicErrorBody(status: number, message: string, code?: string): Json {
   const error: Json = { type: errorType(status), message };
-  if (code !== undefined) error.code = code;
+  if (code !== undefined) {
+    error.code = code;
+    // Also where the official SDK reads a code into APIError.errorCode (@anthropic-ai/sdk 1.16.0, core/error.js).
+    error.details = { error_code: code };
+  }
   return { type: "error", error };
 }
 

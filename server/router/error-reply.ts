@@ -43,7 +43,9 @@ export function errorBody(err: CodedError, anthropic = false): string {
   const status = err.status === 503 ? 529 : err.status;
   return JSON.stringify({
     type: "error",
-    error: { type: anthropicType(status), message: err.message, code: err.code },
+    // `details.error_code` as well: where the official SDK reads a code into APIError.errorCode
+    // (@anthropic-ai/sdk 1.16.0, core/error.js).
+    error: { type: anthropicType(status), message: err.message, code: err.code, details: { error_code: err.code } },
     // Anthropic's error bodies carry the request's id, as the worker's do (sessions/messages-turn.ts).
     request_id: `req_${randomBytes(12).toString("hex")}`,
   });

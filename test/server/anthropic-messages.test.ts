@@ -167,6 +167,11 @@ test("one session, one API: the other one is a clear 400", async () => {
   } catch (err) {
     assert.instance(err, Anthropic.BadRequestError);
     assert.match((err as Error).message, /speaks the chat API/);
+    assert.is(
+      (err as InstanceType<typeof Anthropic.APIError>).errorCode,
+      "TITO_ERR_CLIENT_API_MIX",
+      "the SDK reads our code",
+    );
   }
 });
 
