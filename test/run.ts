@@ -15,14 +15,15 @@
 // --timeout (or TITO_TEST_TIMEOUT_S) is each file's limit in seconds, default 600: the
 // longest files (chaos, durability, the CLI) take minutes on a loaded 2-core machine.
 //
-// --fast leaves out the files that start process trees (the CLI, startSessionServer,
+// --fast leaves out the files that start process trees (test/fast-set.ts: the CLI, startSessionServer,
 // npm), the long HTTP fuzz, the all-tokenizers family loop and the cross-check (every
 // tokenizer, and Python): the edit loop. Regexes filter test files by path (any one must match).
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { inFastSet } from "./fast-set.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const testDir = join(root, "test");
@@ -62,31 +63,6 @@ function testFiles(): string[] {
     .filter((e) => e.isFile() && e.name.endsWith(".test.ts"))
     .map((e) => join(e.parentPath, e.name))
     .sort();
-}
-
-/** What starts a process tree: the embedding API, the CLI, npm, the example rollout program. */
-const TREE_CALL = /\b(startSessionServer|startCli|spawnCli|runCli|npmCommand)\(|examples\/rollout\.ts/;
-const LOCAL_IMPORT = /from\s+"(\.{1,2}\/[^"]+)"/g;
-
-/**
- * Left out of --fast though they start no tree: the long fuzz, and every npm tokenizer
- * loaded (~300 MB each; the cross-check also runs Python's jinja2 and HF's Rust tokenizers).
- */
-const NOT_FAST = /server\/(http-fuzz|families-http)\.test\.ts$|crosscheck\/crosscheck\.test\.ts$/;
-
-/** Whether `file` or a test-local module it imports starts a process tree. */
-function startsTree(file: string, seen = new Set<string>()): boolean {
-  if (seen.has(file)) return false;
-  seen.add(file);
-  if (file === join(root, "index.ts")) return true;
-  // Test text may hold made-up import lines (the architecture test's): follow real files only.
-  if (!file.startsWith(testDir + sep) || !existsSync(file)) return false;
-  const text = readFileSync(file, "utf8");
-  if (TREE_CALL.test(text)) return true;
-  for (const [, spec] of text.matchAll(LOCAL_IMPORT)) {
-    if (startsTree(resolve(dirname(file), spec!), seen)) return true;
-  }
-  return false;
 }
 
 /**
@@ -196,7 +172,7 @@ function runFile(file: string, timeoutMs: number): Promise<Outcome> {
 async function main(): Promise<number> {
   const options = parseArgs(process.argv.slice(2));
   let files = testFiles().filter((f) => options.filters.length === 0 || options.filters.some((r) => r.test(rel(f))));
-  if (options.fast) files = files.filter((f) => !startsTree(f) && !NOT_FAST.test(rel(f)));
+  if (options.fast) files = files.filter((f) => inFastSet(f, root));
   const costs = readCosts();
   const cost = (file: string) => costs[rel(file)] ?? guess(rel(file));
   files.sort((a, b) => cost(b) - cost(a));
