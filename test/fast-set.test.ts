@@ -46,6 +46,8 @@ test("this file is in the fast set: the calls it tests on are not calls it makes
 test("files that spawn the CLI or a session server are out of the fast set", () => {
   assert.ok(startsTree(at("test/server/cli.test.ts"), root));
   assert.ok(startsTree(at("test/server/supervision.test.ts"), root));
+  // A supervision tree of fixture children is a process tree too.
+  assert.ok(startsTree(at("test/actors/supervision-tree.test.ts"), root));
   assert.not.ok(inFastSet(at("test/server/durability.test.ts"), root));
   // Heavy though treeless.
   assert.not.ok(inFastSet(at("test/server/http-fuzz.test.ts"), root));

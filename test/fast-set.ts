@@ -6,8 +6,12 @@
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 
-/** What starts a process tree: the embedding API, the CLI, npm, the example rollout program. */
-const TREE_CALL = /\b(startSessionServer|startCli|spawnCli|runCli|npmCommand)\(|examples\/rollout\.ts/;
+/**
+ * What starts a process tree: the embedding API, the CLI, npm, the example rollout program,
+ * a supervision tree of child processes (actors/supervision-tree.ts).
+ */
+const TREE_CALL =
+  /\b(startSessionServer|startCli|spawnCli|runCli|npmCommand)\(|\bnew SupervisionTree\(|examples\/rollout\.ts/;
 /** An import of a test-local module that loads it; `import type` loads nothing and is left out. */
 const LOCAL_IMPORT = /\bimport\s+(?!type\s)[^;"]*?\bfrom\s+"(\.{1,2}\/[^"]+)"/g;
 

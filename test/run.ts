@@ -16,13 +16,13 @@
 // --timeout (or TITO_TEST_TIMEOUT_S) is each file's limit in seconds, default 600: the
 // longest files (chaos, durability, the CLI) take minutes on a loaded 2-core machine.
 //
-// --fast leaves out the files that start process trees (test/fast-set.ts: the CLI,
-// startSessionServer, npm), the long HTTP fuzz, the all-tokenizers family loop and the
-// cross-check (every tokenizer, and Python): the edit loop. It also runs its files in
-// batches, 2 per job (test/batch.ts: one process per batch, as `uvu` alone runs a
-// directory), so they share one Node and tsx start and each tokenizer load: a
-// file's isolation traded for the loop's speed; a failure names the batch and uvu's
-// output names the file. --batches N sets the count, --isolated runs one file per process
+// --fast leaves out the files that start process trees (test/fast-set.ts: the CLI, a
+// SupervisionTree, startSessionServer, npm), the long HTTP fuzz, the all-tokenizers family
+// loop and the cross-check (every tokenizer, and Python): the edit loop. It also runs its
+// files in batches, 2 per job (test/batch.ts: one process per batch, as `uvu` alone runs a
+// directory), so they share one Node and tsx start and each tokenizer load: a file's
+// isolation traded for the loop's speed; a failure names the batch and uvu's output names
+// the file. --batches N sets the count, --isolated runs one file per process
 // (the default without --fast). Regexes filter test files by path (any one must match).
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";

@@ -326,20 +326,20 @@ const killedWhileHeld = async () => {
 };
 
 // Ordered by the server each needs (serve), so each configuration starts one tree.
-const resumed1 = (api: Api) =>
+const resumesTitle = (api: Api) =>
   `${api}: a turn aborted at token ${K} by a weight update resumes under the new version as one turn`;
-const salts = (api: Api) =>
+const saltsTitle = (api: Api) =>
   `${api}: the continuation's cache salt is its own version's under --cache-salt turn, the session's under session`;
-test(resumed1("sglang-chat"), resumesAsOneTurn("sglang-chat"));
+test(resumesTitle("sglang-chat"), resumesAsOneTurn("sglang-chat"));
 test(
   "sglang-chat: kill -9 of the worker while a turn waits to resume commits nothing; a resumed turn replays exactly",
   killedWhileHeld,
 );
-test(resumed1("sglang-generate"), resumesAsOneTurn("sglang-generate"));
+test(resumesTitle("sglang-generate"), resumesAsOneTurn("sglang-generate"));
 test("sglang-generate: a turn aborted twice resumes twice; streamed, it is one stream", abortedTwice);
-test(salts("sglang-generate"), cacheSalts("sglang-generate"));
-test(resumed1("vllm-completions"), resumesAsOneTurn("vllm-completions"));
-test(salts("vllm-completions"), cacheSalts("vllm-completions"));
+test(saltsTitle("sglang-generate"), cacheSalts("sglang-generate"));
+test(resumesTitle("vllm-completions"), resumesAsOneTurn("vllm-completions"));
+test(saltsTitle("vllm-completions"), cacheSalts("vllm-completions"));
 test("vllm-completions: retry (the default) answers the abort with the 503 and commits nothing", retryAnswers503);
 
 test.run();
