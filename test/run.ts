@@ -5,7 +5,8 @@
 // crashes, hangs, or does not exit after its summary is a failure that names the file.
 // The last line is `N passed, N failed`, and the exit code is 1 on any failure.
 //
-//   node --import tsx test/run.ts [--fast] [--times] [--jobs N] [--timeout S] [regex …]
+//   node --import tsx test/run.ts [--fast] [--times] [--jobs N] [--timeout S]
+//                                 [--batches N | --isolated] [regex …]
 //
 // Each file's line shows its wall seconds and its CPU seconds (user + system, its own and
 // its children's: test/cpu-at-exit.ts); on a shared machine CPU is the cost to compare.
@@ -15,14 +16,20 @@
 // --timeout (or TITO_TEST_TIMEOUT_S) is each file's limit in seconds, default 600: the
 // longest files (chaos, durability, the CLI) take minutes on a loaded 2-core machine.
 //
-// --fast leaves out the files that start process trees (the CLI, startSessionServer,
-// npm), the long HTTP fuzz, the all-tokenizers family loop and the cross-check (every
-// tokenizer, and Python): the edit loop. Regexes filter test files by path (any one must match).
+// --fast leaves out the files that start process trees (test/fast-set.ts: the CLI, a
+// SupervisionTree, startSessionServer, npm), the long HTTP fuzz, the all-tokenizers family
+// loop and the cross-check (every tokenizer, and Python): the edit loop. It also runs its
+// files in batches, 2 per job (test/batch.ts: one process per batch, as `uvu` alone runs a
+// directory), so they share one Node and tsx start and each tokenizer load: a file's
+// isolation traded for the loop's speed; a failure names the batch and uvu's output names
+// the file. --batches N sets the count, --isolated runs one file per process
+// (the default without --fast). Regexes filter test files by path (any one must match).
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { inFastSet } from "./fast-set.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const testDir = join(root, "test");
@@ -33,6 +40,9 @@ interface Options {
   jobs: number;
   timeoutMs: number;
   filters: RegExp[];
+  /** How many processes the files are dealt into (0: one process per file). */
+  batches: number;
+  isolated: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -42,6 +52,8 @@ function parseArgs(argv: string[]): Options {
     jobs: availableParallelism(),
     timeoutMs: Number(process.env.TITO_TEST_TIMEOUT_S ?? 600) * 1000,
     filters: [],
+    batches: 0,
+    isolated: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -49,9 +61,14 @@ function parseArgs(argv: string[]): Options {
     else if (arg === "--times") options.times = true;
     else if (arg === "--jobs") options.jobs = Math.max(1, Number(argv[++i]));
     else if (arg === "--timeout") options.timeoutMs = Number(argv[++i]) * 1000;
+    else if (arg === "--batches") options.batches = Math.max(0, Number(argv[++i]));
+    else if (arg === "--isolated") options.isolated = true;
     else options.filters.push(new RegExp(arg));
   }
-  if (!Number.isFinite(options.jobs) || !Number.isFinite(options.timeoutMs)) throw new Error("bad --jobs or --timeout");
+  if (![options.jobs, options.timeoutMs, options.batches].every(Number.isFinite))
+    throw new Error("bad --jobs, --timeout or --batches");
+  if (options.fast && !options.isolated && options.batches === 0) options.batches = 2 * options.jobs;
+  if (options.isolated) options.batches = 0;
   return options;
 }
 
@@ -62,31 +79,6 @@ function testFiles(): string[] {
     .filter((e) => e.isFile() && e.name.endsWith(".test.ts"))
     .map((e) => join(e.parentPath, e.name))
     .sort();
-}
-
-/** What starts a process tree: the embedding API, the CLI, npm, the example rollout program. */
-const TREE_CALL = /\b(startSessionServer|startCli|spawnCli|runCli|npmCommand)\(|examples\/rollout\.ts/;
-const LOCAL_IMPORT = /from\s+"(\.{1,2}\/[^"]+)"/g;
-
-/**
- * Left out of --fast though they start no tree: the long fuzz, and every npm tokenizer
- * loaded (~300 MB each; the cross-check also runs Python's jinja2 and HF's Rust tokenizers).
- */
-const NOT_FAST = /server\/(http-fuzz|families-http)\.test\.ts$|crosscheck\/crosscheck\.test\.ts$/;
-
-/** Whether `file` or a test-local module it imports starts a process tree. */
-function startsTree(file: string, seen = new Set<string>()): boolean {
-  if (seen.has(file)) return false;
-  seen.add(file);
-  if (file === join(root, "index.ts")) return true;
-  // Test text may hold made-up import lines (the architecture test's): follow real files only.
-  if (!file.startsWith(testDir + sep) || !existsSync(file)) return false;
-  const text = readFileSync(file, "utf8");
-  if (TREE_CALL.test(text)) return true;
-  for (const [, spec] of text.matchAll(LOCAL_IMPORT)) {
-    if (startsTree(resolve(dirname(file), spec!), seen)) return true;
-  }
-  return false;
 }
 
 /**
@@ -109,6 +101,20 @@ function readCosts(): Record<string, number> {
   } catch {
     return {};
   }
+}
+
+/**
+ * `files` dealt into `count` batches of about equal cost (the costliest file first, each to
+ * the batch with the least so far), costliest batch first.
+ */
+function batches(files: string[], count: number, cost: (file: string) => number): string[][] {
+  const bins = Array.from({ length: Math.min(count, files.length) }, () => ({ files: [] as string[], cost: 0 }));
+  for (const file of [...files].sort((a, b) => cost(b) - cost(a))) {
+    const bin = bins.reduce((least, b) => (b.cost < least.cost ? b : least));
+    bin.files.push(file);
+    bin.cost += cost(file);
+  }
+  return bins.sort((a, b) => b.cost - a.cost).map((b) => b.files);
 }
 
 interface Outcome {
@@ -136,9 +142,13 @@ const running = new Set<ChildProcess>();
 const CPU_AT_EXIT = pathToFileURL(join(testDir, "cpu-at-exit.ts")).href;
 const CPU_LINE = /^TITO_CPU user=([\d.]+) sys=([\d.]+)\n?/m;
 
-function runFile(file: string, timeoutMs: number): Promise<Outcome> {
+const BATCH = join(testDir, "batch.ts");
+
+/** Runs one test file in its own process, or (more than one) a batch of them in one (test/batch.ts). */
+function runFile(files: string[], timeoutMs: number): Promise<Outcome> {
   const started = Date.now();
-  const child = spawn(process.execPath, ["--import", "tsx", "--import", CPU_AT_EXIT, file], {
+  const entry = files.length === 1 ? files : [BATCH, ...files];
+  const child = spawn(process.execPath, ["--import", "tsx", "--import", CPU_AT_EXIT, ...entry], {
     cwd: root,
     // Its own process group, so a timeout also ends the processes the file started.
     detached: true,
@@ -188,7 +198,8 @@ function runFile(file: string, timeoutMs: number): Promise<Outcome> {
       if (!summary) problem ??= `no test summary (exit code ${code}, signal ${signal})`;
       else if (code !== 0 && !problem && failed === 0) problem = `exit code ${code}, signal ${signal}`;
       if (problem && failed === 0) failed = 1;
-      resolveOutcome({ file: rel(file), passed, failed, skipped, ms, cpu, problem, output });
+      const file = files.length === 1 ? rel(files[0]!) : `${files.length} files (${files.map(rel).join(" ")})`;
+      resolveOutcome({ file, passed, failed, skipped, ms, cpu, problem, output });
     });
   });
 }
@@ -196,7 +207,7 @@ function runFile(file: string, timeoutMs: number): Promise<Outcome> {
 async function main(): Promise<number> {
   const options = parseArgs(process.argv.slice(2));
   let files = testFiles().filter((f) => options.filters.length === 0 || options.filters.some((r) => r.test(rel(f))));
-  if (options.fast) files = files.filter((f) => !startsTree(f) && !NOT_FAST.test(rel(f)));
+  if (options.fast) files = files.filter((f) => inFastSet(f, root));
   const costs = readCosts();
   const cost = (file: string) => costs[rel(file)] ?? guess(rel(file));
   files.sort((a, b) => cost(b) - cost(a));
@@ -205,11 +216,13 @@ async function main(): Promise<number> {
     return 1;
   }
   const started = Date.now();
-  const queue = [...files];
+  const queue = options.batches ? batches(files, options.batches, cost) : files.map((f) => [f]);
   const outcomes: Outcome[] = [];
+  let batched = false;
   const worker = async () => {
     for (let file = queue.shift(); file; file = queue.shift()) {
       const outcome = await runFile(file, options.timeoutMs);
+      if (file.length > 1) batched = true;
       outcomes.push(outcome);
       const secs =
         (outcome.ms / 1000).toFixed(1) + (outcome.cpu === undefined ? "" : ` s, ${outcome.cpu.toFixed(1)} CPU`);
@@ -221,13 +234,16 @@ async function main(): Promise<number> {
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(options.jobs, files.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(options.jobs, queue.length) }, worker));
   const passed = outcomes.reduce((n, o) => n + o.passed, 0);
   const failed = outcomes.reduce((n, o) => n + o.failed, 0);
   const skipped = outcomes.reduce((n, o) => n + o.skipped, 0);
   const bad = outcomes.filter((o) => o.failed > 0).map((o) => o.file);
-  for (const o of outcomes) costs[o.file] = o.cpu ?? o.ms / 1000;
-  writeFileSync(COSTS, JSON.stringify(costs, null, 1) + "\n");
+  // A batch's cost is not its files': the costs are kept from isolated runs only.
+  if (!batched) {
+    for (const o of outcomes) costs[o.file] = o.cpu ?? o.ms / 1000;
+    writeFileSync(COSTS, JSON.stringify(costs, null, 1) + "\n");
+  }
   const cpu = outcomes.reduce((n, o) => n + (o.cpu ?? 0), 0);
   if (options.times) {
     process.stdout.write("\nper file, most CPU first (wall s, CPU s):\n");

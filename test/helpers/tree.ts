@@ -21,7 +21,6 @@ import {
   bundledQwen3Dir,
   createSessionCore,
   JournalRecordStore,
-  loadTokenizerFolder,
   MemoryRecordStore,
   type MessageMatcher,
   type RecordStore,
@@ -46,17 +45,14 @@ import type { CreatedSession } from "../../server/host/session-server.ts";
 import { CreateSessionError, SamplesRequestError } from "../../server/host/errors.ts";
 import { errorText } from "../../server/host/http-text.ts";
 import { call } from "./server.ts";
+import { folderAt } from "../sessions/fixtures.ts";
 
-const folders = new Map<string, TokenizerFolder>();
-
-/** The tokenizer folder at `dir` (default: the bundled Qwen3 one), loaded once per test process. */
+/**
+ * The tokenizer folder at `dir` (default: the bundled Qwen3 one), loaded once per test
+ * process: the fixtures' cache, so qwen3() and npmFolder() give the same folder.
+ */
 export function sharedFolder(dir: string = bundledQwen3Dir()): TokenizerFolder {
-  let folder = folders.get(dir);
-  if (!folder) {
-    folder = loadTokenizerFolder(dir);
-    folders.set(dir, folder);
-  }
-  return folder;
+  return folderAt(dir);
 }
 
 export interface TreeOptions {

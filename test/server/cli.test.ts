@@ -129,10 +129,13 @@ test("without --workers, one worker per available core, at most 8", async () => 
   assert.is((await run.exit).code, 0);
 });
 
-/** Starts the CLI on a --data-dir and stops one worker (SIGSTOP), so a shutdown must wait out its grace. */
+/**
+ * Starts the CLI on a --data-dir and stops its worker (SIGSTOP), so a shutdown must wait
+ * out its grace. One worker: a stopped one is what the signals are tested against.
+ */
 async function stuckShutdown(name: string): Promise<{ run: CliRun; pids: number[]; lock: string }> {
   const dataDir = join(dir, name);
-  const run = await startCli(["--port", "0", "--workers", "2", "--engine", engine.url, "--data-dir", dataDir]);
+  const run = await startCli(["--port", "0", "--workers", "1", "--engine", engine.url, "--data-dir", dataDir]);
   const pids = await treePids(run.url);
   const lock = join(dataDir, LOCK_FILE);
   assert.ok(existsSync(lock));
@@ -277,7 +280,8 @@ test("kill -9 of the host: every child exits within 5 s; the next server sweeps 
   // A killed host cannot remove its socket and data directories: keep them in ours.
   const tmp = join(dir, "host-tmp");
   mkdirSync(tmp);
-  const args = ["--port", "0", "--workers", "2", "--engine", engine.url, "--log-level", "warn"];
+  // One worker: what is left behind and swept does not depend on the count.
+  const args = ["--port", "0", "--workers", "1", "--engine", engine.url, "--log-level", "warn"];
   const run = await startCli(args, { env: { TMPDIR: tmp } });
   const pids = await treePids(run.url);
   run.proc.kill("SIGKILL");

@@ -21,7 +21,6 @@ import type { Server } from "node:http";
 import type { SupervisionEvent } from "../../actors/index.ts";
 
 type Api = "sglang-chat" | "sglang-generate" | "vllm-completions";
-const APIS: Api[] = ["sglang-chat", "sglang-generate", "vllm-completions"];
 const K = 4;
 
 let engine: SimEngine;
@@ -76,12 +75,26 @@ test.after(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
+/** The running server's configuration: a test that needs the same one gets the same server. */
+let serving: string | undefined;
+
+/**
+ * A one-worker server with these options at version v1: the running one when it has them
+ * (each test works on sessions of its own, so the tree is not what they share), else a new
+ * one. The tests below are ordered by configuration so each is started once.
+ */
 async function serve(
   api: Api,
   onEngineAbort: "retry" | "resume" = "resume",
   cacheSalt: "turn" | "session" = "session",
 ): Promise<SessionServer> {
+  const config = `${api} ${onEngineAbort} ${cacheSalt}`;
+  if (server && serving === config) {
+    assert.is((await post(`${server.url}/admin/resume`, { weight_version: "v1" })).status, 200);
+    return server;
+  }
   await server?.shutdown();
+  serving = config;
   const dataDir = mkdtempSync(join(tmpdir(), "tito-resume-"));
   dirs.push(dataDir);
   server = await startSessionServer({
@@ -159,52 +172,51 @@ async function turnAcrossUpdate(base: string, id: string) {
   return { res, generations };
 }
 
-for (const api of APIS)
-  test(`${api}: a turn aborted at token ${K} by a weight update resumes under the new version as one turn`, async () => {
-    const base = (await serve(api)).url;
-    const whole = await twin(base);
-    const id = await newSession(base);
-    const { res, generations } = await turnAcrossUpdate(base, id);
-    // The aborted request and its continuation both carry the session's routing key, so a
-    // gateway keeps the resumed turn on the replica that holds its prefix (docs/engines.md).
-    assert.is(generations.length, 2, "the aborted request, then its continuation");
-    for (const g of generations) {
-      assert.is(g.headers["x-smg-routing-key"], id);
-      assert.is(g.headers["x-session-id"], id);
-    }
-    assert.equal(res.json.choices[0]!.message.content, whole.reply.choices[0]!.message.content);
-    assert.is(res.json.usage.completion_tokens, whole.reply.usage.completion_tokens);
-    const got = await state(base, id);
-    assert.equal(got.ids, whole.ids, "the uninterrupted run's ids: first K, then the continuation");
-    assert.is(got.records.length, 1, "one turn committed");
-    const record = got.records[0]!;
-    const n = whole.reply.usage.completion_tokens;
-    assert.ok(n > K, `the completion (${n}) is longer than K`);
-    assert.equal(
-      record.resumed?.map((p) => [p.weight_version, p.completion_ids.length]),
-      [["v1", K]],
-    );
-    assert.equal(record.resumed![0]!.completion_ids, whole.ids.slice(whole.ids.length - n, whole.ids.length - n + K));
-    assert.is(record.weight_version, "v1");
-    assert.is(record.min_weight_version, "v1");
-    assert.is(record.max_weight_version, "v2");
-    assert.equal(record.weight_versions, [
-      { weight_version: "v1", tokens: K },
-      { weight_version: "v2", tokens: n - K },
-    ]);
-    // The sample: the twin's tokens and logprobs, the two versions meeting at token K.
-    assert.equal(got.sample.tokens, whole.sample.tokens);
-    assert.equal(got.sample.rollout_log_probs, whole.sample.rollout_log_probs);
-    const turn = got.sample.turns[0]!;
-    assert.is(turn.completion_end - turn.completion_start, n);
-    assert.equal(turn.weight_versions, [
-      { weight_version: "v1", start: turn.completion_start, end: turn.completion_start + K },
-      { weight_version: "v2", start: turn.completion_start + K, end: turn.completion_end },
-    ]);
-    assert.is(whole.sample.turns[0]!.weight_versions, undefined, "a turn never aborted has one version");
-  });
+const resumesAsOneTurn = (api: Api) => async () => {
+  const base = (await serve(api)).url;
+  const whole = await twin(base);
+  const id = await newSession(base);
+  const { res, generations } = await turnAcrossUpdate(base, id);
+  // The aborted request and its continuation both carry the session's routing key, so a
+  // gateway keeps the resumed turn on the replica that holds its prefix (docs/engines.md).
+  assert.is(generations.length, 2, "the aborted request, then its continuation");
+  for (const g of generations) {
+    assert.is(g.headers["x-smg-routing-key"], id);
+    assert.is(g.headers["x-session-id"], id);
+  }
+  assert.equal(res.json.choices[0]!.message.content, whole.reply.choices[0]!.message.content);
+  assert.is(res.json.usage.completion_tokens, whole.reply.usage.completion_tokens);
+  const got = await state(base, id);
+  assert.equal(got.ids, whole.ids, "the uninterrupted run's ids: first K, then the continuation");
+  assert.is(got.records.length, 1, "one turn committed");
+  const record = got.records[0]!;
+  const n = whole.reply.usage.completion_tokens;
+  assert.ok(n > K, `the completion (${n}) is longer than K`);
+  assert.equal(
+    record.resumed?.map((p) => [p.weight_version, p.completion_ids.length]),
+    [["v1", K]],
+  );
+  assert.equal(record.resumed![0]!.completion_ids, whole.ids.slice(whole.ids.length - n, whole.ids.length - n + K));
+  assert.is(record.weight_version, "v1");
+  assert.is(record.min_weight_version, "v1");
+  assert.is(record.max_weight_version, "v2");
+  assert.equal(record.weight_versions, [
+    { weight_version: "v1", tokens: K },
+    { weight_version: "v2", tokens: n - K },
+  ]);
+  // The sample: the twin's tokens and logprobs, the two versions meeting at token K.
+  assert.equal(got.sample.tokens, whole.sample.tokens);
+  assert.equal(got.sample.rollout_log_probs, whole.sample.rollout_log_probs);
+  const turn = got.sample.turns[0]!;
+  assert.is(turn.completion_end - turn.completion_start, n);
+  assert.equal(turn.weight_versions, [
+    { weight_version: "v1", start: turn.completion_start, end: turn.completion_start + K },
+    { weight_version: "v2", start: turn.completion_start + K, end: turn.completion_end },
+  ]);
+  assert.is(whole.sample.turns[0]!.weight_versions, undefined, "a turn never aborted has one version");
+};
 
-test("sglang-generate: a turn aborted twice resumes twice; streamed, it is one stream", async () => {
+const abortedTwice = async () => {
   const base = (await serve("sglang-generate")).url;
   const whole = await twin(base);
   const id = await newSession(base);
@@ -244,7 +256,7 @@ test("sglang-generate: a turn aborted twice resumes twice; streamed, it is one s
   assert.is(content, whole.reply.choices[0]!.message.content, "every delta once, none missing");
   assert.is(chunks.filter((c) => c.choices[0]?.finish_reason).length, 1, "exactly one finish");
   assert.equal((await state(base, sid)).ids, whole.ids);
-});
+};
 
 // The salt an engine request carries (sessions/upstream-keys.ts): SGLang's `extra_key` on
 // /generate, `cache_salt` on the chat route and vLLM's completions.
@@ -253,21 +265,21 @@ const saltOf = (u: Upstream) => {
   return body.extra_key ?? body.cache_salt;
 };
 
-for (const api of ["sglang-generate", "vllm-completions"] as const)
-  test(`${api}: the continuation's cache salt is its own version's under --cache-salt turn, the session's under session`, async () => {
-    for (const [mode, salts] of [
-      ["turn", ["v1", "v2"]],
-      ["session", ["v1", "v1"]],
-    ] as const) {
-      const base = (await serve(api, "resume", mode)).url;
-      const { generations } = await turnAcrossUpdate(base, await newSession(base));
-      // Under `turn` the continuation is prefilled by v2's weights: v1's salt would let the
-      // engine reuse the KV v1 computed for the prompt and the aborted part.
-      assert.equal(generations.map(saltOf), salts, `--cache-salt ${mode}`);
-    }
-  });
+const cacheSalts = (api: Api) => async () => {
+  // `session` first: the server the tests before left running.
+  for (const [mode, salts] of [
+    ["session", ["v1", "v1"]],
+    ["turn", ["v1", "v2"]],
+  ] as const) {
+    const base = (await serve(api, "resume", mode)).url;
+    const { generations } = await turnAcrossUpdate(base, await newSession(base));
+    // Under `turn` the continuation is prefilled by v2's weights: v1's salt would let the
+    // engine reuse the KV v1 computed for the prompt and the aborted part.
+    assert.equal(generations.map(saltOf), salts, `--cache-salt ${mode}`);
+  }
+};
 
-test("vllm-completions: retry (the default) answers the abort with the 503 and commits nothing", async () => {
+const retryAnswers503 = async () => {
   const base = (await serve("vllm-completions", "retry")).url;
   const id = await newSession(base);
   plan = ["abort"];
@@ -275,9 +287,9 @@ test("vllm-completions: retry (the default) answers the abort with the 503 and c
   assert.is(res.status, 503, res.text);
   assert.is(res.json.code, "TITO_ERR_ENGINE_ABORTED");
   assert.is((await state(base, id)).records.length, 0);
-});
+};
 
-test("sglang-chat: kill -9 of the worker while a turn waits to resume commits nothing; a resumed turn replays exactly", async () => {
+const killedWhileHeld = async () => {
   const srv = await serve("sglang-chat");
   const base = srv.url;
   const events: SupervisionEvent[] = [];
@@ -311,6 +323,23 @@ test("sglang-chat: kill -9 of the worker while a turn waits to resume commits no
   const after = await state(base, id);
   assert.is(after.raw, before.raw, "the journal replays the resumed turn byte for byte, and nothing of the killed one");
   assert.equal(after.sample, before.sample);
-});
+};
+
+// Ordered by the server each needs (serve), so each configuration starts one tree.
+const resumesTitle = (api: Api) =>
+  `${api}: a turn aborted at token ${K} by a weight update resumes under the new version as one turn`;
+const saltsTitle = (api: Api) =>
+  `${api}: the continuation's cache salt is its own version's under --cache-salt turn, the session's under session`;
+test(resumesTitle("sglang-chat"), resumesAsOneTurn("sglang-chat"));
+test(
+  "sglang-chat: kill -9 of the worker while a turn waits to resume commits nothing; a resumed turn replays exactly",
+  killedWhileHeld,
+);
+test(resumesTitle("sglang-generate"), resumesAsOneTurn("sglang-generate"));
+test("sglang-generate: a turn aborted twice resumes twice; streamed, it is one stream", abortedTwice);
+test(saltsTitle("sglang-generate"), cacheSalts("sglang-generate"));
+test(resumesTitle("vllm-completions"), resumesAsOneTurn("vllm-completions"));
+test(saltsTitle("vllm-completions"), cacheSalts("vllm-completions"));
+test("vllm-completions: retry (the default) answers the abort with the 503 and commits nothing", retryAnswers503);
 
 test.run();

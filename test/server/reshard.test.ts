@@ -21,10 +21,13 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DataDirLayoutError, startSessionServer, type SessionServer } from "../../index.ts";
-import { LAYOUT_FILE } from "../../server/host/journal-layout.ts";
+import { LAYOUT_FILE, prepareJournal } from "../../server/host/journal-layout.ts";
+import { shardOf } from "../../server/protocol/shard-protocol.ts";
+import { reshardJournal } from "../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { spawnCli, startCli } from "../helpers/cli.ts";
 import { waitGone } from "../helpers/events.ts";
+import { startTree } from "../helpers/tree.ts";
 import { call, chat, newSession } from "../helpers/server.ts";
 import { qwen3 } from "../sessions/fixtures.ts";
 
@@ -66,6 +69,34 @@ async function withServer<T>(
   } finally {
     await server.shutdown();
   }
+}
+
+/**
+ * A journal to start from, written in this process: a one-worker in-process tree (the real
+ * session core and journal store, test/helpers/tree.ts) on `dataDir`/shard-0, after the
+ * count a one-worker start records (the host's own prepareJournal). What a one-worker
+ * process tree leaves, without starting one where the start is not what the test is about.
+ */
+async function withJournal<T>(dataDir: string, body: (base: string) => Promise<T>, engineUrl = engine.url): Promise<T> {
+  mkdirSync(dataDir, { recursive: true });
+  // What the host does first on an empty --data-dir: record the count.
+  await prepareJournal(dataDir, 1, () => Promise.reject(new Error("an empty data dir needs no re-shard")));
+  assert.equal(layout(dataDir), { workers: 1 });
+  const tree = await startTree({
+    engineUrl,
+    workers: 1,
+    durability: "journal",
+    dataDir,
+    tokenizerFolder: qwen3(),
+    allowedAppendRoles: ["user"],
+  });
+  let result: T;
+  try {
+    result = await body(tree.url);
+  } finally {
+    await tree.shutdown();
+  }
+  return result;
 }
 
 /** `count` sessions of `turns` user turns each; returns their message histories. */
@@ -136,9 +167,9 @@ test("1 → 2 → 3 → 1 workers: every session byte for byte, deleted ones sta
 
 test("a data dir from before the record, with sessions in the wrong shard (1 then 2 workers), finds them all", async () => {
   const dataDir = join(root, "legacy");
-  const { ids, before } = await withServer(dataDir, 1, async (server) => {
-    const ids = [...(await populate(server.url, 6, 1)).keys()];
-    return { ids, before: await bodies(server.url, ids) };
+  const { ids, before } = await withJournal(dataDir, async (base) => {
+    const ids = [...(await populate(base, 6, 1)).keys()];
+    return { ids, before: await bodies(base, ids) };
   });
   // What a 2-worker start left before this change: an empty shard-1 and no record.
   rmSync(join(dataDir, LAYOUT_FILE));
@@ -166,12 +197,11 @@ function reshardJobs(dataDir: string): number[] {
 
 test("kill -9 of the host during the re-shard: the next start loses nothing", async () => {
   const dataDir = join(root, "killed");
-  const { ids, before } = await withServer(
+  const { ids, before } = await withJournal(
     dataDir,
-    1,
-    async (server) => {
-      const ids = [...(await populate(server.url, 4, 2)).keys()];
-      return { ids, before: await bodies(server.url, ids) };
+    async (base) => {
+      const ids = [...(await populate(base, 4, 2)).keys()];
+      return { ids, before: await bodies(base, ids) };
     },
     bigEngine.url,
   );
@@ -218,12 +248,15 @@ test("kill -9 of the host during the re-shard: the next start loses nothing", as
 test("a host that died after the commit: the next start finishes the switch, at any step", async () => {
   const oldDir = join(root, "commit-old");
   const newDir = join(root, "commit-new");
-  const { ids, before } = await withServer(oldDir, 1, async (server) => {
-    const ids = [...(await populate(server.url, 6, 2)).keys()];
-    return { ids, before: await bodies(server.url, ids) };
+  const { ids, before } = await withJournal(oldDir, async (base) => {
+    const ids = [...(await populate(base, 6, 2)).keys()];
+    return { ids, before: await bodies(base, ids) };
   });
   cpSync(oldDir, newDir, { recursive: true });
-  await withServer(newDir, 2, async () => {}); // the re-sharded layout, to build the states from
+  // The re-sharded layout, to build the states from: what a 2-worker start's re-shard job
+  // (server/worker/reshard-main.ts) and commit leave, run here.
+  await prepareJournal(newDir, 2, async (job) => void (await reshardJournal({ ...job, shardOf })));
+  assert.equal(entries(newDir), [...shardNames(2), LAYOUT_FILE]);
   const pending = JSON.stringify({ workers: 2, pending: "reshard-2" });
   const states: Array<[string, (dir: string) => void]> = [
     [
@@ -257,7 +290,7 @@ test("a host that died after the commit: the next start finishes the switch, at 
 
 test("a journal that cannot be re-sharded refuses the start, names both counts and the way out, and stays", async () => {
   const dataDir = join(root, "corrupt");
-  await withServer(dataDir, 1, async (server) => void (await populate(server.url, 2, 1)));
+  await withJournal(dataDir, async (base) => void (await populate(base, 2, 1)));
   const segment = join(
     dataDir,
     "shard-0",

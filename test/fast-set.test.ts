@@ -1,0 +1,56 @@
+// The fast set's file selection (test/fast-set.ts): by what a file does, not by the words
+// in its comments or the modules it only takes types from.
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { codeOf, inFastSet, startsTree } from "./fast-set.ts";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const at = (path: string) => join(root, path);
+
+// The calls below are split so this file's own code names no tree call (it starts none).
+const SESSION_SERVER = "startSession" + "Server";
+const CLI = "start" + "Cli";
+const EXAMPLE = "examples/rollout" + ".ts";
+
+test("codeOf drops comments and keeps strings, even ones that look like comments", () => {
+  const code = codeOf(
+    [
+      `// ${SESSION_SERVER}(x) in a line comment`,
+      `/** spawns ${EXAMPLE}, says a doc comment */`,
+      'const url = "http://127.0.0.1/*not a comment*/";',
+      `const quote = /"/; ${CLI}(1); // after a quote in a regex`,
+    ].join("\n"),
+  );
+  assert.not.ok(code.includes(SESSION_SERVER));
+  assert.not.ok(code.includes(EXAMPLE));
+  assert.ok(code.includes('"http://127.0.0.1/*not a comment*/"'));
+  assert.ok(code.includes(`${CLI}(1);`));
+  assert.not.ok(code.includes("after a quote"));
+});
+
+test("a helper that names a tree in comments and takes types from index.ts starts none", () => {
+  // test/helpers/bodies.ts: `import type … from "../../index.ts"` and a comment naming
+  // examples/rollout.ts; neither runs anything.
+  assert.not.ok(startsTree(at("test/helpers/bodies.ts"), root));
+  assert.ok(inFastSet(at("test/sessions/session-core.test.ts"), root));
+  // The in-process tree is not a process tree.
+  assert.ok(inFastSet(at("test/server/routes.test.ts"), root));
+});
+
+test("this file is in the fast set: the calls it tests on are not calls it makes", () => {
+  assert.ok(inFastSet(at("test/fast-set.test.ts"), root));
+});
+
+test("files that spawn the CLI or a session server are out of the fast set", () => {
+  assert.ok(startsTree(at("test/server/cli.test.ts"), root));
+  assert.ok(startsTree(at("test/server/supervision.test.ts"), root));
+  // A supervision tree of fixture children is a process tree too.
+  assert.ok(startsTree(at("test/actors/supervision-tree.test.ts"), root));
+  assert.not.ok(inFastSet(at("test/server/durability.test.ts"), root));
+  // Heavy though treeless.
+  assert.not.ok(inFastSet(at("test/server/http-fuzz.test.ts"), root));
+});
+
+test.run();

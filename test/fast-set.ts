@@ -1,0 +1,51 @@
+// Which test files `npm run test:fast` runs (test/run.ts --fast): those that start no
+// process tree, less a few heavy ones. A file starts a tree if its code (comments left
+// out) or a module it loads calls what spawns one: by what the file does, not by the
+// words in its comments or the modules it takes types from (test/helpers/bodies.ts takes
+// types from index.ts, which once put every file using it out of the fast set).
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+
+/**
+ * What starts a process tree: the embedding API, the CLI, npm, the example rollout program,
+ * a supervision tree of child processes (actors/supervision-tree.ts).
+ */
+const TREE_CALL =
+  /\b(startSessionServer|startCli|spawnCli|runCli|npmCommand)\(|\bnew SupervisionTree\(|examples\/rollout\.ts/;
+/** An import of a test-local module that loads it; `import type` loads nothing and is left out. */
+const LOCAL_IMPORT = /\bimport\s+(?!type\s)[^;"]*?\bfrom\s+"(\.{1,2}\/[^"]+)"/g;
+
+/**
+ * A string literal (kept: a spawned program's path is one) or a comment (dropped). A string
+ * stays on one line, so a quote inside a regex literal cannot swallow the code after it.
+ */
+const STRING_OR_COMMENT = /("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`)|\/\/[^\n]*|\/\*[\s\S]*?\*\//g;
+
+/** `text` with each comment replaced by a space. */
+export const codeOf = (text: string): string =>
+  text.replace(STRING_OR_COMMENT, (_comment, literal?: string) => literal ?? " ");
+
+/**
+ * Left out of --fast though they start no tree: the long fuzz, and every npm tokenizer
+ * loaded (~300 MB each; the cross-check also runs Python's jinja2 and HF's Rust tokenizers).
+ */
+const NOT_FAST = /server\/(http-fuzz|families-http)\.test\.ts$|crosscheck\/crosscheck\.test\.ts$/;
+
+/** Whether `file` (under `root`/test) or a test-local module it imports starts a process tree. */
+export function startsTree(file: string, root: string, seen = new Set<string>()): boolean {
+  if (seen.has(file)) return false;
+  seen.add(file);
+  if (file === join(root, "index.ts")) return true;
+  // Test text may hold made-up import lines (the architecture test's): follow real files only.
+  if (!file.startsWith(join(root, "test") + sep) || !existsSync(file)) return false;
+  const code = codeOf(readFileSync(file, "utf8"));
+  if (TREE_CALL.test(code)) return true;
+  for (const [, spec] of code.matchAll(LOCAL_IMPORT)) {
+    if (startsTree(resolve(dirname(file), spec!), root, seen)) return true;
+  }
+  return false;
+}
+
+/** Whether `npm run test:fast` runs `file`. */
+export const inFastSet = (file: string, root: string): boolean =>
+  !startsTree(file, root) && !NOT_FAST.test(relative(root, file).split(sep).join("/"));
