@@ -14,7 +14,8 @@
 // which redoes 3 (each step is safe to repeat: the old shards are removed only while every
 // new one is still in `reshard-N/`). A data dir without a record (written before the
 // record existed) is re-sharded once, whatever its shard count, so sessions left in the
-// wrong shard by an earlier change of --workers are found again.
+// wrong shard by an earlier change of --workers are found again; but not one with only
+// shard-0 started with one worker, where every session already is where it is looked for.
 import { open, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { fsyncDir, namesIn } from "../../buffers/fsync.ts";
@@ -118,7 +119,10 @@ export async function prepareJournal(
     if (RESHARD_DIR.test(name)) await rm(join(dataDir, name), { recursive: true, force: true });
   const old = shardDirs(await namesIn(dataDir)).map((name) => Number(SHARD_DIR.exec(name)![1]));
   const from = layout?.workers ?? (old.length > 0 ? Math.max(...old) + 1 : undefined);
-  if (from === undefined || (from === workers && layout !== undefined)) {
+  // One worker and only shard-0: every session is where one worker looks, whatever wrote
+  // it; a re-shard would copy the whole journal onto itself.
+  const nothingToMove = workers === 1 && old.length === 1 && old[0] === 0;
+  if (from === undefined || (from === workers && (layout !== undefined || nothingToMove))) {
     if (layout?.workers !== workers) await writeLayout(dataDir, { workers });
     return {};
   }
