@@ -6,7 +6,7 @@ import { fork, type ChildProcess } from "node:child_process";
 import { createRequire } from "node:module";
 import type { Socket } from "node:net";
 import { pathToFileURL } from "node:url";
-import type { ChildToHost } from "./control-messages.ts";
+import { HANDLE_ID, isHandleTaken, type ChildToHost } from "./control-messages.ts";
 
 const require = createRequire(import.meta.url);
 /** tsx's ESM loader, by absolute URL so a child starts the same from any cwd; only .ts entries need it. */
@@ -108,45 +108,73 @@ export function sendToChild(proc: ChildProcess | undefined, message: unknown): b
 
 /** How a socket sent to a child fared (sendSocketToChild). */
 export type SocketSent =
-  /** Written to the child's channel: it has its own copy; close yours. */
+  /** The child said it holds the socket (HANDLE_TAKEN): close yours, the rest is the child's. */
   | "sent"
-  /** Nothing was written (the channel is gone, the write failed): the socket is still only yours. */
+  /**
+   * The child never took it: nothing was written, or the child is gone and its channel
+   * drained without a word of it. The socket is still only yours, untouched.
+   */
   | "refused"
-  /** The child exited, or SOCKET_SEND_MS passed, before the write completed: close yours, answer nothing. */
+  /** SOCKET_SEND_MS passed with the child alive and silent: close yours, answer nothing. */
   | "lost";
 
-/** A send still not written by then is given up (a live child takes a handle in milliseconds). */
+/** A send still not taken by then is given up (a live child takes a handle in milliseconds). */
 const SOCKET_SEND_MS = 10_000;
+
+/** Per child: the sends waiting for its HANDLE_TAKEN, by HANDLE_ID. */
+interface Takes {
+  next: number;
+  waiting: Map<number, (taken: boolean) => void>;
+}
+const takes = new WeakMap<ChildProcess, Takes>();
+
+/** One listener per child for its HANDLE_TAKEN answers; at its `close` (exited, every message read) the rest were never taken. */
+function takesOf(proc: ChildProcess): Takes {
+  const found = takes.get(proc);
+  if (found !== undefined) return found;
+  const t: Takes = { next: 0, waiting: new Map() };
+  takes.set(proc, t);
+  proc.on("message", (message: unknown) => {
+    if (isHandleTaken(message)) t.waiting.get(message[HANDLE_ID])?.(true);
+  });
+  proc.once("close", () => {
+    for (const settle of [...t.waiting.values()]) settle(false);
+  });
+  return t;
+}
 
 /**
  * Sends a message with a socket (a records GET's) to a child. Our copy stays open until
- * `done` (Node's keepOpen), and the caller closes it then: with Node's default, a handle
- * sent to a child that has just died waits for an acknowledgement that never comes, and
- * the client's connection would stay open in this process for good. (Node even reports a
- * write to a dead child's channel as a success; once our copy is closed, no process holds
- * the connection and the client sees it close.)
+ * `done` (Node's keepOpen), and the caller closes it then, or answers on it when the child
+ * never took it. Only the child's word counts (its runtime's HANDLE_TAKEN, child-runtime.ts):
+ * Node reports a write to the channel of a child that died a moment ago as a success, and
+ * with Node's default (no keepOpen) a handle sent to such a child would wait for an
+ * acknowledgement that never comes, the client's connection open in this process for good.
  */
 export function sendSocketToChild(
   proc: ChildProcess,
-  message: unknown,
+  message: object,
   socket: Socket,
   done: (outcome: SocketSent) => void,
 ): void {
+  if (!proc.connected) return done("refused");
+  const t = takesOf(proc);
+  const id = ++t.next;
   let settled = false;
   const settle = (outcome: SocketSent) => {
     if (settled) return;
     settled = true;
     clearTimeout(timer);
-    proc.off("exit", onExit);
+    t.waiting.delete(id);
     done(outcome);
   };
-  const onExit = () => settle("lost");
-  const timer = setTimeout(onExit, SOCKET_SEND_MS);
+  const timer = setTimeout(() => settle("lost"), SOCKET_SEND_MS);
   timer.unref();
-  proc.once("exit", onExit);
-  if (!proc.connected) return settle("refused");
+  t.waiting.set(id, (taken) => settle(taken ? "sent" : "refused"));
   try {
-    proc.send(message as never, socket, { keepOpen: true }, (err) => settle(err ? "refused" : "sent"));
+    proc.send({ ...message, [HANDLE_ID]: id } as never, socket, { keepOpen: true }, (err) => {
+      if (err) settle("refused");
+    });
   } catch {
     settle("refused"); // the channel closed under us: nothing was sent
   }

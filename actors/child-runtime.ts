@@ -4,7 +4,14 @@
 // signal) and, as a backstop, when the parent pid changes. SIGTERM runs the child's own
 // close hook, then exits 0.
 import type { Socket } from "node:net";
-import { HANDLE_MARK, INIT_FAILED_EXIT, type ChildToHost, type InitFailure } from "./control-messages.ts";
+import {
+  HANDLE_ID,
+  HANDLE_MARK,
+  HANDLE_TAKEN,
+  INIT_FAILED_EXIT,
+  type ChildToHost,
+  type InitFailure,
+} from "./control-messages.ts";
 
 /** `Report` is what the child sends its owner: ChildToHost for the host's children. */
 export interface ChildRuntime<Config, Report = ChildToHost> {
@@ -98,7 +105,18 @@ export function startChildRuntime<Config, Report = ChildToHost>(): ChildRuntime<
       });
     },
     onMessage(listener) {
-      process.on("message", listener);
+      process.on("message", (message: unknown, handle: unknown) => {
+        const id = handle === undefined ? undefined : (message as Record<string, unknown> | null)?.[HANDLE_ID];
+        if (typeof id !== "number") return listener(message, handle);
+        // The sender keeps its copy until it reads this (sendSocketToChild): said before the
+        // listener may write to the socket, and once on the channel, so it outlives our death.
+        const taken = { type: HANDLE_TAKEN, [HANDLE_ID]: id };
+        try {
+          process.send!(taken, undefined, undefined, () => listener(message, handle));
+        } catch {
+          listener(message, handle); // the host is gone; so are we, soon
+        }
+      });
     },
     sendSocket(message, socket, callback) {
       try {

@@ -57,6 +57,21 @@ export function isHandleMessage(message: unknown): boolean {
 }
 
 /**
+ * Set by sendSocketToChild on a message it sends a child with a socket: the child's runtime
+ * answers `{type: "handle-taken", [HANDLE_ID]: id}` once it holds the socket, before its
+ * listener can write a byte to it. Until then the socket is only the sender's: Node reports
+ * a write to the channel of a child that died a moment ago as a success, so the send's own
+ * callback cannot say whether anyone got it.
+ */
+export const HANDLE_ID = "handleId";
+export const HANDLE_TAKEN = "handle-taken";
+
+export function isHandleTaken(message: unknown): message is { type: typeof HANDLE_TAKEN; handleId: number } {
+  const m = message as Record<string, unknown> | null;
+  return typeof m === "object" && m !== null && m.type === HANDLE_TAKEN && Number.isInteger(m[HANDLE_ID]);
+}
+
+/**
  * A child that cannot start for a reason a restart would not change (a configuration error:
  * a tokenizer folder it cannot load, a family that cannot take the options): it reports the
  * coded error, then exits with INIT_FAILED_EXIT. OTP's init rule: a child that fails before

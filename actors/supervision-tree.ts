@@ -172,7 +172,7 @@ export class SupervisionTree extends EventEmitter {
    * `epoch`; `done` says how it went (child-process.ts, SocketSent). "refused" at once,
    * nothing sent, when there is no such process (exited, restarting, or a newer one).
    */
-  sendSocket(name: string, epoch: number, message: unknown, socket: Socket, done: (outcome: SocketSent) => void): void {
+  sendSocket(name: string, epoch: number, message: object, socket: Socket, done: (outcome: SocketSent) => void): void {
     const child = this.#running.get(name);
     if (child === undefined || child.epoch !== epoch) return done("refused");
     sendSocketToChild(child.proc, message, socket, done);

@@ -20,8 +20,9 @@ export function forwardRecordsHandoff(tree: SupervisionTree, from: string, messa
     handle.destroy();
     return;
   }
-  // Sent, or lost with its worker: the worker has its own copy, or nobody will; ours goes.
-  // Refused: nothing reached a worker, so the client gets the router's 503 from here.
+  // Sent (the worker said it holds it) or lost (it stayed silent 10 s): ours goes. Refused:
+  // no worker took it, even one that died a moment ago (child-process.ts), so the client
+  // gets the router's 503 from here.
   tree.sendSocket(`shard-${message.shard}`, message.epoch, message, handle, (outcome) => {
     if (outcome === "refused") writeErrorResponse(handle, message.headers, message.refusal);
     else handle.destroy();
