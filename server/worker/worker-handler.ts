@@ -135,8 +135,7 @@ export function workerHandler(
     const track = (run: () => Promise<CoreResponse>) => metrics.track(request.op, run).then(toReply);
     switch (request.op) {
       case "metrics":
-        if (request.gc === true) fullGc();
-        return toReply(jsonResponse(200, await metrics.registry.getMetricsAsJSON()));
+        return toReply(jsonResponse(200, await metrics.json(request.gc === true ? fullGc : undefined)));
       case "health":
         return toReply(core.health());
       case "list": {

@@ -27,6 +27,8 @@ export class WorkerMetrics {
   readonly #treeBranches: Counter;
   readonly #treeRetries: Counter;
   readonly #forks: Counter;
+  /** The memory read right after a full GC, for the memory gauges of that scrape (json). */
+  #afterGc: MemoryReading | undefined;
 
   constructor(shard: number, sessionCount: () => number) {
     this.registry.setDefaultLabels({ shard: String(shard) });
@@ -123,7 +125,7 @@ export class WorkerMetrics {
       help: "Requests the worker is handling now.",
       registers,
     });
-    memoryGauges(registers);
+    memoryGauges(registers, () => this.#afterGc ?? readMemory());
     new Gauge({
       name: "tito_sessions",
       help: "Live sessions on the shard.",
@@ -182,6 +184,24 @@ export class WorkerMetrics {
     this.#streamerUp.set(up ? 1 : 0);
   };
 
+  /**
+   * The registry's metrics as JSON. With `gc` (GET /metrics?gc=1) the memory series are read
+   * right after the full GC `gc` runs, before anything else: rendering the other metrics
+   * first (histograms with every label set) allocated 60-290 KiB that the memory gauges then
+   * counted as heap used, different on every scrape, although the heap a GC leaves was
+   * steady to a few KiB (bench:memory, docs/benchmark-history.md, issues 43 and 47).
+   */
+  async json(gc?: () => void): Promise<unknown> {
+    if (gc === undefined) return this.registry.getMetricsAsJSON();
+    gc();
+    this.#afterGc = readMemory();
+    try {
+      return await this.registry.getMetricsAsJSON();
+    } finally {
+      this.#afterGc = undefined;
+    }
+  }
+
   /** Wraps one operation: in-flight count, duration and reply bytes. Only known ops are labels. */
   async track<T extends { status: number; body?: unknown }>(op: ShardOp, run: () => Promise<T>): Promise<T> {
     const end = this.#ops.startTimer({ op });
@@ -199,39 +219,45 @@ export class WorkerMetrics {
   }
 }
 
+interface MemoryReading {
+  usage: NodeJS.MemoryUsage;
+  /** V8's code spaces, bytes. */
+  code: number;
+}
+
+function readMemory(): MemoryReading {
+  let code = 0;
+  for (const space of getHeapSpaceStatistics()) if (space.space_name.startsWith("code_")) code += space.space_used_size;
+  return { usage: process.memoryUsage(), code };
+}
+
 /**
- * The worker's memory as process.memoryUsage() reads it at scrape time: RSS, V8 heap used
- * and memory outside the heap (ArrayBuffers, typed arrays' stores). A scrape asked with
- * `gc` (GET /metrics?gc=1) reads them after a full GC, so they are what is live.
+ * The worker's memory: RSS, V8 heap used and memory outside the heap (ArrayBuffers, typed
+ * arrays' stores), as `read` gives it: at scrape time, or for a scrape asked with `gc` (GET
+ * /metrics?gc=1) right after a full GC (WorkerMetrics.json), so they are what is live.
  */
-function memoryGauges(registers: Registry[]): void {
-  const gauge = (name: string, help: string, read: (m: NodeJS.MemoryUsage) => number) =>
+function memoryGauges(registers: Registry[], read: () => MemoryReading): void {
+  const gauge = (name: string, help: string, value: (m: MemoryReading) => number) =>
     new Gauge({
       name,
       help,
       registers,
       collect() {
-        this.set(read(process.memoryUsage()));
+        this.set(value(read()));
       },
     });
-  gauge("process_resident_memory_bytes", "Resident set size of the worker process, bytes.", (m) => m.rss);
-  gauge("nodejs_heap_size_used_bytes", "V8 heap used by the worker, bytes.", (m) => m.heapUsed);
-  gauge("nodejs_heap_size_total_bytes", "V8 heap reserved by the worker, bytes.", (m) => m.heapTotal);
-  new Gauge({
-    name: "nodejs_heap_code_used_bytes",
-    help: "V8 heap used by compiled code (code spaces), bytes: part of nodejs_heap_size_used_bytes that grows with what the worker has run, not with what it holds.",
-    registers,
-    collect() {
-      let used = 0;
-      for (const space of getHeapSpaceStatistics())
-        if (space.space_name.startsWith("code_")) used += space.space_used_size;
-      this.set(used);
-    },
-  });
+  gauge("process_resident_memory_bytes", "Resident set size of the worker process, bytes.", (m) => m.usage.rss);
+  gauge("nodejs_heap_size_used_bytes", "V8 heap used by the worker, bytes.", (m) => m.usage.heapUsed);
+  gauge("nodejs_heap_size_total_bytes", "V8 heap reserved by the worker, bytes.", (m) => m.usage.heapTotal);
+  gauge(
+    "nodejs_heap_code_used_bytes",
+    "V8 heap used by compiled code (code spaces), bytes: part of nodejs_heap_size_used_bytes that grows with what the worker has run, not with what it holds.",
+    (m) => m.code,
+  );
   gauge(
     "nodejs_external_memory_bytes",
     "Memory outside the V8 heap held by the worker's JS objects (ArrayBuffers, typed arrays, Buffers), bytes.",
-    (m) => m.external,
+    (m) => m.usage.external,
   );
 }
 
