@@ -94,7 +94,10 @@ function testFiles(): string[] {
  * suites, then the rest.
  */
 const SLOW_GUESS: [RegExp, number][] = [
-  [/server\/(chaos|http-fuzz|durability|cli|records-|reshard|supervision|rollout|streaming)|crosscheck/, 60],
+  [
+    /server\/(chaos|http-fuzz|durability|cli|records-|reshard|fork-reshard|supervision|rollout|streaming)|crosscheck/,
+    60,
+  ],
   [/server\//, 10],
 ];
 const guess = (file: string) => SLOW_GUESS.find(([r]) => r.test(file))?.[1] ?? 1;
