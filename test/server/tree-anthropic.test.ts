@@ -10,18 +10,13 @@ import * as assert from "uvu/assert";
 import Anthropic from "@anthropic-ai/sdk";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { call } from "../helpers/server.ts";
-import { recordIds, type RawRecord } from "../helpers/turn-records.ts";
+import { recordIds } from "../helpers/turn-records.ts";
+import { assertSameTrees, treeRecords, treeShape } from "../helpers/tree-records.ts";
 import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 type Api = "sglang-chat" | "sglang-generate";
 const APIS: Api[] = ["sglang-chat", "sglang-generate"];
 
-interface TreeRecord extends RawRecord {
-  node_id: string;
-  parent: string | null;
-  retry_of: string | null;
-  finish_reason: string | null;
-}
 interface ErrorBody {
   type: string;
   error: { type: string; message: string; code?: string };
@@ -99,44 +94,29 @@ async function converse(base: string, streamed: boolean): Promise<string> {
   return id;
 }
 
-const tree = (r: TreeRecord) => [r.node_id, r.parent, r.retry_of, r.finish_reason];
-
 for (const api of APIS)
   test(`${api}: retries, a rewrite and a cut node make the same tree streamed and not`, async () => {
     const base = servers.get(api)!.url;
     const streamed = await converse(base, true);
     const whole = await converse(base, false);
-    const records = async (id: string) =>
-      (await call<{ records: TreeRecord[] }>(base, "GET", `/sessions/${id}`)).json.records;
-    const [rs, rw] = [await records(streamed), await records(whole)];
-    assert.equal(rs.map(tree), [
-      ["n0", null, null, "stop"],
-      ["n1", "n0", null, "stop"],
-      ["n2", "n0", "n1", "stop"],
-      ["n3", null, null, "stop"],
-      ["n4", null, null, "length"],
-      ["n5", null, "n4", "stop"],
-      ["n6", "n2", null, "stop"],
-    ]);
-    assert.equal(rs.map(tree), rw.map(tree));
-    assert.equal(rs.map(recordIds), rw.map(recordIds), "the same prompt and completion ids and logprobs");
+    const rs = await assertSameTrees(
+      base,
+      streamed,
+      whole,
+      [
+        ["n0", null, null, "stop"],
+        ["n1", "n0", null, "stop"],
+        ["n2", "n0", "n1", "stop"],
+        ["n3", null, null, "stop"],
+        ["n4", null, null, "length"],
+        ["n5", null, "n4", "stop"],
+        ["n6", "n2", null, "stop"],
+      ],
+      [{}, { packed: true }, { drop_retries: true }],
+    );
     // n6's prompt carries n2's completion (not n1's) exactly: the SDK's history attached there.
     const [n2, n6] = [recordIds(rs[2]!), recordIds(rs[6]!)];
     assert.equal(n6.prompt.slice(0, n2.prompt.length + n2.completion.length), [...n2.prompt, ...n2.completion]);
-    const outline = async (id: string) => {
-      const got = await call<{ nodes: unknown[]; current: string }>(base, "GET", `/sessions/${id}/tree`);
-      return { nodes: got.json.nodes, current: got.json.current };
-    };
-    assert.equal(await outline(streamed), await outline(whole));
-    for (const body of [{}, { packed: true }, { drop_retries: true }]) {
-      const sample = async (id: string) => {
-        const got = await call(base, "POST", `/sessions/${id}/samples`, body);
-        assert.is(got.status, 200, got.text);
-        // Every session_id (the answer's and each leaf sample's) names its own session.
-        return JSON.parse(got.text, (key, value) => (key === "session_id" ? undefined : value));
-      };
-      assert.equal(await sample(streamed), await sample(whole), JSON.stringify(body));
-    }
   });
 
 for (const streamed of [false, true])
@@ -151,8 +131,7 @@ for (const streamed of [false, true])
       [no.body.type, no.body.error.type, no.body.error.code],
       ["error", "invalid_request_error", "TITO_ERR_TRAJECTORY_NODES"],
     );
-    const got = await call<{ records: TreeRecord[] }>(capped.url, "GET", `/sessions/${id}`);
-    assert.equal(got.json.records.map(tree), [
+    assert.equal((await treeRecords(capped.url, id)).map(treeShape), [
       ["n0", null, null, "stop"],
       ["n1", null, null, "stop"],
       ["n2", null, null, "stop"],

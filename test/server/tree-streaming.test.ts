@@ -14,18 +14,12 @@ import * as assert from "uvu/assert";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import type { WireMessage } from "../helpers/bodies.ts";
 import { call } from "../helpers/server.ts";
-import { recordIds, type RawRecord } from "../helpers/turn-records.ts";
+import { recordIds } from "../helpers/turn-records.ts";
+import { assertSameTrees, treeRecords } from "../helpers/tree-records.ts";
 import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 type Api = "sglang-chat" | "sglang-generate" | "vllm-completions";
 const APIS: Api[] = ["sglang-chat", "sglang-generate", "vllm-completions"];
-
-interface TreeRecord extends RawRecord {
-  node_id: string;
-  parent: string | null;
-  retry_of: string | null;
-  finish_reason: string | null;
-}
 
 let engine: SimEngine;
 const servers = new Map<Api, InProcessTree>();
@@ -134,41 +128,26 @@ async function converse(base: string, streamed: boolean): Promise<string> {
   return id;
 }
 
-const tree = (r: TreeRecord) => [r.node_id, r.parent, r.retry_of, r.finish_reason];
-
 for (const api of APIS)
   test(`${api}: a streamed tree-mode session ends with the same tree, records and samples as an unstreamed one`, async () => {
     const base = servers.get(api)!.url;
     const streamed = await converse(base, true);
     const whole = await converse(base, false);
-    const records = async (id: string) =>
-      (await call<{ records: TreeRecord[] }>(base, "GET", `/sessions/${id}`)).json.records;
-    const [rs, rw] = [await records(streamed), await records(whole)];
-    assert.equal(rs.map(tree), [
-      ["n0", null, null, "stop"],
-      ["n1", "n0", null, "stop"],
-      ["n2", "n0", "n1", "stop"],
-      ["n3", null, null, "stop"],
-      ["n4", null, null, "length"],
-      ["n5", null, "n4", "stop"],
-      ["n6", "n2", null, "stop"],
-    ]);
-    assert.equal(rs.map(tree), rw.map(tree));
-    assert.equal(rs.map(recordIds), rw.map(recordIds), "the same prompt and completion ids and logprobs");
-    const outline = async (id: string) => {
-      const got = await call<{ nodes: unknown[]; current: string }>(base, "GET", `/sessions/${id}/tree`);
-      return { nodes: got.json.nodes, current: got.json.current };
-    };
-    assert.equal(await outline(streamed), await outline(whole));
-    for (const body of [{}, { packed: true }, { drop_retries: true }, { leaves: ["n1", "n4"] }]) {
-      const sample = async (id: string) => {
-        const got = await call(base, "POST", `/sessions/${id}/samples`, body);
-        assert.is(got.status, 200, got.text);
-        // Every session_id (the answer's and each leaf sample's) names its own session.
-        return JSON.parse(got.text, (key, value) => (key === "session_id" ? undefined : value));
-      };
-      assert.equal(await sample(streamed), await sample(whole), JSON.stringify(body));
-    }
+    await assertSameTrees(
+      base,
+      streamed,
+      whole,
+      [
+        ["n0", null, null, "stop"],
+        ["n1", "n0", null, "stop"],
+        ["n2", "n0", "n1", "stop"],
+        ["n3", null, null, "stop"],
+        ["n4", null, null, "length"],
+        ["n5", null, "n4", "stop"],
+        ["n6", "n2", null, "stop"],
+      ],
+      [{}, { packed: true }, { drop_retries: true }, { leaves: ["n1", "n4"] }],
+    );
   });
 
 /** A streamed turn's raw events, read to the end. */
@@ -203,7 +182,7 @@ test("two branches streaming at once: each commits under its parent; one past th
   assert.not.ok(events.includes("data: [DONE]"), "a turn that was not committed never looks complete");
   const error = JSON.parse(events.at(-1)!.slice("data: ".length)).error;
   assert.equal([error.type, error.code], ["TITO_ERR_TRAJECTORY_NODES", 409]);
-  const records = (await call<{ records: TreeRecord[] }>(base, "GET", `/sessions/${id}`)).json.records;
+  const records = await treeRecords(base, id);
   assert.equal(
     records.map((r) => [r.node_id, r.parent, r.retry_of]),
     [
