@@ -13,13 +13,12 @@ import {
   fromWire,
   isStreamRecords,
   type RecordsStreamed,
-  type RecordsTaken,
   type StreamRecords,
   type StreamerConfig,
 } from "./records-streamer-protocol.ts";
 import { RecordsUnreadableError } from "./errors.ts";
 
-const runtime = startChildRuntime<StreamerConfig, RecordsStreamed | RecordsTaken>();
+const runtime = startChildRuntime<StreamerConfig, RecordsStreamed>();
 const { name, nice } = runtime.config;
 try {
   lowerPriority(nice);
@@ -64,8 +63,6 @@ runtime.onClose(() => {
 async function stream(message: StreamRecords, socket: Socket): Promise<void> {
   adoptSocket(socket);
   writing.add(socket);
-  // The worker closes its copy only once this is on the channel, before any byte is written.
-  await runtime.report({ type: "records-taken", id: message.id });
   socket.once("close", () => writing.delete(socket));
   let bytes = 0;
   let complete = false;

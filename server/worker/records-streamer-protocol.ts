@@ -15,17 +15,6 @@ export interface StreamRecords {
   parts: WirePart[];
 }
 
-/**
- * Streamer -> worker: it holds the socket of response `id` and has written nothing to it
- * yet. Until this arrives the socket is still the worker's: a streamer that dies first
- * (even one dead before the worker noticed, whose channel still takes writes) leaves the
- * response to the worker, which then writes it itself.
- */
-export interface RecordsTaken {
-  type: "records-taken";
-  id: number;
-}
-
 /** Streamer -> worker: the response `id` is over, whole or not; its files are closed. */
 export interface RecordsStreamed {
   type: "records-streamed";
@@ -55,11 +44,6 @@ export function isStreamRecords(message: unknown): message is StreamRecords {
 export function isRecordsStreamed(message: unknown): message is RecordsStreamed {
   const m = message as Partial<RecordsStreamed> | null;
   return typeof m === "object" && m !== null && m.type === "records-streamed" && Number.isInteger(m.id);
-}
-
-export function isRecordsTaken(message: unknown): message is RecordsTaken {
-  const m = message as Partial<RecordsTaken> | null;
-  return typeof m === "object" && m !== null && m.type === "records-taken" && Number.isInteger(m.id);
 }
 
 export const toWire = (parts: readonly PortablePart[]): WirePart[] =>

@@ -26,7 +26,7 @@ import type { Logger } from "pino";
 import { isAlive, sendSocketToChild, spawnChild, stopChild } from "../../actors/index.ts";
 import type { PortablePart } from "../../sessions/index.ts";
 import type { RawHeaders } from "../handoff/raw-http-response.ts";
-import { isRecordsStreamed, isRecordsTaken, toWire, type StreamRecords } from "./records-streamer-protocol.ts";
+import { isRecordsStreamed, toWire, type StreamRecords } from "./records-streamer-protocol.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
 import { systemClock, type Clock, type ClockTimer } from "../../buffers/clock.ts";
 
@@ -67,8 +67,8 @@ export class RecordsStreamer {
   readonly #pending = new Map<number, Settle>();
   /** Responses waiting for the streamer being started to be ready (#whenReady). */
   readonly #waiters = new Set<(ready: boolean) => void>();
-  /** Responses sent to a streamer that has not yet said it took the socket (records-taken). */
-  readonly #untaken = new Map<number, { proc: ChildProcess; socket: Socket; resolve: Settle }>();
+  /** Responses whose socket is on its way: the streamer has not yet taken it, or not been seen to. */
+  readonly #sending = new Set<number>();
   #proc: ChildProcess | undefined;
   /** The running streamer has said it is ready (child-runtime's ready message). */
   #ready = false;
@@ -127,45 +127,21 @@ export class RecordsStreamer {
     const message: StreamRecords = { type: "stream-records", id, status, headers, parts: toWire(parts) };
     return new Promise((resolve) => {
       this.#pending.set(id, resolve);
-      this.#untaken.set(id, { proc, socket, resolve });
+      this.#sending.add(id);
       sendSocketToChild(proc, message, socket, (outcome) => {
+        this.#sending.delete(id);
         if (outcome === "refused") {
-          this.#untaken.delete(id);
+          // Never taken, even by a streamer that died a moment ago (child-process.ts): the
+          // socket and the body are still the caller's, untouched.
           if (this.#pending.delete(id)) resolve(undefined);
-        } else if (outcome === "lost" && isAlive(proc) && this.#untaken.delete(id)) {
-          // A live streamer that did not take the socket in SOCKET_SEND_MS: given up, cut.
-          socket.destroy();
-          this.#settle(id, false);
+          else socket.destroy(); // settled meanwhile: the worker is closing
+          return;
         }
-        // Otherwise our copy stays open until the streamer says it took the socket
-        // (records-taken), or its channel closes without that (#orphaned).
+        socket.destroy(); // taken (or given up on): ours goes, the rest is the streamer's
+        // Given up on, or taken by a streamer whose exit came first (skipped there as still on its way).
+        if (outcome === "lost" || !isAlive(proc)) this.#settle(id, false);
       });
     });
-  }
-
-  /** The streamer holds response `id`'s socket: our copy is closed; the rest is its to write. */
-  #taken(id: number): void {
-    const untaken = this.#untaken.get(id);
-    if (untaken === undefined) return;
-    this.#untaken.delete(id);
-    untaken.socket.destroy();
-  }
-
-  /**
-   * `proc` is gone and its channel drained: the sockets it never said it took are still
-   * ours, with nothing written to them, and go back to the caller (write() resolves
-   * undefined, the worker writes them itself). A write to the channel of a streamer that
-   * died a moment ago still succeeds, so only its word counts, never the send's.
-   */
-  #orphaned(proc: ChildProcess): void {
-    for (const [id, untaken] of [...this.#untaken]) {
-      if (untaken.proc !== proc) continue;
-      this.#untaken.delete(id);
-      if (!this.#pending.delete(id)) continue;
-      // A client that left meanwhile has nothing more coming.
-      if (untaken.socket.destroyed) untaken.resolve(false);
-      else untaken.resolve(undefined);
-    }
   }
 
   /**
@@ -211,7 +187,6 @@ export class RecordsStreamer {
     const settle = this.#pending.get(id);
     if (settle === undefined) return;
     this.#pending.delete(id);
-    this.#taken(id); // cut before the streamer took it: our copy goes too
     settle(complete);
     this.#idleAfter();
   }
@@ -244,20 +219,13 @@ export class RecordsStreamer {
         metrics.streamerUp(true);
         this.#startWaiters(true);
         this.#idleAfter();
-      } else if (isRecordsTaken(message)) {
-        this.#taken(message.id);
       } else if (isRecordsStreamed(message)) {
-        this.#taken(message.id);
         this.#failures = 0;
         metrics.handoffBytes(message.bytes);
         this.#settle(message.id, message.complete === true);
       }
     });
     proc.once("error", (err) => logger.warn({ err }, `shard-${shard}: records streamer error`));
-    // After both the exit and the channel's end: every message it sent has been read.
-    proc.once("close", () => {
-      this.#orphaned(proc);
-    });
     proc.once("exit", (code, signal) => {
       if (proc === this.#retired) {
         this.#retired = undefined;
@@ -266,8 +234,8 @@ export class RecordsStreamer {
       this.#ready = false;
       metrics.streamerUp(false);
       this.#startWaiters(false); // it died before it was ready: the worker writes those itself
-      // What it took is cut; what it never took waits for its channel to drain (#orphaned).
-      const cut = [...this.#pending.keys()].filter((id) => !this.#untaken.has(id));
+      // What it took is cut; a socket still on its way is settled by its send (write()).
+      const cut = [...this.#pending.keys()].filter((id) => !this.#sending.has(id));
       for (const id of cut) this.#settle(id, false);
       if (this.#closed) return;
       this.#failures++;

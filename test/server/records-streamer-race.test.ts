@@ -1,10 +1,10 @@
 // The records streamer killed a moment before a response is sent to it, before the worker
 // has seen it die (issue 44's CI run: "a GET after the kill: no response head in 0
 // bytes"). Node reports a write to the channel of a child that just died as a success, so
-// the worker must not take the send for the streamer's: until the streamer says it took
-// the socket (records-taken), the socket is the worker's, and RecordsStreamer.write hands
-// it back untouched so the worker writes the body itself. Real streamer processes; the
-// race is made certain by keeping this event loop busy until the kernel reports the
+// the worker must not take the send for the streamer's: until the streamer's runtime says
+// it took the socket (handle-taken, actors/child-process.ts), the socket is the worker's,
+// and RecordsStreamer.write hands it back untouched so the worker writes the body itself.
+// Real streamer processes; the race is made certain by keeping this event loop busy until the kernel reports the
 // streamer dead, so its exit is read only after the send.
 import { readFileSync } from "node:fs";
 import { createServer, connect, type Server, type Socket } from "node:net";
