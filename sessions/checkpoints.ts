@@ -10,9 +10,10 @@
 // overwrites them in the store, so each checkpoint keeps the few ids it lost that way (its
 // `tail`). A rollback truncates the store back to a checkpoint and writes its tail back.
 // A fork (issue 43) is a new Checkpoints holding the first checkpoints of this one: it shares
-// their chunks copy-on-write, so a fork costs its marks, not its ids. Each side remembers
-// which chunks it owns; a write into one it does not own (a later turn, a rollback's tail)
-// copies that chunk first, on either side, so writes on one side never reach the other.
+// their chunks copy-on-write, so a fork costs its marks, not its ids. The shared chunks are
+// frozen: a write into one (a later turn, a rollback's tail), on either side, goes into a
+// new chunk that reads the ids before the write through the frozen one (IdChunk.over), so
+// writes on one side never reach the other and neither copies what they share.
 // It checks nothing (trajectory.ts verifies a turn before it is pushed) and knows no messages.
 import assert from "node:assert";
 import { IdChunk } from "./id-chunk.ts";
@@ -47,13 +48,12 @@ const CHUNK_BITS = 12;
 const CHUNK = 1 << CHUNK_BITS;
 const CHUNK_MASK = CHUNK - 1;
 const FIRST_CHUNK = 256;
-/** A fork's copy of a shared chunk is a multiple of this many ids (#own). */
+/** The slots a store writes into a shared chunk own (#own) are a multiple of this many ids. */
 const COPY_STEP = 64;
 
 export class Checkpoints implements CheckpointView {
+  /** A frozen chunk is shared with a fork: neither side writes it, each writes a new chunk over it (#own). */
   #chunks: IdChunk[] = [];
-  /** Per chunk: whether this store alone holds it (false: shared with a fork, copied before a write). */
-  #owned: boolean[] = [];
   /** Ids in the store: the latest checkpoint's length (0 before the first turn). */
   #length = 0;
   #marks: Mark[] = [];
@@ -73,9 +73,9 @@ export class Checkpoints implements CheckpointView {
   get bytes(): number {
     return this.#chunks.reduce((n, chunk) => n + chunk.bytes, 0);
   }
-  /** Id slots in chunks this store alone holds (a fork's shared chunks are not counted). */
+  /** Id slots this store alone holds (a fork's shared chunks, and ids read through them, are not counted). */
   get ownedCapacity(): number {
-    return this.#chunks.reduce((n, chunk, c) => n + (this.#owned[c] ? chunk.capacity : 0), 0);
+    return this.#chunks.reduce((n, chunk) => n + (chunk.frozen ? 0 : chunk.ownCapacity), 0);
   }
   /** Id i of the latest checkpoint (i < length). */
   at(i: number): number {
@@ -176,7 +176,6 @@ export class Checkpoints implements CheckpointView {
     this.#marks.length = count;
     if (count === 0) {
       this.#chunks = []; // a retried first turn: nothing of the session's ids is left
-      this.#owned = [];
       this.#length = 0;
       return;
     }
@@ -210,29 +209,30 @@ export class Checkpoints implements CheckpointView {
     copy.#marks = this.#marks.map((m) => ({ ...m }));
     copy.#length = this.#length;
     copy.#chunks = this.#chunks.slice(0, Math.max(used, 1));
-    // From now on both sides copy a shared chunk before they write into it.
-    copy.#owned = copy.#chunks.map(() => false);
-    for (let c = 0; c < copy.#chunks.length; c++) this.#owned[c] = false;
+    // From now on neither side writes into a shared chunk.
+    for (const chunk of copy.#chunks) chunk.freeze();
     copy.truncate(count);
     return copy;
   }
 
   /**
    * Before ids from `from` to `end` are written: each chunk they touch is this store's own.
-   * A shared chunk is copied only as far as this store uses it (rounded up to COPY_STEP
-   * ids, at least FIRST_CHUNK): a branch that adds a few ids after a fork copies about
-   * what it holds, not 16 KiB, nor the next power of two (up to twice that, on every fork
-   * with a turn: bench/fork-heap.ts); a later turn grows the copy by doubling (#reserve).
+   * A shared chunk is not copied: the new one reads the ids before `from` through it
+   * (IdChunk.over) and holds only the slots written from there, rounded up to COPY_STEP
+   * ids: a branch that adds a few ids after a fork owns about what it wrote, not a copy of
+   * the shared chunk's ids (bench/fork-heap.ts); a later turn grows it by doubling (#reserve).
    */
   #own(from: number, end: number): void {
     if (from >= end) return;
     for (let c = from >>> CHUNK_BITS; c <= (end - 1) >>> CHUNK_BITS; c++) {
-      if (this.#owned[c]) continue;
       const chunk = this.#chunks[c]!;
-      const used = Math.min(CHUNK, Math.max(this.#length, end) - c * CHUNK);
-      const size = Math.min(CHUNK, Math.max(Math.ceil(used / COPY_STEP) * COPY_STEP, FIRST_CHUNK));
-      this.#chunks[c] = chunk.copy(size, Math.min(chunk.capacity, size, Math.max(0, this.#length - c * CHUNK)));
-      this.#owned[c] = true;
+      if (!chunk.frozen) continue;
+      const start = c * CHUNK;
+      // The chunk's ids that stay as they are: those before `from` the store still holds.
+      const keep = Math.max(0, Math.min(from, this.#length) - start);
+      const written = Math.min(CHUNK, end - start) - keep;
+      const size = Math.min(CHUNK, keep + Math.max(Math.ceil(written / COPY_STEP) * COPY_STEP, COPY_STEP));
+      this.#chunks[c] = IdChunk.over(chunk, keep, size);
     }
   }
 
@@ -256,7 +256,6 @@ export class Checkpoints implements CheckpointView {
       const chunk = chunks[c];
       if (chunk === undefined) {
         chunks[c] = new IdChunk(c === 0 ? Math.max(sizeFor(need), FIRST_CHUNK) : CHUNK);
-        this.#owned[c] = true;
       } else if (chunk.capacity < need) {
         let length = Math.max(chunk.capacity, FIRST_CHUNK);
         while (length < need) length *= 2;
@@ -264,7 +263,6 @@ export class Checkpoints implements CheckpointView {
           Math.min(length, CHUNK),
           Math.min(chunk.capacity, Math.max(0, this.#length - c * CHUNK)),
         );
-        this.#owned[c] = true;
       }
     }
   }

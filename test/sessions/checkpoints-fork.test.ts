@@ -39,7 +39,7 @@ test("a fork shares its prefix's chunks: it owns nothing until it writes", () =>
   assert.is(parent.ownedCapacity, 0, "both sides copy before they write from now on");
   // One more turn on the fork copies only the chunk it writes into (and what it appends).
   fork.push([...ids, 1, 2, 3], [4]);
-  assert.is(fork.ownedCapacity, 256, "the fork copied only the part of one chunk it uses");
+  assert.is(fork.ownedCapacity, 64, "the fork owns the slots it wrote, not a copy of the ids it shares");
   assertSame(parent, parentModel(), "parent after the fork's turn");
   const early = parent.fork(2);
   assert.is(early.count, 2);
@@ -54,6 +54,42 @@ test("a fork shares its prefix's chunks: it owns nothing until it writes", () =>
     }
     return model;
   }
+});
+
+test("forks of forks, each a turn in the same chunk: each reads its own path, none copies what it shares", () => {
+  // Ids of every width (id-chunk.ts: below 65536, below 2^24, and wider or negative).
+  const idOf = (k: number, i: number) => [7 * i + k, 70_000 + 13 * i + k, 2 ** 25 + i + k, -1 - i - k][(i + k) % 4]!;
+  let store = new Checkpoints();
+  let ids = Array.from({ length: 4100 }, (_, i) => idOf(0, i));
+  store.push(ids, [1]);
+  ids = [...ids, 1];
+  const generations: { store: Checkpoints; ids: number[] }[] = [{ store, ids }];
+  for (let g = 1; g <= 12; g++) {
+    const fork = store.fork(store.count);
+    const prompt = [...ids, ...Array.from({ length: 5 }, (_, i) => idOf(g, i))];
+    fork.push(prompt, [g]);
+    assert.ok(fork.ownedCapacity <= 128, `generation ${g} owns ${fork.ownedCapacity} slots, not a copy`);
+    ids = [...prompt, g];
+    store = fork;
+    generations.push({ store, ids });
+  }
+  for (const [g, { store: s, ids: want }] of generations.entries()) {
+    assert.equal(s.ids(s.count - 1), want, `generation ${g}`);
+    const out = new Int32Array(want.length);
+    s.copyInto(s.count - 1, out);
+    assert.equal(Array.from(out), want, `generation ${g}: copyInto`);
+    assert.is(s.mismatch(want, want.length), want.length, `generation ${g}: mismatch`);
+    const other = [...want];
+    other[want.length - 3] = 5;
+    assert.is(s.mismatch(other, other.length), want.length - 3, `generation ${g}: mismatch finds the change`);
+  }
+  // A rollback below where the last generation's chunk starts its own ids makes it whole again.
+  const last = generations[generations.length - 1]!;
+  last.store.truncate(1);
+  last.store.push([...generations[0]!.ids.slice(0, 4098), 9, 9], [3]);
+  assert.equal(last.store.ids(1), [...generations[0]!.ids.slice(0, 4098), 9, 9, 3]);
+  for (const [g, { store: s, ids: want }] of generations.slice(0, -1).entries())
+    assert.equal(s.ids(s.count - 1), want, `generation ${g} after the last one's rollback`);
 });
 
 test("a fork of a checkpoint whose last ids a later prompt overwrote gets them back (its tail)", () => {
@@ -100,7 +136,7 @@ test("any mix of commits, rollbacks and forks on any store reads back as full co
       keep: fc.nat({ max: 3 }), // ids of the previous checkpoint the prompt leaves out at its end
       prompt: fc.integer({ min: 0, max: 3000 }),
       completion: fc.array(fc.integer({ min: 0, max: 9 }), { maxLength: 5 }),
-      seed: fc.integer({ min: 0, max: 2 ** 20 }),
+      seed: fc.integer({ min: -5, max: 2 ** 26 }),
     }),
     fc.record({ kind: fc.constant("rollback" as const), on: fc.nat(), turns: fc.nat({ max: 8 }) }),
     fc.record({ kind: fc.constant("fork" as const), on: fc.nat(), at: fc.nat() }),
