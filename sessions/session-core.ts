@@ -330,6 +330,7 @@ export class SessionCore {
   async close(): Promise<void> {
     this.#idle?.close();
     await this.#engine.close();
+    this.#replays.close();
     await this.#records.close();
   }
 
