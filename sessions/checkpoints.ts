@@ -57,6 +57,8 @@ export class Checkpoints implements CheckpointView {
   /** Ids in the store: the latest checkpoint's length (0 before the first turn). */
   #length = 0;
   #marks: Mark[] = [];
+  /** Whether the mark objects are shared with a fork (each side copies them before it changes one). */
+  #marksShared = false;
 
   get count(): number {
     return this.#marks.length;
@@ -174,6 +176,7 @@ export class Checkpoints implements CheckpointView {
   truncate(count: number): void {
     if (count >= this.#marks.length) return;
     this.#marks.length = count;
+    this.#ownMarks();
     if (count === 0) {
       this.#chunks = []; // a retried first turn: nothing of the session's ids is left
       this.#length = 0;
@@ -195,7 +198,7 @@ export class Checkpoints implements CheckpointView {
   /**
    * A new store holding this one's first `count` checkpoints (1 <= count <= this.count),
    * sharing their chunks: neither side's later writes (turns, rollbacks) reach the other.
-   * Costs the marks and at most one chunk (the fork's store ends where checkpoint
+   * Costs an array of the marks and at most one chunk (the fork's store ends where checkpoint
    * `count - 1` ends, so a tail of its overwritten by a later turn here is written back).
    */
   fork(count: number): Checkpoints {
@@ -206,7 +209,9 @@ export class Checkpoints implements CheckpointView {
     // The chunks checkpoint `count - 1` reads; those past it stay this store's alone.
     const used = Math.ceil(this.#marks[count - 1]!.end / CHUNK);
     const copy = new Checkpoints();
-    copy.#marks = this.#marks.map((m) => ({ ...m }));
+    // The marks' objects too: a fork at the last turn (group sampling's) never changes them.
+    copy.#marks = this.#marks.slice();
+    copy.#marksShared = this.#marksShared = true;
     copy.#length = this.#length;
     copy.#chunks = this.#chunks.slice(0, Math.max(used, 1));
     // From now on neither side writes into a shared chunk.
@@ -239,12 +244,20 @@ export class Checkpoints implements CheckpointView {
   /** Before the store's ids from `from` on change: each checkpoint that reads them keeps its own copy. */
   #keepTails(from: number): void {
     if (from >= this.#length) return;
+    this.#ownMarks();
     for (const mark of this.#marks) {
       if (mark.shared <= from) continue;
       const own = Int32Array.from({ length: mark.shared - from }, (_, i) => this.at(from + i));
       mark.tail = mark.tail ? concat(own, mark.tail) : own;
       mark.shared = from;
     }
+  }
+
+  /** Before a mark changes: this store's own copies of marks a fork shares. */
+  #ownMarks(): void {
+    if (!this.#marksShared) return;
+    this.#marks = this.#marks.map((m) => ({ ...m }));
+    this.#marksShared = false;
   }
 
   #reserve(size: number): void {
