@@ -77,6 +77,17 @@ test("ids text equals a plain join, for every id size, a long prompt and no ids"
   assert.equal(JSON.parse(Buffer.concat(out).toString()).input_ids, long);
 });
 
+test("ids text at the digit-group edges, and every length after every other, equals a plain join", () => {
+  const edges = [0, 9, 10, 999, 1000, 9999, 10_000, 10_001, 99_999, 100_000, 9_999_999, 99_999_999, 100_000_000];
+  assert.is(idsText(edges), edges.join(","));
+  assert.is(idsBytes(edges).toString("latin1"), edges.join(","));
+  // Each length of id before each other: a word stored past an id's digits is overwritten, never left.
+  const mixed = edges.flatMap((a) => edges.map((b) => [a, b])).flat();
+  assert.is(idsText(mixed), mixed.join(","));
+  assert.is(idsBytes(mixed).toString("latin1"), mixed.join(","));
+  for (const one of edges) assert.is(idsBytes([one]).toString("latin1"), String(one));
+});
+
 test("a spliced body is its parts: the client's bytes and the prompt's ids themselves, not copies", () => {
   const text = '{"messages":[{"role":"user","content":"x"}],"max_tokens":8}';
   const bytes = Buffer.from(text);
