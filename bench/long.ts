@@ -53,7 +53,14 @@ interface Turn {
   perProcess: Record<string, number>;
   /** Client-side latency of the round's turns, mean, ms. */
   latencyMs: number;
+  /**
+   * The round's start and end on the monotonic clock, µs (process.hrtime, the clock V8's
+   * CPU profiles stamp their samples with): a --cpu-prof profile's samples of chosen turns.
+   */
+  spanUs: [number, number];
 }
+
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 
 function fail(message: string): never {
   process.stderr.write(`bench:long: ${message}\n\n${USAGE}\n`);
@@ -216,6 +223,7 @@ async function grow(
     sessions.push(new LongSession(family, target, await target.create(), seed + s));
   for (let k = 0; sessions[0]!.promptTokens < tokens; k++) {
     const cpu0 = cpuSnapshot(measured);
+    const start = monotonicUs();
     const ms = await Promise.all(sessions.map((s) => s.turn(k, config)));
     const cpu = cpuDelta(cpu0, cpuSnapshot(measured));
     const perProcess = Object.fromEntries(Object.entries(cpu).map(([n, v]) => [n, v / sessions.length]));
@@ -228,6 +236,7 @@ async function grow(
       serverCpuMs,
       perProcess,
       latencyMs: ms.reduce((a, b) => a + b) / ms.length,
+      spanUs: [start, monotonicUs()],
     });
     if (k % 20 === 0)
       note(`${family} (${phase}): turn ${k}, ${Math.round(promptTokens)} tokens, ${serverCpuMs.toFixed(2)} ms`);

@@ -76,7 +76,7 @@ export async function sendTurn(
   options: AdapterOptions,
   turn: EngineTurnRequest,
   path: string,
-  request: Buffer,
+  request: Buffer[],
   read: (res: UpstreamResponse) => TurnOutcome,
 ): Promise<EngineTurn> {
   const res = await options.upstream.send({

@@ -130,9 +130,18 @@ export class EngineHttpAgent {
         throw new TypeError(`invalid header ${JSON.stringify(name)} for the engine request`);
       head += `${name}: ${value}\r\n`;
     }
-    const bytes = req.body?.length ?? 0;
+    const bytes = bodyLength(req.body);
     if (bytes > 0 || req.method === "POST" || req.method === "PUT" || req.method === "PATCH")
       head += `content-length: ${bytes}\r\n`;
     return head + "\r\n";
   }
+}
+
+/** A request body's length in bytes (0 without one). */
+function bodyLength(body: UpstreamRequest["body"]): number {
+  if (body === undefined) return 0;
+  if (Buffer.isBuffer(body)) return body.length;
+  let n = 0;
+  for (const part of body) n += part.length;
+  return n;
 }

@@ -93,7 +93,10 @@ export class Connection {
     const body = ex.req.body;
     this.socket.cork();
     this.socket.write(head, "latin1");
-    if (body !== undefined && body.length > 0) this.socket.write(body);
+    // A body in parts goes out as they are: the cork makes them one writev with the head.
+    if (Buffer.isBuffer(body)) {
+      if (body.length > 0) this.socket.write(body);
+    } else if (body !== undefined) for (const part of body) if (part.length > 0) this.socket.write(part);
     this.socket.uncork();
   }
 

@@ -4,7 +4,10 @@
 // of re-serializing the whole request: a turn's request carries the whole conversation,
 // so a JSON.stringify (and its UTF-8 encode) per turn grew with the history. The result
 // parses to the same object as the re-serialized one (same keys, same order, same values;
-// the client's own number and string spellings are kept as sent).
+// the client's own number and string spellings are kept as sent). The body is the list of
+// its parts, never joined: the client's bytes and the prompt's ids go to the engine's
+// socket and the journal as they are (a writev each), where one Buffer of them was a
+// copy of the whole history per turn (~1 MB at 80k tokens, docs/benchmark-history.md).
 
 /** ASCII whitespace JSON allows around values. */
 const isJsonSpace = (b: number) => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
@@ -22,7 +25,7 @@ export function buildUpstreamBody(
   forced: Record<string, unknown>,
   promptIds: ArrayLike<number>,
   promptBytes: Buffer = Buffer.from(Array.from(promptIds).join(","), "latin1"),
-): Buffer {
+): Buffer[] {
   let end = bytes.length - 1;
   while (end >= 0 && isJsonSpace(bytes[end]!)) end--;
   const spliceable =
@@ -31,8 +34,8 @@ export function buildUpstreamBody(
     Object.keys(body).length > 0 &&
     !("input_ids" in body) &&
     Object.keys(forced).every((key) => !Object.hasOwn(body, key));
-  if (!spliceable) return Buffer.from(JSON.stringify({ ...body, ...forced, input_ids: Array.from(promptIds) }));
+  if (!spliceable) return [Buffer.from(JSON.stringify({ ...body, ...forced, input_ids: Array.from(promptIds) }))];
   const extra = JSON.stringify(forced).slice(1, -1);
   const head = Buffer.from(`${extra ? `,${extra}` : ""},"input_ids":[`, "utf8");
-  return Buffer.concat([bytes.subarray(0, end), head, promptBytes, IDS_END]);
+  return [bytes.subarray(0, end), head, promptBytes, IDS_END];
 }

@@ -115,8 +115,11 @@ export function definedJson(fields: Record<string, unknown>): string {
   return JSON.stringify(out);
 }
 
-/** A request body whose first member is the prompt's ids, spliced in as bytes (they can be long: ids-text.ts idsBytes). */
-export function withIds(key: string, promptBytes: Buffer, rest: string): Buffer {
+/**
+ * A request body whose first member is the prompt's ids, as its parts: the ids' bytes are
+ * not copied (they can be long: ids-text.ts idsBytes; request-body.ts says why).
+ */
+export function withIds(key: string, promptBytes: Buffer, rest: string): Buffer[] {
   const tail = rest === "{}" ? "}" : `,${rest.slice(1)}`;
-  return Buffer.concat([Buffer.from(`{"${key}":[`, "utf8"), promptBytes, Buffer.from(`]${tail}`, "utf8")]);
+  return [Buffer.from(`{"${key}":[`, "utf8"), promptBytes, Buffer.from(`]${tail}`, "utf8")];
 }

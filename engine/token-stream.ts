@@ -51,7 +51,7 @@ export async function streamTurn(
   options: AdapterOptions,
   turn: EngineTurnRequest,
   path: string,
-  request: Buffer,
+  request: Buffer[],
   reader: TokenStreamReader,
   stop: readonly string[] | undefined,
 ): Promise<EngineTurn> {

@@ -11,7 +11,8 @@ export interface UpstreamRequest {
   /** Path below the engine root, with "?query" when there is one. */
   path: string;
   headers: Record<string, string>;
-  body?: Buffer;
+  /** One Buffer, or the parts of one body, written in order (never joined). */
+  body?: Buffer | readonly Buffer[];
   signal?: CancelSignal;
   /** Receive a large reply into these pooled buffers; the caller must then call `release`. */
   pooled?: ReplyBuffers;

@@ -62,8 +62,8 @@ export interface EngineCompletion {
   path: string;
   /** Whether `request` carries the conversation (messages, tools); else the record keeps it beside. */
   requestHasConversation: boolean;
-  /** The body sent to the engine (kept in the record). */
-  request: Buffer;
+  /** The body sent to the engine, as the parts it was written in (kept in the record). */
+  request: Buffer[];
   /** The engine's reply as received, routing payloads included (kept in the record). */
   response: Buffer[];
   /** CRC-32 of `response`, when the client computed it as the bytes arrived. */

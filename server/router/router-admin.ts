@@ -9,6 +9,7 @@ import type { Channel } from "../../transport/index.ts";
 import { requestShard, type DoorOp } from "../protocol/shard-protocol.ts";
 import type { ShardLinks } from "./shard-links.ts";
 import { InvalidAdminRequestError } from "./errors.ts";
+import { joinedBody } from "./request-chunks.ts";
 import { IN_FLIGHT_MODES, type InFlightMode, type RolloutDoor } from "./rollout-door.ts";
 
 /** How long a pause with in_flight "abort" waits for one worker to take the abort. */
@@ -17,7 +18,7 @@ const MAX_VERSION_CHARS = 256;
 
 /** The body as a JSON object with only `allowed` keys ({} when empty); throws InvalidAdminRequestError. */
 export function adminBody(raw: unknown, allowed: readonly string[]): Record<string, unknown> {
-  const text = Buffer.isBuffer(raw) ? raw.toString("utf8").trim() : "";
+  const text = joinedBody(raw)?.toString("utf8").trim() ?? "";
   if (text === "") return {};
   let body: unknown;
   try {

@@ -25,6 +25,7 @@ import { RolloutDoor } from "./rollout-door.ts";
 import { Relay } from "./router-relay.ts";
 import type { SocketHandoff } from "./records-handoff.ts";
 import { loadUiAssets, uiRoutes } from "./router-ui.ts";
+import { chunksParser } from "./request-chunks.ts";
 
 export interface RouterAppOptions {
   links: ShardLinks;
@@ -61,7 +62,8 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   } as never) as unknown as FastifyInstance;
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser("*", { parseAs: "buffer", bodyLimit }, (_request, body, done) => done(null, body));
+  // Bodies as the chunks they came in (request-chunks.ts): relayed as they are, never joined.
+  app.addContentTypeParser("*", { bodyLimit }, chunksParser(bodyLimit));
 
   // Every response names the instance that made it (the id /health reports): behind a
   // balancer, a client can tell which instance holds its session.

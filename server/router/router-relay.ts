@@ -35,7 +35,8 @@ export interface RelayRequest {
   /** The shard that owns the session. */
   shard: number;
   op: ShardRequest;
-  body?: Buffer;
+  /** The request's body as the chunks it came in (request-chunks.ts), sent on as they are. */
+  body?: Buffer | Buffer[];
   /** A reply the router writes itself instead of a whole (not streamed) one, or undefined to relay it (session creation). */
   rewrite?: (status: number, headers: Record<string, string>) => { status: number; body: Buffer } | undefined;
   /** A chat turn: it passes the rollout door first, and the op carries the weight version it is sent under. */

@@ -54,7 +54,7 @@ export async function sessionRoutes(
   const bySessionId =
     (op: Extract<ShardOp, "get" | "delete" | "tree">) => (request: IdRequest, reply: FastifyReply) => {
       const sessionId = request.params.id;
-      const body = request.body as Buffer | undefined;
+      const body = request.body as Buffer[] | undefined;
       return relay.relay(request, reply, { shard: shardOf(sessionId, n), op: { op, sessionId }, body });
     };
   // The records: the worker writes them to the client's socket itself when it can be handed over.
@@ -74,7 +74,7 @@ export async function sessionRoutes(
       if (op === "chat" && inflight) reply.raw.once("close", inflight.enter(sessionId));
       const { path, query } = rawPathAndQuery(request, sessionId);
       const shardRequest = { op, sessionId, method: request.method, path, query, headers: request.headers };
-      const body = request.body as Buffer | undefined;
+      const body = request.body as Buffer[] | undefined;
       // Only chat turns reach the engine's generation: they alone pass the rollout door.
       return relay.relay(request, reply, { shard: shardOf(sessionId, n), op: shardRequest, body, turn: op === "chat" });
     };
@@ -91,7 +91,7 @@ export async function sessionRoutes(
     };
     const op = { op: "create", sessionId } as const;
     // The body (a budget, or nothing) goes to the worker as it is.
-    const body = request.body as Buffer | undefined;
+    const body = request.body as Buffer[] | undefined;
     return relay.relay(request, reply, { shard: shardOf(sessionId, n), op, rewrite, body });
   };
   app.post("/sessions", (request, reply) => create(mintSessionId(), 200)(request, reply));
@@ -110,7 +110,7 @@ export async function sessionRoutes(
       if (status !== 201 || !tokens || id === undefined) return undefined;
       return { status, body: Buffer.from(JSON.stringify({ session_id: id, session_token: tokens.mint(id) })) };
     };
-    return relay.relay(request, reply, { shard, op, rewrite, body: request.body as Buffer | undefined });
+    return relay.relay(request, reply, { shard, op, rewrite, body: request.body as Buffer[] | undefined });
   });
   app.put("/sessions/:id", (request: IdRequest, reply) => create(request.params.id, 201)(request, reply));
   app.get("/sessions", listSessions(links));

@@ -23,6 +23,7 @@ import {
   type SessionMeta,
   type TurnRecord,
   type TurnState,
+  requestParts,
 } from "./records.ts";
 import { RecordStream, type BodyPart } from "./record-stream.ts";
 import assert from "node:assert";
@@ -89,6 +90,8 @@ export class JournalRecordStore implements RecordStore {
   async append(sessionId: string, record: TurnRecord, turn: TurnState): Promise<void> {
     const entry = this.#live(sessionId);
     const responseBytes = record.response.reduce((n, b) => n + b.length, 0);
+    const request = requestParts(record);
+    const requestBytes = request.reduce((n, b) => n + b.length, 0);
     const meta: EntryMeta = {
       kind: EntryKind.TURN,
       id: sessionId,
@@ -97,7 +100,7 @@ export class JournalRecordStore implements RecordStore {
       method: record.method,
       path: record.path,
       statusCode: record.statusCode,
-      requestBytes: record.request.length,
+      requestBytes,
       responseBytes,
       completionIds: turn.completionIds,
       assistant: turn.assistant,
@@ -111,7 +114,7 @@ export class JournalRecordStore implements RecordStore {
     };
     const response =
       record.responseCrc === undefined ? record.response : [{ parts: record.response, crc: record.responseCrc }];
-    const encoded = encodeEntry(meta, [record.request, ...response]);
+    const encoded = encodeEntry(meta, [...request, ...response]);
     const { segment, offset } = await this.#log.append(encoded);
     if (entry.records.length > turn.index) entry.records.length = turn.index;
     // concat, not push: exactly its records, no spare slots (trajectory.ts restore says why).
@@ -120,7 +123,7 @@ export class JournalRecordStore implements RecordStore {
         ...locationFields(record),
         segment,
         requestAt: offset + encoded.payloadOffset,
-        requestBytes: record.request.length,
+        requestBytes,
         responseBytes,
       },
     ]);

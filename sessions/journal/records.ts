@@ -17,8 +17,11 @@ export interface TurnRecord {
   method: string;
   path: string;
   statusCode: number;
-  /** The JSON body sent upstream (with input_ids). */
-  request: Buffer;
+  /**
+   * The JSON body sent upstream (with input_ids): one Buffer, or the parts it was sent in,
+   * in order (engine/request-body.ts), which a journal writes as they are.
+   */
+  request: Buffer | readonly Buffer[];
   /** The engine's full reply body, R3 payloads included, as the chunks it arrived in. */
   response: readonly Buffer[];
   /** CRC-32 of the response bytes, when known (a journal then need not read them again). */
@@ -150,7 +153,11 @@ export class MemoryRecordStore implements RecordStore {
     this.#bySession.set(sessionId, []);
   }
   async append(sessionId: string, record: TurnRecord): Promise<void> {
-    this.#records(sessionId).push(record);
+    // Kept for the session's life: one Buffer of its own, not parts that are views of larger
+    // buffers (the client's body, the prompt's ids written with room to spare).
+    this.#records(sessionId).push(
+      Buffer.isBuffer(record.request) ? record : { ...record, request: requestBytes(record) },
+    );
   }
   async finish(): Promise<void> {}
   async truncate(sessionId: string, count: number): Promise<void> {
@@ -261,9 +268,19 @@ export const recordMiddle = Buffer.from(',"response":');
 export const recordEnd = Buffer.from("}");
 export const recordSeparator = COMMA;
 
+/** A record's request as a list of its parts. */
+export function requestParts(record: Pick<TurnRecord, "request">): readonly Buffer[] {
+  return Buffer.isBuffer(record.request) ? [record.request] : record.request;
+}
+
+/** A record's request as one Buffer (joined when it is in parts). */
+export function requestBytes(record: Pick<TurnRecord, "request">): Buffer {
+  return Buffer.isBuffer(record.request) ? record.request : Buffer.concat(record.request);
+}
+
 /** The chunks of one record's JSON object; the request and response bytes are spliced in. */
 export function recordChunks(record: TurnRecord): Buffer[] {
-  return [recordHead(record), record.request, recordMiddle, ...record.response, recordEnd];
+  return [recordHead(record), ...requestParts(record), recordMiddle, ...record.response, recordEnd];
 }
 
 /**

@@ -8,7 +8,7 @@
 import assert from "node:assert";
 import { InvalidSampleRequestError, SampleDataError } from "../errors.ts";
 import { countInputIds, scanReplyFacts } from "./record-scan.ts";
-import { versionRuns, type TurnRecord } from "./records.ts";
+import { requestBytes, versionRuns, type TurnRecord } from "./records.ts";
 import type { CheckpointView } from "../checkpoints.ts";
 
 export interface SampleRequest {
@@ -172,7 +172,7 @@ export function buildSample(
       `session ${sessionId}: turn ${k} does not extend turn ${k - 1}`,
     );
     const facts = resumedFacts(records[k]!, scanReplyFacts(records[k]!.response, k));
-    const inputIds = countInputIds(records[k]!.request, k) - facts.resumedIds;
+    const inputIds = countInputIds(requestBytes(records[k]!), k) - facts.resumedIds;
     assert.equal(
       inputIds,
       promptLength,
