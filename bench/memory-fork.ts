@@ -4,10 +4,12 @@
 // owning worker's memory (GET /metrics?gc=1, as memory.ts) before the session, after it,
 // after the forks and after the branches' turns: what the forks alone add (target < 1 MiB:
 // the ids are shared copy-on-write), and the growth over the first reading per unique
-// token held (the session's ids once, plus what each branch added; target <= 16 B), also
-// without what V8's code spaces grew meanwhile (compiled code is what the worker has run,
-// not what it holds, and varies from run to run by ~100-200 KiB). A
-// warm-up runs the case once first, on the same shard (warmUp).
+// token held (the session's ids once, plus what each branch added; target <= 16 B): as heap
+// + external, and as what is held, less what compiled code and bytecode grew meanwhile
+// (what the worker has run, not what it holds: V8 compiles bytecode when a function first
+// runs and flushes it after a few GCs unused, 50-250 KiB either way from run to run; exact
+// heap snapshots of the worker agree with "held" to ~1 B per token). A warm-up runs the
+// case once first, on the same shard (warmUp).
 import type { Target } from "./rollout-workload.ts";
 import { openingMessage, toolResult } from "./rollout-workload.ts";
 
@@ -24,6 +26,8 @@ interface Reading {
   external: number;
   /** Compiled code: part of heapUsed (worker-metrics.ts, nodejs_heap_code_used_bytes). */
   heapCode: number;
+  /** Compiled code and bytecode with their metadata: part of heapUsed (nodejs_heap_compiled_bytes). */
+  compiled: number;
 }
 
 export interface ForkCaseResult {
@@ -41,6 +45,12 @@ export interface ForkCaseResult {
   dataPerUniqueToken: number;
   /** How much the code spaces grew over the case, bytes. */
   codeGrowth: number;
+  /** How much compiled code and bytecode grew over the case, bytes (negative: flushed). */
+  compiledGrowth: number;
+  /** What the forks added before the branches' turns, less code and bytecode, bytes. */
+  forkHeld: number;
+  /** Heap + external less code and bytecode growth per unique token held: what the worker holds. */
+  heldPerUniqueToken: number;
 }
 
 type Message = { role: string; content: string };
@@ -121,6 +131,7 @@ export async function forkCase(
   for (const branch of [...branches, id]) await target.delete(branch);
   const grown = (r: Reading) => r.heapUsed + r.external - before.heapUsed - before.external;
   const codeGrowth = branched.heapCode - before.heapCode;
+  const compiledGrowth = branched.compiled - before.compiled;
   return {
     shard,
     baseTokens,
@@ -132,5 +143,8 @@ export async function forkCase(
     heapPlusExternalPerUniqueToken: grown(branched) / uniqueTokens,
     dataPerUniqueToken: (grown(branched) - codeGrowth) / uniqueTokens,
     codeGrowth,
+    compiledGrowth,
+    forkHeld: grown(forked) - grown(session) - (forked.compiled - session.compiled),
+    heldPerUniqueToken: (grown(branched) - compiledGrowth) / uniqueTokens,
   };
 }

@@ -88,7 +88,7 @@ test("GET /supervision and /supervision/events describe the tree", async () => {
   assert.is(bad.status, 400);
 });
 
-test("GET /metrics: every worker's memory; with ?gc=1 read after a full GC, so a deleted session's memory is gone", async () => {
+test("GET /metrics: every worker's memory; with ?gc=1 read after a full GC (a deleted session's memory gone), with code and bytecode", async () => {
   const MEMORY = [
     "process_resident_memory_bytes",
     "nodejs_heap_size_used_bytes",
@@ -114,6 +114,13 @@ test("GET /metrics: every worker's memory; with ?gc=1 read after a full GC, so a
   assert.ok(
     code > 0 && code < sample(held, "nodejs_heap_size_used_bytes", shard),
     `code ${code} is part of the heap used`,
+  );
+  // Code and bytecode as V8 counts them (a walk of the heap): only after a GC.
+  assert.not.ok(plain.includes("nodejs_heap_compiled_bytes{"), "not read by a plain scrape");
+  const compiled = ["code", "bytecode"].map((kind) => sample(held, "nodejs_heap_compiled_bytes", { ...shard, kind }));
+  assert.ok(
+    compiled.every((n) => n > 0) && compiled[0]! + compiled[1]! < sample(held, "nodejs_heap_size_used_bytes", shard),
+    `code and bytecode ${compiled.join(", ")} are part of the heap used`,
   );
   assert.is((await call(base, "DELETE", `/sessions/${id}`)).status, 204);
   const gone = (await call(base, "GET", "/metrics?gc=1")).text;
