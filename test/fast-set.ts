@@ -49,3 +49,29 @@ export function startsTree(file: string, root: string, seen = new Set<string>())
 /** Whether `npm run test:fast` runs `file`. */
 export const inFastSet = (file: string, root: string): boolean =>
   !startsTree(file, root) && !NOT_FAST.test(relative(root, file).split(sep).join("/"));
+
+/**
+ * `files` dealt into `count` batches of about equal cost (the costliest file first, each to
+ * the batch with the least so far), costliest batch first.
+ */
+function batches(files: string[], count: number, cost: (file: string) => number): string[][] {
+  const bins = Array.from({ length: Math.min(count, files.length) }, () => ({ files: [] as string[], cost: 0 }));
+  for (const file of [...files].sort((a, b) => cost(b) - cost(a))) {
+    const bin = bins.reduce((least, b) => (b.cost < least.cost ? b : least));
+    bin.files.push(file);
+    bin.cost += cost(file);
+  }
+  return bins.sort((a, b) => b.cost - a.cost).map((b) => b.files);
+}
+
+/**
+ * What test/run.ts runs, one process per entry, costliest first: the fast-set files among
+ * `files` dealt into `count` batches (none: 0), every other file alone. A batch's cost is
+ * guessed from its files' (isolated) costs.
+ */
+export function plan(files: string[], root: string, count: number, cost: (file: string) => number): string[][] {
+  const batched = count ? files.filter((f) => inFastSet(f, root)) : [];
+  const alone = files.filter((f) => !batched.includes(f)).map((f) => [f]);
+  const unitCost = (unit: string[]) => unit.reduce((n, f) => n + cost(f), 0);
+  return [...batches(batched, count, cost), ...alone].sort((a, b) => unitCost(b) - unitCost(a));
+}

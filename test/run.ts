@@ -31,7 +31,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { inFastSet } from "./fast-set.ts";
+import { inFastSet, plan } from "./fast-set.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const testDir = join(root, "test");
@@ -110,20 +110,6 @@ function readCosts(): Record<string, number> {
   } catch {
     return {};
   }
-}
-
-/**
- * `files` dealt into `count` batches of about equal cost (the costliest file first, each to
- * the batch with the least so far), costliest batch first.
- */
-function batches(files: string[], count: number, cost: (file: string) => number): string[][] {
-  const bins = Array.from({ length: Math.min(count, files.length) }, () => ({ files: [] as string[], cost: 0 }));
-  for (const file of [...files].sort((a, b) => cost(b) - cost(a))) {
-    const bin = bins.reduce((least, b) => (b.cost < least.cost ? b : least));
-    bin.files.push(file);
-    bin.cost += cost(file);
-  }
-  return bins.sort((a, b) => b.cost - a.cost).map((b) => b.files);
 }
 
 interface Outcome {
@@ -228,12 +214,7 @@ async function main(): Promise<number> {
     return 1;
   }
   const started = Date.now();
-  const batched = options.batches ? files.filter((f) => inFastSet(f, root)) : [];
-  const alone = files.filter((f) => !batched.includes(f)).map((f) => [f]);
-  const units = [...batches(batched, options.batches, cost), ...alone];
-  const unitCost = (unit: string[]) => unit.reduce((n, f) => n + cost(f), 0);
-  // Costliest first; a batch's cost is guessed from its files' isolated costs.
-  const queue = units.sort((a, b) => unitCost(b) - unitCost(a));
+  const queue = plan(files, root, options.batches, cost);
   const outcomes: Outcome[] = [];
   const worker = async () => {
     for (let file = queue.shift(); file; file = queue.shift()) {
