@@ -4,7 +4,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { codeOf, inFastSet, plan, startsTree } from "./fast-set.ts";
+import { codeOf, inFastSet, plan, startsTree, tokenizersOf } from "./fast-set.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const at = (path: string) => join(root, path);
@@ -80,6 +80,31 @@ test("the run's plan: fast-set files in batches, every process-tree or heavy fil
     plan(files, root, 0, cost).map((unit) => unit.length),
     files.map(() => 1),
   );
+});
+
+test("files that load the same npm tokenizer share a batch, while their group fits a batch's share", () => {
+  assert.equal(tokenizersOf(at("test/sessions/families/gemma3.test.ts")), ["gemma3"]);
+  assert.equal(tokenizersOf(at("test/sessions/families/deepseekv32.test.ts")), ["deepseek_v3"]);
+  assert.equal(tokenizersOf(at("test/buffers/crc32.test.ts")), []);
+  const files = [
+    "test/sessions/families/gemma3.test.ts",
+    "test/server/sim-engine-families.test.ts", // Llama 3.1 and Gemma 3
+    "test/sessions/families/llama3.test.ts",
+    "test/buffers/crc32.test.ts",
+    "test/server/routes.test.ts",
+    "test/sessions/session-core.test.ts",
+  ].map(at);
+  const together = (units: string[][]) =>
+    units.find((u) => u.includes(files[0]!))!.includes(files[1]!) &&
+    units.find((u) => u.includes(files[1]!))!.includes(files[2]!);
+  // Each costs the same: by cost alone they would be dealt one to a batch.
+  assert.ok(together(plan(files, root, 2, () => 1)));
+  assert.equal(
+    plan(files, root, 2, () => 1).map((u) => u.length),
+    [3, 3],
+  );
+  // A group over a batch's share (3 of 6 in 2 batches) is dealt file by file.
+  assert.not.ok(together(plan(files, root, 3, () => 1)));
 });
 
 test.run();
