@@ -1,5 +1,6 @@
-// Which test files `npm run test:fast` runs (test/run.ts --fast): those that start no
-// process tree, less a few heavy ones. A file starts a tree if its code (comments left
+// Which test files `npm run test:fast` runs (test/run.ts --fast), and which `npm test` runs
+// in batches (the others each in its own process): those that start no process tree, less
+// a few heavy ones; and how test/run.ts deals them into batches (plan). A file starts a tree if its code (comments left
 // out) or a module it loads calls what spawns one: by what the file does, not by the
 // words in its comments or the modules it takes types from (test/helpers/bodies.ts takes
 // types from index.ts, which once put every file using it out of the fast set).
