@@ -1,5 +1,6 @@
 // Runs several test files in one process, as uvu's own CLI does (every file imported, then
-// their suites one after another, one summary): test/run.ts --fast, where the files share
+// their suites one after another, one summary): test/run.ts's batches of fast-set files
+// (test/fast-set.ts), in `npm test` and `npm run test:fast`, where the files share
 // one Node start, one tsx, and the tokenizers they load through the test helpers' caches.
 //
 //   node --import tsx test/batch.ts <file> …

@@ -4,7 +4,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { codeOf, inFastSet, startsTree } from "./fast-set.ts";
+import { codeOf, inFastSet, plan, startsTree, tokenizersOf } from "./fast-set.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const at = (path: string) => join(root, path);
@@ -51,6 +51,60 @@ test("files that spawn the CLI or a session server are out of the fast set", () 
   assert.not.ok(inFastSet(at("test/server/durability.test.ts"), root));
   // Heavy though treeless.
   assert.not.ok(inFastSet(at("test/server/http-fuzz.test.ts"), root));
+});
+
+test("the run's plan: fast-set files in batches, every process-tree or heavy file alone, costliest first", () => {
+  const fast = ["test/fast-set.test.ts", "test/server/routes.test.ts", "test/sessions/session-core.test.ts"];
+  const alone = ["test/server/cli.test.ts", "test/server/durability.test.ts", "test/server/http-fuzz.test.ts"];
+  const costs: Record<string, number> = {
+    "test/fast-set.test.ts": 1,
+    "test/server/routes.test.ts": 5,
+    "test/sessions/session-core.test.ts": 3,
+    "test/server/cli.test.ts": 30,
+    "test/server/durability.test.ts": 2,
+    "test/server/http-fuzz.test.ts": 3.5,
+  };
+  const cost = (file: string) => costs[file.slice(root.length + 1)]!;
+  const files = [...fast, ...alone].map(at);
+  const units = plan(files, root, 2, cost).map((unit) => unit.map((f) => f.slice(root.length + 1)));
+  // Batches of about equal cost (5 | 3 + 1), each file once; the others alone; by cost, 30 first.
+  assert.equal(units, [
+    ["test/server/cli.test.ts"],
+    ["test/server/routes.test.ts"],
+    ["test/sessions/session-core.test.ts", "test/fast-set.test.ts"],
+    ["test/server/http-fuzz.test.ts"],
+    ["test/server/durability.test.ts"],
+  ]);
+  // --isolated (no batches): every file alone.
+  assert.equal(
+    plan(files, root, 0, cost).map((unit) => unit.length),
+    files.map(() => 1),
+  );
+});
+
+test("files that load the same npm tokenizer share a batch, while their group fits a batch's share", () => {
+  assert.equal(tokenizersOf(at("test/sessions/families/gemma3.test.ts")), ["gemma3"]);
+  assert.equal(tokenizersOf(at("test/sessions/families/deepseekv32.test.ts")), ["deepseek_v3"]);
+  assert.equal(tokenizersOf(at("test/buffers/crc32.test.ts")), []);
+  const files = [
+    "test/sessions/families/gemma3.test.ts",
+    "test/server/sim-engine-families.test.ts", // Llama 3.1 and Gemma 3
+    "test/sessions/families/llama3.test.ts",
+    "test/buffers/crc32.test.ts",
+    "test/server/routes.test.ts",
+    "test/sessions/session-core.test.ts",
+  ].map(at);
+  const together = (units: string[][]) =>
+    units.find((u) => u.includes(files[0]!))!.includes(files[1]!) &&
+    units.find((u) => u.includes(files[1]!))!.includes(files[2]!);
+  // Each costs the same: by cost alone they would be dealt one to a batch.
+  assert.ok(together(plan(files, root, 2, () => 1)));
+  assert.equal(
+    plan(files, root, 2, () => 1).map((u) => u.length),
+    [3, 3],
+  );
+  // A group over a batch's share (3 of 6 in 2 batches) is dealt file by file.
+  assert.not.ok(together(plan(files, root, 3, () => 1)));
 });
 
 test.run();

@@ -1,5 +1,6 @@
-// Which test files `npm run test:fast` runs (test/run.ts --fast): those that start no
-// process tree, less a few heavy ones. A file starts a tree if its code (comments left
+// Which test files `npm run test:fast` runs (test/run.ts --fast), and which `npm test` runs
+// in batches (the others each in its own process): those that start no process tree, less
+// a few heavy ones; and how test/run.ts deals them into batches (plan). A file starts a tree if its code (comments left
 // out) or a module it loads calls what spawns one: by what the file does, not by the
 // words in its comments or the modules it takes types from (test/helpers/bodies.ts takes
 // types from index.ts, which once put every file using it out of the fast set).
@@ -49,3 +50,62 @@ export function startsTree(file: string, root: string, seen = new Set<string>())
 /** Whether `npm run test:fast` runs `file`. */
 export const inFastSet = (file: string, root: string): boolean =>
   !startsTree(file, root) && !NOT_FAST.test(relative(root, file).split(sep).join("/"));
+
+/**
+ * The npm tokenizers a file loads, besides the bundled Qwen3 one nearly every batch loads
+ * (test/sessions/fixtures.ts: 0.7 to 3.4 CPU seconds each; test/helpers/deepseek-folder.ts
+ * for DeepSeek's). By the names in its code: a hint for batching, where a miss costs a load.
+ */
+const NPM_TOKENIZER = /"(llama3_1|gemma3|deepseek_v3)"|\b(deepseekV3NpmDir)\(/g;
+
+export function tokenizersOf(file: string): string[] {
+  if (!existsSync(file)) return [];
+  const names = [...codeOf(readFileSync(file, "utf8")).matchAll(NPM_TOKENIZER)].map(([, name, dir]) =>
+    dir ? "deepseek_v3" : name!,
+  );
+  return [...new Set(names)];
+}
+
+/**
+ * `files` dealt into `count` batches of about equal cost, costliest batch first: files that
+ * load the same npm tokenizer go together (one load, not one per batch) while their group
+ * costs no more than a batch's share; then the costliest file or group first, each to the
+ * batch with the least so far.
+ */
+function batches(files: string[], count: number, cost: (file: string) => number): string[][] {
+  const share = files.reduce((n, f) => n + cost(f), 0) / count;
+  const groups: string[][] = [];
+  const byTokenizer = new Map<string, string[]>();
+  for (const file of files) {
+    // The groups this file joins (by any tokenizer it shares), merged into one with it.
+    const joined = [...new Set(tokenizersOf(file).flatMap((t) => (byTokenizer.has(t) ? [byTokenizer.get(t)!] : [])))];
+    const group = [file, ...joined.flat()];
+    if (group.reduce((n, f) => n + cost(f), 0) > share) {
+      groups.push([file]);
+      continue;
+    }
+    for (const old of joined) groups.splice(groups.indexOf(old), 1);
+    groups.push(group);
+    for (const f of group) for (const t of tokenizersOf(f)) byTokenizer.set(t, group);
+  }
+  const groupCost = (group: string[]) => group.reduce((n, f) => n + cost(f), 0);
+  const bins = Array.from({ length: Math.min(count, files.length) }, () => ({ files: [] as string[], cost: 0 }));
+  for (const group of groups.sort((a, b) => groupCost(b) - groupCost(a))) {
+    const bin = bins.reduce((least, b) => (b.cost < least.cost ? b : least));
+    bin.files.push(...group);
+    bin.cost += groupCost(group);
+  }
+  return bins.sort((a, b) => b.cost - a.cost).map((b) => b.files.sort((x, y) => cost(y) - cost(x)));
+}
+
+/**
+ * What test/run.ts runs, one process per entry, costliest first: the fast-set files among
+ * `files` dealt into `count` batches (none: 0), every other file alone. A batch's cost is
+ * guessed from its files' (isolated) costs.
+ */
+export function plan(files: string[], root: string, count: number, cost: (file: string) => number): string[][] {
+  const batched = count ? files.filter((f) => inFastSet(f, root)) : [];
+  const alone = files.filter((f) => !batched.includes(f)).map((f) => [f]);
+  const unitCost = (unit: string[]) => unit.reduce((n, f) => n + cost(f), 0);
+  return [...batches(batched, count, cost), ...alone].sort((a, b) => unitCost(b) - unitCost(a));
+}

@@ -1,36 +1,37 @@
-// The test runner behind `npm test` and `npm run test:fast`: every test file in its own
-// process (uvu run per file, as Fastify runs its suites), as many at once as the machine
-// has cores. A file is its own world: a timer one leaks cannot hold the others, a crash
-// fails only that file, and both cores work. Each file gets a time limit; a file that
-// crashes, hangs, or does not exit after its summary is a failure that names the file.
-// The last line is `N passed, N failed`, and the exit code is 1 on any failure.
+// The test runner behind `npm test` and `npm run test:fast`. A file that starts a process
+// tree (test/fast-set.ts: the CLI, a SupervisionTree, startSessionServer, npm), and the heavy
+// treeless ones (the long HTTP fuzz, the all-tokenizers family loop, the cross-check), runs
+// in its own process, as Fastify runs its suites: a timer one leaks cannot hold the others,
+// a crash fails only that file, and its processes are its own. The other files, the fast
+// set, run in batches (test/batch.ts: one process per batch, as `uvu` alone runs a
+// directory), so they share one Node and tsx start and each tokenizer load: their isolation
+// traded for speed (about a third of their CPU); a failure names the batch and uvu's output
+// names the file. As many processes at once as the machine has cores. Each process gets a
+// time limit; one that crashes, hangs, or does not exit after its summary is a failure that
+// names its file or batch. The last line is `N passed, N failed`, and the exit code is 1 on
+// any failure.
 //
 //   node --import tsx test/run.ts [--fast] [--times] [--jobs N] [--timeout S]
 //                                 [--batches N | --isolated] [regex …]
 //
-// Each file's line shows its wall seconds and its CPU seconds (user + system, its own and
-// its children's: test/cpu-at-exit.ts); on a shared machine CPU is the cost to compare.
-// --times ends with a table of every file, most CPU first. The summary says the load
+// Each line shows its wall seconds and its CPU seconds (user + system, its own and its
+// children's: test/cpu-at-exit.ts); on a shared machine CPU is the cost to compare. --times
+// ends with a table of every file or batch, most CPU first. The summary says the load
 // average at the end of the run.
 //
-// --timeout (or TITO_TEST_TIMEOUT_S) is each file's limit in seconds, default 600: the
+// --timeout (or TITO_TEST_TIMEOUT_S) is each process's limit in seconds, default 600: the
 // longest files (chaos, durability, the CLI) take minutes on a loaded 2-core machine.
 //
-// --fast runs one more job than cores by default (its batches wait on I/O a good part of
-// their time). It leaves out the files that start process trees (test/fast-set.ts: the CLI, a
-// SupervisionTree, startSessionServer, npm), the long HTTP fuzz, the all-tokenizers family
-// loop and the cross-check (every tokenizer, and Python): the edit loop. It also runs its
-// files in batches, 2 per job (test/batch.ts: one process per batch, as `uvu` alone runs a
-// directory), so they share one Node and tsx start and each tokenizer load: a file's
-// isolation traded for the loop's speed; a failure names the batch and uvu's output names
-// the file. --batches N sets the count, --isolated runs one file per process
-// (the default without --fast). Regexes filter test files by path (any one must match).
+// --fast runs the fast set alone (the edit loop), with one more job than cores by default
+// (its batches wait on I/O a good part of their time). The fast set is dealt into 2 batches
+// per job; --batches N sets the count, --isolated runs every file in its own process.
+// Regexes filter test files by path (any one must match).
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { inFastSet } from "./fast-set.ts";
+import { inFastSet, plan } from "./fast-set.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const testDir = join(root, "test");
@@ -41,7 +42,7 @@ interface Options {
   jobs: number;
   timeoutMs: number;
   filters: RegExp[];
-  /** How many processes the files are dealt into (0: one process per file). */
+  /** How many processes the fast-set files are dealt into (0: one process per file). */
   batches: number;
   isolated: boolean;
 }
@@ -72,8 +73,8 @@ function parseArgs(argv: string[]): Options {
   options.jobs = jobs ?? (options.fast && !options.isolated ? availableParallelism() + 1 : availableParallelism());
   if (![options.jobs, options.timeoutMs, options.batches].every(Number.isFinite))
     throw new Error("bad --jobs, --timeout or --batches");
-  if (options.fast && !options.isolated && options.batches === 0) options.batches = 2 * options.jobs;
   if (options.isolated) options.batches = 0;
+  else if (options.batches === 0) options.batches = 2 * options.jobs;
   return options;
 }
 
@@ -111,22 +112,11 @@ function readCosts(): Record<string, number> {
   }
 }
 
-/**
- * `files` dealt into `count` batches of about equal cost (the costliest file first, each to
- * the batch with the least so far), costliest batch first.
- */
-function batches(files: string[], count: number, cost: (file: string) => number): string[][] {
-  const bins = Array.from({ length: Math.min(count, files.length) }, () => ({ files: [] as string[], cost: 0 }));
-  for (const file of [...files].sort((a, b) => cost(b) - cost(a))) {
-    const bin = bins.reduce((least, b) => (b.cost < least.cost ? b : least));
-    bin.files.push(file);
-    bin.cost += cost(file);
-  }
-  return bins.sort((a, b) => b.cost - a.cost).map((b) => b.files);
-}
-
 interface Outcome {
+  /** The file's path, or for a batch its count and paths. */
   file: string;
+  /** Whether the process ran one file alone (only then is its CPU that file's cost). */
+  alone: boolean;
   passed: number;
   failed: number;
   skipped: number;
@@ -207,7 +197,7 @@ function runFile(files: string[], timeoutMs: number): Promise<Outcome> {
       else if (code !== 0 && !problem && failed === 0) problem = `exit code ${code}, signal ${signal}`;
       if (problem && failed === 0) failed = 1;
       const file = files.length === 1 ? rel(files[0]!) : `${files.length} files (${files.map(rel).join(" ")})`;
-      resolveOutcome({ file, passed, failed, skipped, ms, cpu, problem, output });
+      resolveOutcome({ file, alone: files.length === 1, passed, failed, skipped, ms, cpu, problem, output });
     });
   });
 }
@@ -224,13 +214,11 @@ async function main(): Promise<number> {
     return 1;
   }
   const started = Date.now();
-  const queue = options.batches ? batches(files, options.batches, cost) : files.map((f) => [f]);
+  const queue = plan(files, root, options.batches, cost);
   const outcomes: Outcome[] = [];
-  let batched = false;
   const worker = async () => {
     for (let file = queue.shift(); file; file = queue.shift()) {
       const outcome = await runFile(file, options.timeoutMs);
-      if (file.length > 1) batched = true;
       outcomes.push(outcome);
       const secs =
         (outcome.ms / 1000).toFixed(1) + (outcome.cpu === undefined ? "" : ` s, ${outcome.cpu.toFixed(1)} CPU`);
@@ -247,11 +235,10 @@ async function main(): Promise<number> {
   const failed = outcomes.reduce((n, o) => n + o.failed, 0);
   const skipped = outcomes.reduce((n, o) => n + o.skipped, 0);
   const bad = outcomes.filter((o) => o.failed > 0).map((o) => o.file);
-  // A batch's cost is not its files': the costs are kept from isolated runs only.
-  if (!batched) {
-    for (const o of outcomes) costs[o.file] = o.cpu ?? o.ms / 1000;
-    writeFileSync(COSTS, JSON.stringify(costs, null, 1) + "\n");
-  }
+  // A batch's cost is not its files': the costs are kept from files run alone only (a
+  // fast-set file's from an --isolated run).
+  for (const o of outcomes) if (o.alone) costs[o.file] = o.cpu ?? o.ms / 1000;
+  writeFileSync(COSTS, JSON.stringify(costs, null, 1) + "\n");
   const cpu = outcomes.reduce((n, o) => n + (o.cpu ?? 0), 0);
   if (options.times) {
     process.stdout.write("\nper file, most CPU first (wall s, CPU s):\n");
