@@ -1,7 +1,7 @@
 // The kept reply of idempotent replay (sessions/turn-replay.ts): answered again bytes for
 // bytes (headers, body, a stream's event boundaries) whether it is still as it went out or
 // packed (deflated) after the session stayed idle; a packed reply holds a fraction of the
-// characters; after a later turn only its reply is answered; a resend of anything else gets nothing.
+// characters; a reply the session moved past is let go; a resend of anything else gets nothing.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { TurnReplays } from "../../sessions/turn-replay.ts";
@@ -111,13 +111,15 @@ test("a stream: each event as it went out, packed or not; any bytes round-trip",
   replays.close();
 });
 
-test("after a later turn only its reply is answered, packed in its turn", async () => {
+test("a reply the session moved past is let go; the next one is answered, packed in its turn", async () => {
   const replays = new TurnReplays(undefined, 30);
   const t = trajectory(1);
   const first = Buffer.from('{"turn":1}');
   replays.keep(t, t.version, { body: first, headers: {} }, { headers, pieces: [chatReply(1)], streamed: false });
   t.commit({ promptIds: [10, 20, 11], completionIds: [21], messages: [{ role: "user", content: "u" }] }, 0);
   assert.is(replays.match(t, first, RETRY), undefined, "the session moved on: nothing to replay");
+  await tick(80);
+  assert.is(replays.held(t), undefined, "and the reply it moved past is let go, not packed");
   const second = Buffer.from('{"turn":2}');
   replays.keep(t, t.version, { body: second, headers: {} }, { headers, pieces: [chatReply(2)], streamed: false });
   await tick(80);
