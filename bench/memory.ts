@@ -101,7 +101,7 @@ interface Memory {
   external: number;
   /** V8's code spaces (compiled code), part of heapUsed. */
   heapCode: number;
-  /** Compiled code and bytecode with their metadata (nodejs_heap_compiled_bytes, both kinds), part of heapUsed. */
+  /** Compiled code and bytecode with their metadata (nodejs_heap_compiled_bytes, both kinds), part of heapUsed; NaN from a server without it. */
   compiled: number;
   /** /proc/PID/status RssAnon: RSS without the mapped files (the node binary's code pages); Linux only. */
   rssAnon?: number;
@@ -150,7 +150,9 @@ async function readMemory(url: string, pids: number[], settleMs: number): Promis
     else if (SERIES[m[1]!] && Object.keys(labels).length === 1) mem[SERIES[m[1]!]!] = Number(m[3]);
   }
   out.forEach((mem, shard) => {
-    if (Object.values(SERIES).some((field) => mem[field] === undefined) || mem.compiled === undefined)
+    // nodejs_heap_compiled_bytes may be missing (a --server-root from before it): no "held" then.
+    mem.compiled ??= NaN;
+    if (Object.values(SERIES).some((field) => mem[field] === undefined))
       throw new Error(`GET /metrics?gc=1 has no memory series for shard ${shard} (a server without them?)`);
     mem.rssAnon = rssAnon(pids[shard]!);
   });
