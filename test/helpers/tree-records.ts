@@ -15,6 +15,21 @@ export interface TreeRecord extends RawRecord {
 /** A node's place: id, parent, what it retries, how it ended. */
 export const treeShape = (r: TreeRecord) => [r.node_id, r.parent, r.retry_of, r.finish_reason];
 
+/**
+ * The tree both tests' `converse` build, on the chat and the Anthropic route alike: a turn
+ * (n0), the next (n1) and its retry (n2), a rewritten first message (a new root, n3), another
+ * root cut by `length` (n4) and its retry (n5), then a turn under n2 (n6).
+ */
+export const CONVERSATION_TREE = [
+  ["n0", null, null, "stop"],
+  ["n1", "n0", null, "stop"],
+  ["n2", "n0", "n1", "stop"],
+  ["n3", null, null, "stop"],
+  ["n4", null, null, "length"],
+  ["n5", null, "n4", "stop"],
+  ["n6", "n2", null, "stop"],
+];
+
 export async function treeRecords(base: string, id: string): Promise<TreeRecord[]> {
   return (await call<{ records: TreeRecord[] }>(base, "GET", `/sessions/${id}`)).json.records;
 }

@@ -11,7 +11,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { call } from "../helpers/server.ts";
 import { recordIds } from "../helpers/turn-records.ts";
-import { assertSameTrees, treeRecords, treeShape } from "../helpers/tree-records.ts";
+import { assertSameTrees, CONVERSATION_TREE, treeRecords, treeShape } from "../helpers/tree-records.ts";
 import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 type Api = "sglang-chat" | "sglang-generate";
@@ -99,21 +99,11 @@ for (const api of APIS)
     const base = servers.get(api)!.url;
     const streamed = await converse(base, true);
     const whole = await converse(base, false);
-    const rs = await assertSameTrees(
-      base,
-      streamed,
-      whole,
-      [
-        ["n0", null, null, "stop"],
-        ["n1", "n0", null, "stop"],
-        ["n2", "n0", "n1", "stop"],
-        ["n3", null, null, "stop"],
-        ["n4", null, null, "length"],
-        ["n5", null, "n4", "stop"],
-        ["n6", "n2", null, "stop"],
-      ],
-      [{}, { packed: true }, { drop_retries: true }],
-    );
+    const rs = await assertSameTrees(base, streamed, whole, CONVERSATION_TREE, [
+      {},
+      { packed: true },
+      { drop_retries: true },
+    ]);
     // n6's prompt carries n2's completion (not n1's) exactly: the SDK's history attached there.
     const [n2, n6] = [recordIds(rs[2]!), recordIds(rs[6]!)];
     assert.equal(n6.prompt.slice(0, n2.prompt.length + n2.completion.length), [...n2.prompt, ...n2.completion]);

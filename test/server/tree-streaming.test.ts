@@ -15,7 +15,7 @@ import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engi
 import type { WireMessage } from "../helpers/bodies.ts";
 import { call } from "../helpers/server.ts";
 import { recordIds } from "../helpers/turn-records.ts";
-import { assertSameTrees, treeRecords } from "../helpers/tree-records.ts";
+import { assertSameTrees, CONVERSATION_TREE, treeRecords } from "../helpers/tree-records.ts";
 import { sharedFolder, startTree, type InProcessTree } from "../helpers/tree.ts";
 
 type Api = "sglang-chat" | "sglang-generate" | "vllm-completions";
@@ -133,21 +133,12 @@ for (const api of APIS)
     const base = servers.get(api)!.url;
     const streamed = await converse(base, true);
     const whole = await converse(base, false);
-    await assertSameTrees(
-      base,
-      streamed,
-      whole,
-      [
-        ["n0", null, null, "stop"],
-        ["n1", "n0", null, "stop"],
-        ["n2", "n0", "n1", "stop"],
-        ["n3", null, null, "stop"],
-        ["n4", null, null, "length"],
-        ["n5", null, "n4", "stop"],
-        ["n6", "n2", null, "stop"],
-      ],
-      [{}, { packed: true }, { drop_retries: true }, { leaves: ["n1", "n4"] }],
-    );
+    await assertSameTrees(base, streamed, whole, CONVERSATION_TREE, [
+      {},
+      { packed: true },
+      { drop_retries: true },
+      { leaves: ["n1", "n4"] },
+    ]);
   });
 
 /** A streamed turn's raw events, read to the end. */
