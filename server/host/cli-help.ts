@@ -41,6 +41,10 @@ Options:
                                higher leaves more CPU to chat turns (default 10)
   --no-records-streamer        no such helper: workers write records GETs themselves
                                (about 45-60 MiB less memory per worker)
+  --records-handoff-min-bytes N
+                               records GETs of at least N bytes are written by their
+                               worker on the client's socket itself; smaller ones are
+                               relayed by the router (default 1048576; 0: every one)
   --engine-api API             sglang-chat (default): the chat route of an SGLang that
                                honours input_ids; sglang-generate: stock SGLang's
                                /generate; vllm-completions: stock vLLM's /v1/completions

@@ -116,6 +116,13 @@ export interface SessionServerOptions {
    * exits (the next GET starts one). Default 30000 ms.
    */
   recordsIdleMs?: number;
+  /**
+   * Records GETs whose body is at least this many bytes are handed off: the router passes
+   * the client's socket to the worker, which writes the body itself (docs/architecture.md,
+   * "The records handoff"). Smaller bodies are relayed through the router, which costs
+   * less than the handoff's two socket passes. 0 hands off every one. Default 1048576.
+   */
+  recordsHandoffMinBytes?: number;
 }
 
 export type ResolvedOptions = Required<
@@ -200,6 +207,7 @@ const OPTION_NAMES: readonly string[] = Object.keys({
   recordsNice: 1,
   recordsStreamer: 1,
   recordsIdleMs: 1,
+  recordsHandoffMinBytes: 1,
 } satisfies Record<keyof SessionServerOptions, 1>);
 
 /** The headers a session's routing key goes in by default: SGLang's model gateway's and vLLM's router's (docs/engines.md). */
@@ -221,6 +229,9 @@ const RESERVED_HEADERS = new Set([
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
 /** The default worker count: one per available core, at most 8. */
+/** Records bodies from this size on are handed off to the worker; smaller ones are relayed (recordsHandoffMinBytes). */
+export const RECORDS_HANDOFF_MIN_BYTES = 1 << 20;
+
 export const defaultWorkers = (): number => Math.min(availableParallelism(), 8);
 
 export interface ResolveContext {
@@ -303,6 +314,11 @@ export function resolveOptions(options: SessionServerOptions, context: ResolveCo
     recordsNice: int("recordsNice", options.recordsNice ?? 10, 0, 19),
     recordsStreamer: options.recordsStreamer ?? true,
     recordsIdleMs: int("recordsIdleMs", options.recordsIdleMs ?? 30_000, 1),
+    recordsHandoffMinBytes: int(
+      "recordsHandoffMinBytes",
+      options.recordsHandoffMinBytes ?? RECORDS_HANDOFF_MIN_BYTES,
+      0,
+    ),
   };
   oneOf("engineApi", resolved.engineApi, ENGINE_APIS);
   oneOf("onEngineAbort", resolved.onEngineAbort, ["retry", "resume"]);

@@ -267,6 +267,7 @@ function childSpecs(
       recordsNice: opts.recordsNice,
       recordsStreamer: opts.recordsStreamer,
       recordsIdleMs: opts.recordsIdleMs,
+      recordsHandoffMinBytes: opts.recordsHandoffMinBytes,
       sessionIdleTtlS: opts.sessionIdleTtlS,
       anthropicPingMs: opts.anthropicPingMs,
       sessionBudget: { maxTotalTokens: opts.maxSessionTokens, maxTurns: opts.maxSessionTurns },

@@ -11,6 +11,10 @@ import { WorkerUnavailableError } from "./errors.ts";
 import { errorBody, JSON_TYPE } from "./error-reply.ts";
 import type { RouterMetrics } from "./router-metrics.ts";
 
+/** What the client gets when the worker exited before it took the socket (the same for every shard). */
+const refusedBy = (shard: number) => new WorkerUnavailableError(shard, "exited before it took the records socket");
+const REFUSAL: RecordsHandoff["refusal"] = (({ status, code, message }) => ({ status, code, message }))(refusedBy(0));
+
 /** Sends the socket to the host; our copy stays open until `callback` (router-main.ts). */
 export type SendSocket = (message: RecordsHandoff, socket: Socket, callback: (err: Error | null) => void) => void;
 
@@ -51,9 +55,7 @@ export class SocketHandoff {
     const headers: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(reply.getHeaders()))
       if (value !== undefined) headers[name] = typeof value === "number" ? String(value) : value;
-    const refused = new WorkerUnavailableError(to.shard, "exited before it took the records socket");
-    const refusal = { status: refused.status, code: refused.code, message: refused.message };
-    const message: RecordsHandoff = { type: "records-handoff", ...to, headers, refusal };
+    const message: RecordsHandoff = { type: "records-handoff", ...to, headers, refusal: REFUSAL };
     this.#send(message, socket, (err) => {
       if (err === null) {
         // The host holds the connection now. Closing our copy ends this request for the
@@ -66,6 +68,7 @@ export class SocketHandoff {
         return;
       }
       // Not sent (the host is going away): the socket is still ours to answer on.
+      const refused = refusedBy(to.shard);
       reply.raw.writeHead(refused.status, { ...headers, "content-type": JSON_TYPE, connection: "close" });
       reply.raw.end(errorBody(refused));
     });

@@ -28,13 +28,34 @@ export class ParkedResponses {
   readonly #writing = new Set<Socket>();
   readonly #metrics: WorkerMetrics;
   readonly #parkMs: number;
+  readonly #minBytes: number;
   readonly #streamer: RecordsStreamer | undefined;
 
-  /** Without a `streamer`, the worker writes every body itself. */
-  constructor(metrics: WorkerMetrics, streamer?: RecordsStreamer, parkMs = PARK_MS) {
+  /**
+   * Without a `streamer`, the worker writes every body itself. `minBytes`: smaller bodies
+   * are not kept (takes() says no) and go back to the router on the channel.
+   */
+  constructor(
+    metrics: WorkerMetrics,
+    streamer?: RecordsStreamer,
+    { parkMs = PARK_MS, minBytes = 0 }: { parkMs?: number; minBytes?: number } = {},
+  ) {
     this.#metrics = metrics;
     this.#streamer = streamer;
     this.#parkMs = parkMs;
+    this.#minBytes = minBytes;
+  }
+
+  /**
+   * Whether a 200 records response is worth a handoff: its body is at least `minBytes`
+   * long. A handoff passes the client's socket twice (router -> host -> worker) and, for
+   * a journal-backed body, once more to the streamer; for a small body that costs more
+   * than the router relaying it (docs/benchmark.md, bench:hop's records route).
+   */
+  takes(res: CoreResponse): boolean {
+    if (this.#minBytes === 0) return true;
+    const length = Number(res.headers["content-length"]);
+    return !(length < this.#minBytes); // no length known: keep it, as before
   }
 
   get size(): number {

@@ -150,7 +150,8 @@ export function workerHandler(
       case "get": {
         const ticket = request.handoff;
         const res = await metrics.track(request.op, () => core.get(request.sessionId));
-        if (ticket === undefined || parked === undefined || res.status !== 200) return toReply(res);
+        if (ticket === undefined || parked === undefined || res.status !== 200 || !parked.takes(res))
+          return toReply(res);
         parked.park(ticket, res);
         const meta: ShardReply = { status: res.status, headers: res.headers, handoff: true };
         return { meta };

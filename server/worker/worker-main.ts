@@ -56,6 +56,8 @@ export type WorkerConfig = Omit<
   recordsStreamer: boolean;
   /** How long the streamer lives on with no records GET in flight (records-streamer.ts). */
   recordsIdleMs?: number;
+  /** `--records-handoff-min-bytes`: smaller records bodies go back on the channel (records-handoff.ts). */
+  recordsHandoffMinBytes?: number;
   /** `--anthropic-ping-ms`: a streamed Anthropic turn's ping interval while it waits on the engine (messages-turn.ts). */
   anthropicPingMs?: number;
   /** `--on-engine-abort`: "resume" continues an engine-aborted turn (engine/resumed-turn.ts). */
@@ -186,7 +188,7 @@ const streamer =
         metrics,
       })
     : undefined;
-const parked = new ParkedResponses(metrics, streamer);
+const parked = new ParkedResponses(metrics, streamer, { minBytes: config.recordsHandoffMinBytes });
 runtime.onMessage((message, handle) => {
   if (!(handle instanceof Socket)) return;
   if (isRecordsHandoff(message)) void parked.deliver(message, handle);

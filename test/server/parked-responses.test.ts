@@ -63,7 +63,7 @@ test("a kept response is written to its ticket's socket, once; an unknown ticket
 
 test("a response nobody claims is dropped after the park time: buffers released, stream stopped", async () => {
   const metrics = new WorkerMetrics(0, () => 0);
-  const parked = new ParkedResponses(metrics, undefined, 20);
+  const parked = new ParkedResponses(metrics, undefined, { parkMs: 20 });
   const released = new Promise<void>((resolve) => {
     let left = 2;
     const piece = (text: string) => releasable(Buffer.from(text), () => --left === 0 && resolve());

@@ -3,7 +3,9 @@
 // relay sends (an HTTP/1.0 GET is still relayed, so one server gives both), framed by
 // content-length for records in memory and chunked for a journal stream, with
 // `connection: close`. 404, auth, HEAD and keep-alive clients behave as before, and 200
-// handed-off GETs leave no connection behind in the router or the host.
+// handed-off GETs leave no connection behind in the router or the host. Two servers hand
+// off every body (`recordsHandoffMinBytes: 0`); a third, with the default, relays a body
+// under 1 MiB on its keep-alive connection and hands off a bigger one.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,7 +30,7 @@ let journal: SessionServer;
 
 test.before(async () => {
   engine = await startSimEngine({ routedExpertsBytes: R3_BYTES });
-  const common = { engineUrl: engine.url, workers: 2, port: 0, logLevel: "warn" };
+  const common = { engineUrl: engine.url, workers: 2, port: 0, logLevel: "warn", recordsHandoffMinBytes: 0 };
   memory = await startSessionServer({ ...common, durability: "memory", authToken: ADMIN });
   journal = await startSessionServer({ ...common, dataDir: join(dir, "data"), routingReplay: true });
 });
@@ -196,6 +198,44 @@ test("200 handed-off GETs in a row leave no connection open in the router or the
   const after = await settle(() => ({ router: tcpSockets(router), host: tcpSockets(process.pid) }), before);
   assert.ok(after.router <= before.router, `router TCP sockets ${before.router} -> ${after.router}`);
   assert.ok(after.host <= before.host, `host TCP sockets ${before.host} -> ${after.host}`);
+});
+
+test("the default --records-handoff-min-bytes: a small body is relayed on the keep-alive connection, a big one handed off", async () => {
+  const server = await startSessionServer({
+    engineUrl: engine.url,
+    workers: 1,
+    port: 0,
+    logLevel: "warn",
+    durability: "memory",
+    routingReplay: true,
+  });
+  const agent = new Agent({ connections: 1, pipelining: 1 });
+  try {
+    const { sessionId: id } = await server.createSession();
+    const handoffs = () => metric(server, "tito_records_handoffs_total", `shard="0"`);
+    const relayedBytes = () => metric(server, "tito_relayed_reply_bytes_total", `shard="0"`);
+    const [handedBefore, relayedBefore] = [await handoffs(), await relayedBytes()];
+    const small = await undiciFetch(`${server.url}/sessions/${id}`, { dispatcher: agent });
+    assert.is(small.status, 200);
+    assert.is(small.headers.get("connection"), "keep-alive", "relayed: the connection stays");
+    const smallBody = Buffer.from(await small.arrayBuffer());
+    assert.ok(smallBody.length < 1 << 20);
+    assert.is(JSON.parse(smallBody.toString("utf8")).records.length, 0);
+    assert.is(await handoffs(), handedBefore, "not handed off");
+    assert.is(await relayedBytes(), relayedBefore + smallBody.length, "the router relayed its bytes");
+
+    const { res } = await chat(server.url, id, [{ role: "user", content: "Hello" }]);
+    assert.is(res.status, 200, res.text);
+    const relayedBeforeBig = await relayedBytes();
+    const big = await rawGet(server.url, `/sessions/${id}`, "1.1");
+    assertHandedOff(big, "content-length");
+    assert.ok(big.body.length > R3_BYTES, `${big.body.length} bytes: one R3 payload`);
+    assert.is(await handoffs(), handedBefore + 1, "handed off");
+    assert.is(await relayedBytes(), relayedBeforeBig, "the router copied none of it");
+  } finally {
+    await agent.close();
+    await server.shutdown();
+  }
 });
 
 function chatBody() {
