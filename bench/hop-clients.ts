@@ -16,6 +16,7 @@ import { performance } from "node:perf_hooks";
 import { Pool } from "undici";
 import { connectChannel, type Channel } from "../transport/index.ts";
 import { requestShard, type ShardRequest } from "../server/protocol/shard-protocol.ts";
+import { requestPayload } from "./bare-topology.ts";
 
 export type ClientKind = "inproc" | "child" | "curl";
 export const CLIENT_KINDS: readonly ClientKind[] = ["inproc", "child", "curl"];
@@ -180,9 +181,9 @@ export async function workerClient(socketPath: string): Promise<{
   };
 }
 
-/** Frames straight to the bare topology's worker: [u32 length][u32 id][path] (bench/bare-topology.ts). */
+/** Frames straight to the bare topology's worker: [u32 length][u32 id][u16 path length][path][body] (bench/bare-topology.ts). */
 export async function bareWorkerClient(socketPath: string): Promise<{
-  block(path: string, n: number): Promise<number[]>;
+  block(path: string, n: number, body?: string): Promise<number[]>;
   close(): void;
 }> {
   const socket: Socket = createConnection(socketPath);
@@ -199,9 +200,9 @@ export async function bareWorkerClient(socketPath: string): Promise<{
     }
   });
   return {
-    async block(path, n) {
+    async block(path, n, body) {
       const out: number[] = [];
-      const payload = Buffer.from(path, "utf8");
+      const payload = requestPayload(path, body === undefined ? undefined : Buffer.from(body));
       for (let i = 0; i < n; i++) {
         const t0 = performance.now();
         const header = Buffer.allocUnsafe(8);

@@ -7,7 +7,12 @@
 // worker`; the bare topology's `via its router − straight to its worker` is the floor of
 // an HTTP front relaying over a Unix socket; the ratio of the two, at p50, is the target
 // (≤ 1.3×). The route's worker work cancels out of both differences, so chat turns,
-// whose worker renders and tokenizes, are held to the same floor as a proxied GET.
+// whose worker renders and tokenizes, are held to the floor of a relay alone. The floor
+// is of the route's own shape: the bare router relays the same method and request body,
+// and its worker answers as many bytes as tito-server's reply on that route
+// (bench/bare-topology.ts, `?reply=N`), so a POST's body and a bigger reply cost the floor
+// what they cost the router. Beside the router's CPU per request is the worker's, straight
+// and via the router: the op the router sends should cost the worker no more.
 // Blocks of each leg alternate, so a shared machine's drift hits all of them alike.
 import { request } from "undici";
 import { shardOf, type ShardRequest } from "../server/protocol/shard-protocol.ts";
@@ -41,6 +46,10 @@ export interface RouteRow {
   toWorker: LatencySummary;
   /** Router CPU µs per request on this route (/proc; one 10 ms tick over the leg's requests). */
   routerCpuUs: number;
+  /** The route's worker's CPU µs per request: straight to its socket, and via the router. */
+  workerCpuUs: { direct: number; via: number };
+  /** The reply body's bytes on this route (the floor answers as many). */
+  replyBytes: number;
   addedP50Us: number;
   /** The bare topology, same client: via its router, and straight to its worker. */
   bareViaRouter: LatencySummary;
@@ -70,6 +79,18 @@ async function post(url: string, path: string, body: string): Promise<void> {
   const res = await request(url + path, { method: "POST", body, headers: { "content-type": "application/json" } });
   const text = await res.body.text();
   if (res.statusCode !== 200) throw new Error(`POST ${path}: ${res.statusCode} ${text}`);
+}
+
+/** The reply body's length of one `call` (after the routes' one turn each: what every timed call answers). */
+async function replyBytes(url: string, call: Call): Promise<number> {
+  const res = await request(url + call.path, {
+    method: call.method,
+    body: call.body,
+    headers: call.body === undefined ? {} : { "content-type": "application/json" },
+  });
+  const bytes = Buffer.from(await res.body.arrayBuffer()).length;
+  if (res.statusCode !== call.status) throw new Error(`${call.method} ${call.path}: ${res.statusCode}`);
+  return bytes;
 }
 
 /** One session per route, each with one committed turn; the call each route's requests make and its shard op. */
@@ -120,17 +141,24 @@ export async function measureRoutes(
   const bareWorker = await bareWorkerClient(listeningSocketOf(setup.barePids.worker));
   const tito = new Map<ClientKind, HttpClient>(clients.map((k) => [k, httpClient(k, setup.serverUrl)]));
   const bare = new Map<ClientKind, HttpClient>(clients.map((k) => [k, httpClient(k, setup.bareUrl)]));
-  const bareCall: Call = { method: "GET", path: `/sessions/${calls.proxy.id}/v1/models`, status: 200 };
+  // Each route's floor: the same method and body through the bare router, answered with as many bytes.
+  const bytes = {} as Record<Route, number>;
+  const bareCalls = {} as Record<Route, Call>;
+  for (const route of ROUTES) {
+    const { call } = calls[route];
+    bytes[route] = await replyBytes(setup.serverUrl, call);
+    bareCalls[route] = { ...call, path: `/sessions/${calls.proxy.id}/v1/models?reply=${bytes[route]}`, status: 200 };
+  }
   const lat = new Map<string, number[]>();
   const cpu = new Map<string, number>();
   const add = (key: string, values: number[], cpuUs = 0) => {
     lat.set(key, [...(lat.get(key) ?? []), ...values]);
     cpu.set(key, (cpu.get(key) ?? 0) + cpuUs);
   };
-  const timedCpu = async (pid: number, run: () => Promise<number[]>) => {
-    const before = cpuMs(pid);
+  const timedCpu = async (pids: number[], run: () => Promise<number[]>) => {
+    const before = pids.map(cpuMs);
     const values = await run();
-    return { values, cpuUs: (cpuMs(pid) - before) * 1000 };
+    return { values, cpuUs: pids.map((pid, i) => (cpuMs(pid) - before[i]!) * 1000) };
   };
   try {
     const rounds = Math.max(1, Math.round(requests / BLOCK));
@@ -138,19 +166,23 @@ export async function measureRoutes(
       const keep = round >= 0; // round -1 warms every leg up
       for (const route of ROUTES) {
         const { id, call, op } = calls[route];
-        const worker = workers[shardOf(id, n)]!;
-        const direct = await worker.block(op, call.body === undefined ? undefined : Buffer.from(call.body), 200, BLOCK);
-        if (keep) add(`worker:${route}`, direct);
+        const shard = shardOf(id, n);
+        const workerPid = setup.workerPids[shard]!;
+        const body = call.body === undefined ? undefined : Buffer.from(call.body);
+        const direct = await timedCpu([workerPid], () => workers[shard]!.block(op, body, 200, BLOCK));
+        if (keep) add(`worker:${route}`, direct.values, direct.cpuUs[0]);
         for (const kind of clients) {
-          const via = await timedCpu(setup.routerPid, () => tito.get(kind)!.block(call, BLOCK));
-          if (keep) add(`${kind}:${route}`, via.values, via.cpuUs);
+          const via = await timedCpu([setup.routerPid, workerPid], () => tito.get(kind)!.block(call, BLOCK));
+          if (keep) add(`${kind}:${route}`, via.values, via.cpuUs[0]);
+          if (keep) add(`${kind}:${route}:worker`, [], via.cpuUs[1]);
         }
-      }
-      const socket = await bareWorker.block(`/v1/models`, BLOCK);
-      if (keep) add("bare-worker", socket);
-      for (const kind of clients) {
-        const via = await timedCpu(setup.barePids.router, () => bare.get(kind)!.block(bareCall, BLOCK));
-        if (keep) add(`bare:${kind}`, via.values, via.cpuUs);
+        const bareCall = bareCalls[route];
+        const socket = await bareWorker.block(bareCall.path.replace(/^\/sessions\/[^/]+/, ""), BLOCK, bareCall.body);
+        if (keep) add(`bare-worker:${route}`, socket);
+        for (const kind of clients) {
+          const via = await timedCpu([setup.barePids.router], () => bare.get(kind)!.block(bareCall, BLOCK));
+          if (keep) add(`bare:${kind}:${route}`, via.values, via.cpuUs[0]);
+        }
       }
     }
   } finally {
@@ -159,31 +191,35 @@ export async function measureRoutes(
     bareWorker.close();
   }
   const rows: RouteRow[] = [];
-  const bareToWorker = summarize(lat.get("bare-worker")!);
-  for (const client of clients) {
-    const bareVia = lat.get(`bare:${client}`)!;
-    const bareViaRouter = summarize(bareVia);
-    const bareAddedP50Us = bareViaRouter.p50 - bareToWorker.p50;
+  for (const client of clients)
     for (const route of ROUTES) {
       const via = lat.get(`${client}:${route}`)!;
       const viaRouter = summarize(via);
       const toWorker = summarize(lat.get(`worker:${route}`)!);
       const addedP50Us = viaRouter.p50 - toWorker.p50;
+      const bareVia = lat.get(`bare:${client}:${route}`)!;
+      const bareViaRouter = summarize(bareVia);
+      const bareToWorker = summarize(lat.get(`bare-worker:${route}`)!);
+      const bareAddedP50Us = bareViaRouter.p50 - bareToWorker.p50;
       rows.push({
         client,
         route,
         viaRouter,
         toWorker,
         routerCpuUs: cpu.get(`${client}:${route}`)! / via.length,
+        workerCpuUs: {
+          direct: cpu.get(`worker:${route}`)! / lat.get(`worker:${route}`)!.length,
+          via: cpu.get(`${client}:${route}:worker`)! / via.length,
+        },
+        replyBytes: bytes[route],
         addedP50Us,
         bareViaRouter,
         bareToWorker,
-        bareRouterCpuUs: cpu.get(`bare:${client}`)! / bareVia.length,
+        bareRouterCpuUs: cpu.get(`bare:${client}:${route}`)! / bareVia.length,
         bareAddedP50Us,
         ratio: addedP50Us / bareAddedP50Us,
       });
     }
-  }
   return rows;
 }
 
@@ -193,15 +229,15 @@ export function routesTable(rows: { workers: number; routes: RouteRow[] }[]): st
   if (rows.some((r) => r.routes.length > 0))
     lines.push(
       "",
-      "Every route: what the router adds (p50 via the router − p50 of the same shard op straight to the worker's socket) against the bare topology's (via its router − straight to its worker), µs; router CPU µs per request:",
+      "Every route: what the router adds (p50 via the router − p50 of the same shard op straight to the worker's socket) against the bare topology's (via its router − straight to its worker, the same method, request body and reply size), µs; router CPU µs per request, and the worker's straight · via the router:",
       "",
-      "| workers | client | route | via router p50 / p99 | to the worker p50 | router adds | router CPU | bare via router p50 | bare to worker p50 | bare adds | bare router CPU | ratio (target ≤ 1.3) |",
-      "|---|---|---|---|---|---|---|---|---|---|---|---|",
+      "| workers | client | route | reply B | via router p50 / p99 | to the worker p50 | router adds | router CPU | worker CPU straight · via | bare via router p50 | bare to worker p50 | bare adds | bare router CPU | ratio (target ≤ 1.3) |",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     );
   for (const r of rows)
     for (const x of r.routes)
       lines.push(
-        `| ${r.workers} | ${x.client} | ${x.route} | ${fmt(x.viaRouter.p50, 0)} / ${fmt(x.viaRouter.p99, 0)} | ${fmt(x.toWorker.p50, 0)} | ${fmt(x.addedP50Us, 0)} | ${fmt(x.routerCpuUs, 0)} | ` +
+        `| ${r.workers} | ${x.client} | ${x.route} | ${x.replyBytes} | ${fmt(x.viaRouter.p50, 0)} / ${fmt(x.viaRouter.p99, 0)} | ${fmt(x.toWorker.p50, 0)} | ${fmt(x.addedP50Us, 0)} | ${fmt(x.routerCpuUs, 0)} | ${fmt(x.workerCpuUs.direct, 0)} · ${fmt(x.workerCpuUs.via, 0)} | ` +
           `${fmt(x.bareViaRouter.p50, 0)} | ${fmt(x.bareToWorker.p50, 0)} | ${fmt(x.bareAddedP50Us, 0)} | ${fmt(x.bareRouterCpuUs, 0)} | ${fmt(x.ratio, 2)} |`,
       );
   return lines;
