@@ -71,6 +71,7 @@ test("every value is checked before anything starts, and errors name the flag", 
     [["--durability", "disk"], '--durability must be one of journal, memory, got "disk"'],
     [["--records-nice", "20"], "--records-nice must be an integer between 0 and 19, got 20"],
     [["--records-nice=-1"], "--records-nice must be an integer between 0 and 19, got -1"],
+    [["--records-handoff-min-bytes", "-1"], "--records-handoff-min-bytes must be an integer of at least 0, got -1"],
     [["--log-level", "loud"], '--log-level must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
     [["--message-matcher", "lenient"], '--message-matcher must be one of strict, loose, role-content, got "lenient"'],
     // A role no family appends: refused by the host, before a worker loads a tokenizer to refuse it.
