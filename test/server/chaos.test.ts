@@ -52,6 +52,9 @@ test.before(async () => {
     routingReplay: true,
     maxRestarts: 1_000, // the point is to survive the kills, not to escalate
     restartBackoffMs: 50,
+    // Every records GET is handed off (the sessions' records are far under the default
+    // 1 MiB), so the worker's records streamer runs and its kills are part of the chaos.
+    recordsHandoffMinBytes: 0,
     logLevel: "error",
     onEvent: (event) => events.push(event),
   });
