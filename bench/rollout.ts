@@ -74,15 +74,18 @@ async function main(): Promise<void> {
         },
       };
       // Interleaved (floor, [base-w1,] w1, [base-w2,] w2, … per repeat) so slow drift of a shared machine hits all alike.
+      // With a baseline, even repeats run this checkout's server first: whichever of two
+      // servers runs second came out 1.5-3 ms per r3 turn slower (docs/benchmark.md).
       // A failed run is reported and the others still run: one bad worker count must not hide the rest.
-      const attempts: [string, () => Promise<RunResult>][] = [
+      type Attempt = [string, () => Promise<RunResult>];
+      const attempts: Attempt[] = [
         ["floor", () => runFloor(ctx)],
-        ...config.workers.flatMap((w): [string, () => Promise<RunResult>][] => [
-          ...(config.baselineRoot
-            ? [[`base-w${w}`, () => runServer(w, ctx, config.baselineRoot)] as [string, () => Promise<RunResult>]]
-            : []),
-          [`w${w}`, () => runServer(w, ctx)],
-        ]),
+        ...config.workers.flatMap((w): Attempt[] => {
+          const mine: Attempt = [`w${w}`, () => runServer(w, ctx)];
+          if (!config.baselineRoot) return [mine];
+          const base: Attempt = [`base-w${w}`, () => runServer(w, ctx, config.baselineRoot)];
+          return repeat % 2 === 1 ? [base, mine] : [mine, base];
+        }),
       ];
       for (const [label, run] of attempts) {
         try {
