@@ -63,7 +63,6 @@ interface KeptReply {
    * packed: the headers' JSON (UTF-8), a newline, and the bytes, deflated (latin1 too).
    */
   bytes: string;
-  packed: boolean;
   /** When it was kept (performance.now()). */
   at: number;
   /** A stream's events: each one's length in `bytes`; undefined for a whole reply. */
@@ -134,7 +133,6 @@ export class TurnReplays {
       idempotencyKey: header(request.headers, "idempotency-key"),
       headers: JSON.stringify(reply.headers),
       bytes: compact(reply.pieces),
-      packed: false,
       at: performance.now(),
       events: reply.streamed ? reply.pieces.map((p) => p.length) : undefined,
     };
@@ -147,7 +145,7 @@ export class TurnReplays {
   /** Whether `t`'s kept reply is packed, and the characters it holds (for tests). */
   held(t: Trajectory): { packed: boolean; chars: number } | undefined {
     const kept = this.#kept.get(t);
-    return kept && { packed: kept.packed, chars: kept.bytes.length + (kept.headers?.length ?? 0) };
+    return kept && { packed: isPacked(kept), chars: kept.bytes.length + (kept.headers?.length ?? 0) };
   }
 
   close(): void {
@@ -165,7 +163,7 @@ export class TurnReplays {
     for (; i < this.#young.length && now - this.#youngAt[i]! >= this.#packAfterMs; i++) {
       const t = this.#young[i]!;
       const kept = this.#kept.get(t);
-      if (kept === undefined || kept.packed) continue;
+      if (kept === undefined || isPacked(kept)) continue;
       // The session moved on (a rollback, a turn not kept): nothing will be answered from it.
       if (kept.version !== t.version) this.#kept.delete(t);
       // Kept again since: its own entry comes later.
@@ -184,12 +182,14 @@ function pack(kept: KeptReply): void {
   const whole = Buffer.concat([Buffer.from(`${kept.headers}\n`, "utf8"), Buffer.from(kept.bytes, "latin1")]);
   kept.bytes = deflateRawSync(whole, { dictionary: DICTIONARY }).toString("latin1");
   kept.headers = undefined;
-  kept.packed = true;
 }
+
+/** A packed reply holds its headers inside its deflated bytes. */
+const isPacked = (kept: KeptReply): boolean => kept.headers === undefined;
 
 /** A kept reply's headers and bytes, packed or not. */
 function unpack(kept: KeptReply): { headers: string; bytes: Buffer } {
-  if (!kept.packed) return { headers: kept.headers!, bytes: Buffer.from(kept.bytes, "latin1") };
+  if (!isPacked(kept)) return { headers: kept.headers!, bytes: Buffer.from(kept.bytes, "latin1") };
   const whole = inflateRawSync(Buffer.from(kept.bytes, "latin1"), { dictionary: DICTIONARY });
   // JSON.stringify escapes every newline: the first one ends the headers.
   const newline = whole.indexOf(0x0a);

@@ -53,7 +53,6 @@ export class ParkedResponses {
    * than the router relaying it (docs/benchmark.md, bench:hop's records route).
    */
   takes(res: CoreResponse): boolean {
-    if (this.#minBytes === 0) return true;
     const length = Number(res.headers["content-length"]);
     return !(length < this.#minBytes); // no length known: keep it, as before
   }
