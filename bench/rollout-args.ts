@@ -51,6 +51,7 @@ count, and straight to the simulated engine (the floor), in one run.
   --r3-last-mib M      routed_experts (base64, as on the wire) growing linearly to M MiB on the last turn
   --workers LIST       worker counts to sweep, e.g. 1,2,4 (default 1,2; reference: 1,2,nproc)
   --get-records        each session GETs its full records after its last turn
+  --no-get-records     no records GETs (r3 and quick have them by default): the turn path alone
   --latency-ms MS      simulated generation time per engine reply (default 0)
   --repeat R           run every configuration R times, each on a fresh server (default 1)
   --warmup P           unmeasured passes of the workload before each measured run
@@ -150,6 +151,7 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
     "r3-last-mib": { type: "string" },
     workers: { type: "string" },
     "get-records": { type: "boolean" },
+    "no-get-records": { type: "boolean" },
     "latency-ms": { type: "string" },
     repeat: { type: "string" },
     warmup: { type: "string" },
@@ -168,6 +170,7 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
     .split(",")
     .map((w) => num("workers", w.trim(), 1)!);
   if (new Set(workers).size !== workers.length) fail("--workers lists a count twice");
+  if (values["get-records"] && values["no-get-records"]) fail("--get-records and --no-get-records together");
   return {
     preset: presetName,
     sessions: num("sessions", values.sessions, 1) ?? preset.sessions!,
@@ -176,7 +179,7 @@ export function parseRolloutArgs(argv: string[]): RolloutConfig {
     outputTokens: num("output-tokens", values["output-tokens"], 1) ?? preset.outputTokens!,
     r3LastMiB: num("r3-last-mib", values["r3-last-mib"], 0, false) ?? preset.r3LastMiB!,
     workers,
-    getRecords: values["get-records"] ?? preset.getRecords!,
+    getRecords: values["no-get-records"] ? false : (values["get-records"] ?? preset.getRecords!),
     latencyMs: num("latency-ms", values["latency-ms"], 0) ?? 0,
     repeat: num("repeat", values.repeat, 1) ?? 1,
     warmup: num("warmup", values.warmup, 0) ?? preset.warmup!,

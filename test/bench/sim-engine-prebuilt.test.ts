@@ -2,7 +2,6 @@
 // now reports on the chat route), and the byte scans that key it without parsing a body.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { renderChat, type ChatMessage } from "../../sessions/chat-template.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { payloadByte } from "../../server/sim-engine/sim-engine-payload.ts";
@@ -10,8 +9,9 @@ import { flagSet, scanIdArray } from "../../bench/sim-engine-prebuilt-scan.ts";
 import { prebuiltReplies } from "../../bench/sim-engine-prebuilt.ts";
 import type { ChatCompletion } from "../helpers/bodies.ts";
 import type { CompletionsReply, GenerateReply } from "../helpers/engine-bodies.ts";
+import { qwen3 } from "../sessions/fixtures.ts";
 
-const qwen = loadTokenizerFolder(bundledQwen3Dir());
+const qwen = qwen3();
 const IM_END = qwen.tokenId("<|im_end|>")!;
 const HEADER = qwen.encode("<|im_start|>assistant") as [number, number];
 

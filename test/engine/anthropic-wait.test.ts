@@ -11,10 +11,10 @@ import * as assert from "uvu/assert";
 import { createEngine } from "../../engine/index.ts";
 import { createSessionCore, messagesTurn, type CoreResponse, type SessionCore } from "../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
-import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { responseText } from "../helpers/core.ts";
+import { qwen3 } from "../sessions/fixtures.ts";
 
-const folder = loadTokenizerFolder(bundledQwen3Dir());
+const folder = qwen3();
 let engine: SimEngine;
 let core: SessionCore;
 /** The engine holds each request until this opens; then fails it when `failNext`. */

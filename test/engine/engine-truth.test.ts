@@ -10,11 +10,11 @@ import { createEngine, type EngineApi } from "../../engine/index.ts";
 import { createSessionCore, messagesTurn, type CoreResponse, type SessionCore } from "../../sessions/index.ts";
 import { startSimEngine, type SimEngine, type SimEngineOptions } from "../../server/sim-engine/sim-engine.ts";
 import { simExpert } from "../../server/sim-engine/sim-engine-completions.ts";
-import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-folder.ts";
+import { bundledQwen3Dir } from "../../sessions/tokenizer-folder.ts";
 import { responseText } from "../helpers/core.ts";
-import { WEATHER_TOOL } from "../sessions/fixtures.ts";
+import { WEATHER_TOOL, folderAt, qwen3 } from "../sessions/fixtures.ts";
 
-const folder = loadTokenizerFolder(bundledQwen3Dir());
+const folder = qwen3();
 const APIS: EngineApi[] = ["sglang-chat", "sglang-generate", "vllm-completions"];
 const cleanup: Array<() => Promise<unknown> | void> = [];
 test.after(async () => {
@@ -70,7 +70,7 @@ async function rig(
   });
   const c = createSessionCore({
     engine: adapter,
-    tokenizerFolder: core.tokenizerDir ? loadTokenizerFolder(core.tokenizerDir) : folder,
+    tokenizerFolder: core.tokenizerDir ? folderAt(core.tokenizerDir) : folder,
     generationConfig: core.generationConfig,
   });
   cleanup.push(

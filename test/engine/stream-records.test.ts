@@ -9,11 +9,10 @@ import * as assert from "uvu/assert";
 import { createEngine, type EngineApi } from "../../engine/index.ts";
 import { createSessionCore, type SessionCore } from "../../sessions/index.ts";
 import { startSimEngine, type SimEngineOptions } from "../../server/sim-engine/sim-engine.ts";
-import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { responseText } from "../helpers/core.ts";
-import { WEATHER_TOOL } from "../sessions/fixtures.ts";
+import { WEATHER_TOOL, qwen3 } from "../sessions/fixtures.ts";
 
-const folder = loadTokenizerFolder(bundledQwen3Dir());
+const folder = qwen3();
 const cleanup: Array<() => Promise<unknown> | void> = [];
 test.after(async () => {
   for (const c of cleanup.reverse()) await c();

@@ -8,12 +8,11 @@ import { createServer, type Server } from "node:http";
 import { createEngine, type EngineApi } from "../../engine/index.ts";
 import { createSessionCore, type SessionCore } from "../../sessions/index.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
-import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { responseText } from "../helpers/core.ts";
-import { WEATHER_TOOL } from "../sessions/fixtures.ts";
+import { WEATHER_TOOL, qwen3 } from "../sessions/fixtures.ts";
 import { ACCEPTS, FINISH_REASONS, GOLDEN_REPLIES, RETURNS } from "./upstream-golden.ts";
 
-const folder = loadTokenizerFolder(bundledQwen3Dir());
+const folder = qwen3();
 const sent: Array<{ route: string; body: Record<string, unknown> }> = [];
 let engine: SimEngine;
 const cores: SessionCore[] = [];

@@ -5,14 +5,14 @@
 // each engine's error shape, and the fault hook.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { renderChat, type ChatMessage } from "../../sessions/chat-template.ts";
 import { startSimEngine, type SimEngine, type SimRoute } from "../../server/sim-engine/sim-engine.ts";
 import { payloadByte } from "../../server/sim-engine/sim-engine-payload.ts";
 import type { ChatCompletion } from "../helpers/bodies.ts";
 import type { CompletionsReply, GenerateReply } from "../helpers/engine-bodies.ts";
+import { qwen3 } from "../sessions/fixtures.ts";
 
-const qwen = loadTokenizerFolder(bundledQwen3Dir());
+const qwen = qwen3();
 const IM_END = qwen.tokenId("<|im_end|>")!;
 const TOOL_CALL_END = qwen.tokenId("</tool_call>")!;
 const NEWLINE = qwen.encode("\n")[0];

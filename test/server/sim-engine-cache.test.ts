@@ -6,10 +6,10 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { buildSimEngineApp, type SimEngineOptions } from "../../server/sim-engine/sim-engine.ts";
-import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { renderChat } from "../../sessions/chat-template.ts";
+import { qwen3 } from "../sessions/fixtures.ts";
 
-const qwen = loadTokenizerFolder(bundledQwen3Dir());
+const qwen = qwen3();
 const opening = qwen.encode(
   renderChat(qwen, [{ role: "user", content: "Tell me about the weather in Paris, Lyon and Marseille this week." }], {
     addGenerationPrompt: true,

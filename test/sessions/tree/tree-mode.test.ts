@@ -101,7 +101,7 @@ function assertExact(all: TreeRecord[], sample: LeafSample) {
 }
 
 test.before(async () => {
-  engine = await startSimEngine();
+  engine = await startSimEngine({ tokenizerFolder: qwen3() });
   core = coreFor({ engineUrl: engine.url, tokenizerFolder: folder });
 });
 test.after(async () => {
