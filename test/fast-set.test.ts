@@ -2,7 +2,8 @@
 // in its comments or the modules it only takes types from.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
-import { dirname, join, resolve } from "node:path";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { codeOf, inFastSet, plan, startsTree, tokenizersOf } from "./fast-set.ts";
 
@@ -105,6 +106,22 @@ test("files that load the same npm tokenizer share a batch, while their group fi
   );
   // A group over a batch's share (3 of 6 in 2 batches) is dealt file by file.
   assert.not.ok(together(plan(files, root, 3, () => 1)));
+});
+
+// A batch shares each folder its files load through test/sessions/fixtures.ts (folderAt,
+// qwen3, npmFolder); a file that loads an npm folder itself pays ~1-3 CPU s more per batch
+// (nine did: issue 41's test:fast went from 113.6 to ~89 CPU s once they shared).
+test("test files load the npm tokenizer folders through the fixtures' per-process cache", () => {
+  const direct = /\bloadTokenizerFolder\(\s*(bundledQwen3Dir|npmTokenizerDir|deepseekV3NpmDir)\(/;
+  const offenders = readdirSync(at("test"), { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile() && e.name.endsWith(".ts"))
+    .map((e) => relative(root, join(e.parentPath, e.name)))
+    .filter((file) => file !== "test/sessions/fixtures.ts" && file !== "test/fast-set.test.ts")
+    .filter((file) => direct.test(codeOf(readFileSync(at(file), "utf8"))));
+  assert.equal(offenders, [], `load through folderAt / qwen3 / npmFolder: ${offenders.join(", ")}`);
+  // The check sees a direct load (and not one in a comment).
+  assert.ok(direct.test(codeOf("const q = loadTokenizerFolder(bundledQwen3Dir());")));
+  assert.not.ok(direct.test(codeOf("// loadTokenizerFolder(bundledQwen3Dir())")));
 });
 
 test.run();
