@@ -52,8 +52,12 @@ const entryExt = toDist || import.meta.url.endsWith(".js") ? ".js" : ".ts";
  * about a fifth of its CPU on small turns; with a 64 MiB initial old generation it runs
  * 4 in its life and the young generation's scavenges do the work. The cost is up to
  * ~50 MiB more resident garbage in the router (docs/benchmark.md, issue 20).
+ * A young generation that starts (and, idle, shrinks back) at V8's minimum made every
+ * relayed long history cost the router twice what it does at 16 MiB: at 80k tokens of
+ * history (~350 KB per chat turn) 4.5 against 2.1 ms of router CPU per turn (bench:long,
+ * issue 47).
  */
-const ROUTER_NODE_FLAGS = ["--initial-old-space-size=64"];
+export const ROUTER_NODE_FLAGS = ["--initial-old-space-size=64", "--min-semi-space-size=16"];
 
 /**
  * --expose-gc: a worker collects its start-up garbage before it reports ready (worker-main.ts).
@@ -63,7 +67,7 @@ const ROUTER_NODE_FLAGS = ["--initial-old-space-size=64"];
  * per-token readings, but its fork case (40k tokens) then read the 16 MiB semi-space V8
  * gives up at idle and takes back on the next turns: 520-800 B per unique token.
  */
-const WORKER_NODE_FLAGS = ["--expose-gc"];
+export const WORKER_NODE_FLAGS = ["--expose-gc"];
 
 export interface SessionServer {
   /** "http://127.0.0.1:PORT" — the HTTP front door (the router process). */

@@ -3,6 +3,7 @@
 // see the same ordered log; shutdown is idempotent and shared.
 import { test } from "uvu";
 import * as assert from "uvu/assert";
+import { readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import {
   ChildInitError,
@@ -12,6 +13,7 @@ import {
   type SupervisionEvent,
 } from "../../index.ts";
 import { closestName, editDistance } from "../../server/host/closest-name.ts";
+import { ROUTER_NODE_FLAGS, WORKER_NODE_FLAGS } from "../../server/host/session-server.ts";
 import { startSimEngine, type SimEngine } from "../../server/sim-engine/sim-engine.ts";
 import { waitGone } from "../helpers/events.ts";
 import { npmTokenizerDir } from "../sessions/fixtures.ts";
@@ -140,6 +142,15 @@ test("events: the async iterable replays from the start, matches on('event'), an
     for await (const event of server.events) iterated.push(event);
   })();
   const pids = [server.tree().router.pid!, server.tree().shards[0].pid!];
+  // Each process runs with its own heap flags (session-server.ts says why each is there).
+  const argv = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+  for (const [pid, flags] of [
+    [pids[0]!, ROUTER_NODE_FLAGS],
+    [pids[1]!, WORKER_NODE_FLAGS],
+  ] as const)
+    for (const flag of flags)
+      assert.ok(argv(pid).includes(flag), `pid ${pid} runs with ${flag}: ${argv(pid).join(" ")}`);
+  assert.ok(ROUTER_NODE_FLAGS.includes("--min-semi-space-size=16"));
   const [a, b] = [server.shutdown(), server.shutdown()];
   await Promise.all([a, b]);
   await reading; // ends by itself once the server has shut down
