@@ -51,11 +51,9 @@ const entryExt = toDist || import.meta.url.endsWith(".js") ? ".js" : ".ts";
  * mark-compact every ~300 ms (each of its ~200 steps a task that wakes the event loop),
  * about a fifth of its CPU on small turns; with a 64 MiB initial old generation it runs
  * 4 in its life and the young generation's scavenges do the work. The cost is up to
- * ~50 MiB more resident garbage in the router (docs/benchmark.md, issue 20).
- * A young generation that starts (and, idle, shrinks back) at V8's minimum made every
- * relayed long history cost the router twice what it does at 16 MiB: at 80k tokens of
- * history (~350 KB per chat turn) 4.5 against 2.1 ms of router CPU per turn (bench:long,
- * issue 47).
+ * ~50 MiB more resident garbage in the router (docs/benchmark.md, issue 20). A young
+ * generation at V8's minimum (where it starts, and shrinks back to when idle) doubled the
+ * router's CPU for a long resent history: 4.5 vs 2.1 ms per turn at 80k tokens (issue 47).
  */
 export const ROUTER_NODE_FLAGS = ["--initial-old-space-size=64", "--min-semi-space-size=16"];
 
