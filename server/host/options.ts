@@ -228,10 +228,10 @@ const RESERVED_HEADERS = new Set([
 
 const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"];
 
-/** The default worker count: one per available core, at most 8. */
 /** Records bodies from this size on are handed off to the worker; smaller ones are relayed (recordsHandoffMinBytes). */
 export const RECORDS_HANDOFF_MIN_BYTES = 1 << 20;
 
+/** The default worker count: one per available core, at most 8. */
 export const defaultWorkers = (): number => Math.min(availableParallelism(), 8);
 
 export interface ResolveContext {
