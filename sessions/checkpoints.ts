@@ -124,11 +124,16 @@ export class Checkpoints implements CheckpointView {
     if (mark.tail) out.set(mark.tail.subarray(0, mark.end - mark.shared), p);
   }
 
-  /** Commits checkpoint `count` = prompt + completion; the store then holds it. */
-  push(prompt: ArrayLike<number>, completion: readonly number[]): void {
+  /**
+   * Commits checkpoint `count` = prompt + completion; the store then holds it. The first
+   * `same` prompt ids are known to be the latest checkpoint's (copied from it: the turn's
+   * prompt was built on it), so only the rest is compared.
+   */
+  push(prompt: ArrayLike<number>, completion: readonly number[], same = 0): void {
     const end = prompt.length + completion.length;
     // Where the new checkpoint leaves the store's ids: usually at its end (an append).
-    const from = this.#firstDifference(prompt, completion, Math.min(this.#length, end));
+    const common = Math.min(this.#length, end);
+    const from = this.#firstDifference(prompt, completion, common, Math.min(same, common, prompt.length));
     this.#keepTails(from);
     this.#reserve(end);
     this.#own(from, end);
@@ -144,27 +149,29 @@ export class Checkpoints implements CheckpointView {
 
   /**
    * The first i < n where the latest checkpoint's ids and `ids` differ, else n (n <= length,
-   * n <= ids.length): a turn's check of its prompt against the whole history (verify), in
-   * IdChunk's tight loops rather than through at() id by id.
+   * n <= ids.length): a turn's check of its prompt against the history (verify), in
+   * IdChunk's tight loops rather than through at() id by id. Ids below `from` are known
+   * equal (copied from this store: Trajectory.verify) and not compared.
    */
-  mismatch(ids: ArrayLike<number>, n: number): number {
-    for (let c = 0; c * CHUNK < n; c++) {
+  mismatch(ids: ArrayLike<number>, n: number, from = 0): number {
+    from = Math.min(from, n);
+    for (let c = from >>> CHUNK_BITS; c * CHUNK < n; c++) {
       const base = c * CHUNK;
       const m = Math.min(CHUNK, n - base);
-      const end = this.#chunks[c]!.mismatch(ids, base, 0, m);
+      const end = this.#chunks[c]!.mismatch(ids, base, Math.max(0, from - base), m);
       if (end < m) return base + end;
     }
     return n;
   }
 
-  /** The first i < `common` where the store and prompt + completion differ, else `common`. */
-  #firstDifference(prompt: ArrayLike<number>, completion: readonly number[], common: number): number {
-    for (let c = 0; c * CHUNK < common; c++) {
+  /** The first i in [from, `common`) where the store and prompt + completion differ, else `common`. */
+  #firstDifference(prompt: ArrayLike<number>, completion: readonly number[], common: number, from: number): number {
+    for (let c = from >>> CHUNK_BITS; c * CHUNK < common; c++) {
       const chunk = this.#chunks[c]!;
       const base = c * CHUNK;
       const n = Math.min(CHUNK, common - base);
       const inPrompt = Math.max(0, Math.min(n, prompt.length - base));
-      const inPromptEnd = chunk.mismatch(prompt, base, 0, inPrompt);
+      const inPromptEnd = chunk.mismatch(prompt, base, Math.min(inPrompt, Math.max(0, from - base)), inPrompt);
       if (inPromptEnd < inPrompt) return base + inPromptEnd;
       const end = chunk.mismatch(completion, base - prompt.length, inPrompt, n);
       if (end < n) return base + end;

@@ -12,16 +12,24 @@ const APPEND_ROOM = 2048;
 export class IdBuilder {
   #buf: Int32Array;
   #length: number;
+  /** How many leading ids are still the ones `fill` wrote (a drop below them shortens it). */
+  #filled: number;
 
   /** `fill(out)` writes the first `length` ids into `out` (at least `length` slots). */
   constructor(length: number, fill: (out: Int32Array) => void) {
     this.#buf = new Int32Array(length + APPEND_ROOM);
     this.#length = length;
+    this.#filled = length;
     fill(this.#buf);
   }
 
   get length(): number {
     return this.#length;
+  }
+
+  /** The leading ids `fill` wrote and nothing has replaced since. */
+  get filled(): number {
+    return this.#filled;
   }
 
   /** The ids so far: a view of the builder's buffer (valid until the next push past its room). */
@@ -32,6 +40,7 @@ export class IdBuilder {
   /** Leaves out the last `n` ids. */
   drop(n: number): void {
     this.#length = Math.max(0, this.#length - n);
+    this.#filled = Math.min(this.#filled, this.#length);
   }
 
   push(ids: ArrayLike<number>): void {

@@ -16,6 +16,8 @@ export interface PreparedTurn {
   /** The turn's effective template kwargs (server, pinned, request). */
   kwargs: Readonly<Record<string, unknown>>;
   version: number;
+  /** How many leading promptIds were copied from the session's latest checkpoint at `version` (Trajectory's copiedFrom). */
+  copied: number;
   /** Whether `messages` took stored copies over the client's (then the journal keeps them). */
   adopted: boolean;
   /** In tree mode: where the turn attaches (sessions/tree/tree-turn.ts). */

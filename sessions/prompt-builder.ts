@@ -70,6 +70,8 @@ export interface PromptPlan {
   messages: readonly ChatMessage[];
   /** Whether `messages` differs from the request (the request alone does not tell the turn). */
   adopted: boolean;
+  /** How many leading ids were copied from the checkpoint the turn continues (the latest once its rollback is applied). */
+  copied?: number;
 }
 
 /**
@@ -309,7 +311,7 @@ export function planPrompt(
   prompt.push(boundary);
   if (ctx.family.increment === "history" || ctx.renderer.carriesState) {
     prompt.push(historyIncrement(ctx, request, keptMessages, tools));
-    return { promptIds: prompt.ids, rollbackToTurns, ...planned };
+    return { promptIds: prompt.ids, rollbackToTurns, copied: prompt.filled, ...planned };
   }
   let at = keptMessages;
   for (const segment of segmentsOf(appended)) {
@@ -317,7 +319,7 @@ export function planPrompt(
     at += segment.length;
   }
   prompt.push(generationPromptIds(ctx, request, tools));
-  return { promptIds: prompt.ids, rollbackToTurns, ...planned };
+  return { promptIds: prompt.ids, rollbackToTurns, copied: prompt.filled, ...planned };
 }
 
 /** Checkpoint k's ids in a builder the turn's ids are appended to. */

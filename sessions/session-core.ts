@@ -259,6 +259,8 @@ export class SessionCore {
       if (t.tree) reholdParent(t, t.tree, turn.place!, this.#tree.maxNodes);
       const input = {
         promptIds: turn.promptIds,
+        // A tree turn may continue another node than the latest checkpoint: all its ids are compared.
+        copiedFrom: turn.place ? undefined : { version: turn.version, ids: turn.copied },
         completionIds: res.completionIds,
         messages: turn.messages.concat([res.message]), // exactly its messages, no spare slots: the session keeps it
         tools: turn.tools,
@@ -366,6 +368,7 @@ export class SessionCore {
       clientBytes: capped === body ? bytes : Buffer.from(JSON.stringify(capped)),
       kwargs,
       version: t.version,
+      copied: plan.copied ?? 0,
       adopted,
       place,
     };

@@ -148,8 +148,8 @@ export class Trajectory implements TrajectoryView {
         `the new trajectory (${length} tokens) is shorter than the previous checkpoint (${previous.length} tokens, ${maxTrimTokens} trimmable)`,
       );
     }
-    // The prompt's part first, chunk by chunk (Checkpoints.mismatch): the whole history's ids on every turn.
-    let i = previous.mismatch(prompt, Math.min(mustMatch, prompt.length));
+    // The prompt's part first, chunk by chunk (Checkpoints.mismatch), past the ids copied from the store.
+    let i = previous.mismatch(prompt, Math.min(mustMatch, prompt.length), this.#copied(turn));
     for (; i < mustMatch; i++) {
       if (previous.at(i) !== at(i)) {
         throw new TokenizationError(
@@ -159,12 +159,21 @@ export class Trajectory implements TrajectoryView {
     }
   }
 
+  /**
+   * How many leading prompt ids are the latest checkpoint's by construction: those the turn
+   * says it copied from it, while the trajectory is still at the version it copied them at.
+   */
+  #copied(turn: TurnInput): number {
+    const from = turn.copiedFrom;
+    return from !== undefined && from.version === this.#version ? from.ids : 0;
+  }
+
   /** Appends a turn unchecked: a verified one, or one replayed from the journal that verified it. */
   restore(turn: TurnInput): void {
     const last = this.#turns[this.#turns.length - 1];
     // Each request carries its own copy of the tools: a turn whose tools equal the last one's keeps only that one.
     const tools = last?.tools !== undefined && sameJson(last.tools, turn.tools) ? last.tools : turn.tools;
-    this.#checkpoints.push(turn.promptIds, turn.completionIds);
+    this.#checkpoints.push(turn.promptIds, turn.completionIds, this.#copied(turn));
     this.#version++;
     // concat, not push: an array of exactly its turns (push leaves up to 16 spare slots in
     // a short one, 128 bytes a session: many forks of few turns each, bench/fork-heap.ts).
@@ -182,6 +191,12 @@ export class Trajectory implements TrajectoryView {
 
 export interface TurnInput {
   promptIds: ArrayLike<number>;
+  /**
+   * The first `ids` prompt ids were copied from the latest checkpoint while the trajectory
+   * was at `version` (prompt-builder.ts): then they are not compared with it again, which
+   * on a long session was the whole history's ids twice a turn (verify, then restore).
+   */
+  copiedFrom?: { version: number; ids: number };
   completionIds: readonly number[];
   messages: ChatMessage[];
   tools?: unknown[];

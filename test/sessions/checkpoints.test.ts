@@ -110,6 +110,7 @@ test("any sequence of commits and rollbacks reads back as the full copies would"
     fc.record({
       kind: fc.constant("push" as const),
       keep: fc.nat({ max: 3 }), // ids of the previous checkpoint the prompt leaves out at its end
+      same: fc.nat({ max: 400 }), // of the ids it keeps, how many push() is told are copied
       prompt: fc.array(fc.integer({ min: 0, max: 2 ** 31 - 1 }), { maxLength: 300 }),
       completion: fc.array(fc.integer({ min: 0, max: 9 }), { maxLength: 5 }),
     }),
@@ -125,8 +126,9 @@ test("any sequence of commits and rollbacks reads back as the full copies would"
           model.length = Math.min(model.length, o.turns);
         } else {
           const previous = model[model.length - 1] ?? [];
-          const prompt = [...previous.slice(0, Math.max(0, previous.length - o.keep)), ...o.prompt];
-          store.push(prompt, o.completion);
+          const kept = Math.max(0, previous.length - o.keep);
+          const prompt = [...previous.slice(0, kept), ...o.prompt];
+          store.push(prompt, o.completion, Math.min(o.same, kept));
           model.push([...prompt, ...o.completion]);
         }
         assertSame(store, model);
@@ -225,7 +227,37 @@ test("mismatch: the first id that differs, for a typed array or a list, across c
     assert.is(store.mismatch(changed, ids.length), at, `typed, changed at ${at}`);
     assert.is(store.mismatch(Array.from(changed), ids.length), at, `list, changed at ${at}`);
     assert.is(store.mismatch(changed, at), at, `only the first ${at} compared`);
+    assert.is(store.mismatch(changed, ids.length, at), at, `compared from ${at}`);
+    assert.is(store.mismatch(changed, ids.length, at + 1), ids.length, `compared from past ${at}`);
+    assert.is(store.mismatch(changed, at, ids.length), at, `from past n: nothing compared`);
   }
+});
+
+test("ids a turn copied from the latest checkpoint are not compared again, at that version only", () => {
+  const t = new Trajectory("c");
+  const prompt = range(1, 9_000);
+  t.commit({ promptIds: prompt, completionIds: [5, 6], messages: [] }, 0);
+  const bad = Int32Array.from([...prompt, 5, 6, 7]);
+  bad[100] = -1; // a copied id changed after the copy: only a comparison would see it
+  const turn = (copiedFrom?: { version: number; ids: number }) => ({
+    promptIds: bad,
+    completionIds: [8],
+    messages: [],
+    copiedFrom,
+  });
+  const differs = (err: Error) => err.message.includes("first difference at token 100 ");
+  assert.throws(() => t.verify(turn(), 0), differs, "nothing copied");
+  assert.throws(() => t.verify(turn({ version: t.version - 1, ids: 9_002 }), 0), differs, "copied at another version");
+  assert.throws(() => t.verify(turn({ version: t.version, ids: 100 }), 0), differs, "copied up to the id");
+  t.verify(turn({ version: t.version, ids: 9_002 }), 0);
+  const ok = Int32Array.from([...prompt, 5, 6, 7]);
+  t.commit({ promptIds: ok, completionIds: [8], messages: [], copiedFrom: { version: t.version, ids: 9_002 } }, 0);
+  assert.equal(t.currentIds, [...prompt, 5, 6, 7, 8]);
+  assert.throws(
+    () => t.verify({ ...turn({ version: t.version, ids: 9_000 }), promptIds: Int32Array.from([...ok, 9]) }, 0),
+    (err: Error) => err.message.includes("first difference at token 9003 "),
+    "past the copied ids",
+  );
 });
 
 test("verify names the first prompt id that differs from the previous checkpoint, wherever it is", () => {
