@@ -287,13 +287,21 @@ async function main(): Promise<void> {
   const git = gitState();
   const load0 = loadavg();
   const note = (s: string) => process.stderr.write(`bench:long: ${s}\n`);
-  const results: Record<string, { turns: Turn[]; marks: Mark[]; ratio80to8: number | null }> = {};
+  const results: Record<
+    string,
+    { turns: Turn[]; marks: Mark[]; ratio80to8: number | null; ratio80toFresh8: number | null }
+  > = {};
   for (const family of config.families) {
     const turns = await runFamily(family, config, note);
     const m = marks(turns);
     const at = (n: number) => m.find((x) => x.tokens === n && x.of === "all")?.cpuMs;
     const ratio = at(80_000) !== undefined && at(8_000) !== undefined ? at(80_000)! / at(8_000)! : null;
-    results[family] = { turns, marks: m, ratio80to8: ratio };
+    // The fresh sessions' 8k alone: every code path of a turn compiled by then (V8 tiers a
+    // once-a-turn function up late; its TurboFan jobs in the first session's turns were ~15%
+    // of the worker's samples under perf), so the stricter reading of the same target.
+    const fresh = m.find((x) => x.tokens === 8_000 && x.of === "again")?.cpuMs;
+    const ratioFresh = at(80_000) !== undefined && fresh !== undefined ? at(80_000)! / fresh : null;
+    results[family] = { turns, marks: m, ratio80to8: ratio, ratio80toFresh8: ratioFresh };
   }
   const load1 = loadavg();
   const lines = [
@@ -310,10 +318,10 @@ async function main(): Promise<void> {
       );
   }
   lines.push("", "| family | server CPU per turn at 80k vs 8k | target | met |", "|---|---|---|---|");
+  const row = (what: string, ratio: number | null) =>
+    `| ${what} | ${ratio === null ? "-" : ratio.toFixed(2) + "x"} | <= 1.2x | ${ratio !== null && ratio <= 1.2 ? "yes" : "NO"} |`;
   for (const [family, r] of Object.entries(results))
-    lines.push(
-      `| ${family} | ${r.ratio80to8 === null ? "-" : r.ratio80to8.toFixed(2) + "x"} | <= 1.2x | ${r.ratio80to8 !== null && r.ratio80to8 <= 1.2 ? "yes" : "NO"} |`,
-    );
+    lines.push(row(family, r.ratio80to8), row(`${family}, against the fresh sessions' 8k`, r.ratio80toFresh8));
   const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
   lines.push(
     "",
