@@ -1,4 +1,4 @@
-// Every family, from the rows of family-table.ts: detection and settings (FAMILIES.md §6),
+// Every family, from the rows of family-table.ts: detection and settings (docs/models.md, "The families"),
 // boundary ids and drops, drift segments, refused folders, and TITO loops whose prompts
 // extend every checkpoint, put the boundary back, equal a fresh render and leave no drift.
 // Parsing round trips and each family's oddities are in the family's own test file.

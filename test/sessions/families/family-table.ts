@@ -1,5 +1,5 @@
 // Every family as one row of data for the table-driven suite (families.test.ts): the folder
-// it is tested on, the settings it must have (FAMILIES.md §6), boundary and drift-segment
+// it is tested on, the settings it must have (docs/models.md, "The families"), boundary and drift-segment
 // cases, the tokenizers it must refuse, and the TITO loops it must play with no drift. A
 // family's own oddities (templates, parsers, worked examples) are in its own test file.
 import type { ChatMessage } from "../../../sessions/chat-template.ts";
@@ -293,7 +293,7 @@ function briefLoop(
   };
 }
 
-/** FAMILIES.md's worked example of a ChatML thinking family: one call, then the tool increment the next prompt gets. */
+/** The worked example of a ChatML thinking family (qwen3's loop): one call, then the tool increment the next prompt gets. */
 function workedExample(label: string, f: Fixture, reasoning: string, increment: string, tail?: string): LoopCase {
   return {
     label,
