@@ -129,11 +129,19 @@ async function routeCalls(url: string): Promise<Record<Route, { id: string; call
   return out;
 }
 
-/** Every route with every client, `requests` of each leg, in alternating blocks after a warm-up. */
+/**
+ * Every route with every client, `requests` of each leg, in alternating blocks after a
+ * warm-up: `warmup` requests of each route through each router with the in-process client
+ * (unmeasured), then one block of every leg. A router's per-request CPU on the chat route
+ * settles only after a few thousand turns (V8 tiers up code that runs once a request late:
+ * ~1,250 µs over the first 400, ~270 from ~3,600 on, docs/benchmark-history.md); the bare
+ * router, a tenth of the code, gets the same count.
+ */
 export async function measureRoutes(
   setup: Setup,
   clients: readonly ClientKind[],
   requests: number,
+  warmup = 0,
 ): Promise<RouteRow[]> {
   const calls = await routeCalls(setup.serverUrl);
   const n = setup.workerPids.length;
@@ -161,6 +169,18 @@ export async function measureRoutes(
     return { values, cpuUs: pids.map((pid, i) => (cpuMs(pid) - before[i]!) * 1000) };
   };
   try {
+    if (warmup > 0) {
+      const warmers = [httpClient("inproc", setup.serverUrl), httpClient("inproc", setup.bareUrl)];
+      try {
+        for (const route of ROUTES)
+          for (let sent = 0; sent < warmup; sent += BLOCK) {
+            await warmers[0]!.block(calls[route].call, Math.min(BLOCK, warmup - sent));
+            await warmers[1]!.block(bareCalls[route], Math.min(BLOCK, warmup - sent));
+          }
+      } finally {
+        await Promise.all(warmers.map((c) => c.close()));
+      }
+    }
     const rounds = Math.max(1, Math.round(requests / BLOCK));
     for (let round = -1; round < rounds; round++) {
       const keep = round >= 0; // round -1 warms every leg up
