@@ -89,6 +89,10 @@ export class SessionCore {
   get familyName(): TitoFamilyName {
     return this.#ctx.family.name;
   }
+  /** Whether the tokenizer's tables came from the tokenizer cache (sessions/tokenizer-cache.ts). */
+  get tokenizerFromCache(): boolean {
+    return this.#ctx.folder.fromCache;
+  }
 
   health = (): CoreResponse => json(200, { status: "ok" });
 

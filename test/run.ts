@@ -27,8 +27,8 @@
 // per job; --batches N sets the count, --isolated runs every file in its own process.
 // Regexes filter test files by path (any one must match).
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { availableParallelism, loadavg } from "node:os";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { inFastSet, plan } from "./fast-set.ts";
@@ -142,6 +142,18 @@ const CPU_LINE = /^TITO_CPU user=([\d.]+) sys=([\d.]+)\n?/m;
 
 const BATCH = join(testDir, "batch.ts");
 
+/**
+ * The tokenizer cache (sessions/tokenizer-cache.ts) every process of the run shares: the
+ * environment's TITO_TOKENIZER_CACHE if it names one, else a fresh directory for this run
+ * (removed at its end), so a run neither reads nor fills the user's cache. A tokenizer is
+ * built from its tokenizer.json once per run, not once per worker (~0.3-1.6 CPU s each).
+ */
+const ownTokenizerCache = process.env.TITO_TOKENIZER_CACHE === undefined;
+const tokenizerCache = process.env.TITO_TOKENIZER_CACHE ?? mkdtempSync(join(tmpdir(), "tito-test-tokenizers-"));
+const removeTokenizerCache = () => {
+  if (ownTokenizerCache) rmSync(tokenizerCache, { recursive: true, force: true });
+};
+
 /** Runs one test file in its own process, or (more than one) a batch of them in one (test/batch.ts). */
 function runFile(files: string[], timeoutMs: number): Promise<Outcome> {
   const started = Date.now();
@@ -153,7 +165,12 @@ function runFile(files: string[], timeoutMs: number): Promise<Outcome> {
     stdio: ["ignore", "pipe", "pipe"],
     // TITO_CHILD_ENTRIES=dist: a session server started from source runs dist/'s children,
     // not the .ts through tsx (about a CPU second less per child; `npm test` builds first).
-    env: { TITO_CHILD_ENTRIES: "dist", ...process.env, NODE_DISABLE_COLORS: "1" },
+    env: {
+      TITO_CHILD_ENTRIES: "dist",
+      ...process.env,
+      TITO_TOKENIZER_CACHE: tokenizerCache,
+      NODE_DISABLE_COLORS: "1",
+    },
   });
   running.add(child);
   let output = "";
@@ -268,9 +285,14 @@ const stopAll = () => {
       // already gone
     }
   }
+  removeTokenizerCache();
   process.exit(130);
 };
 process.once("SIGINT", stopAll);
 process.once("SIGTERM", stopAll);
 
-process.exitCode = await main();
+try {
+  process.exitCode = await main();
+} finally {
+  removeTokenizerCache();
+}

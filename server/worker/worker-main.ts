@@ -156,7 +156,10 @@ const door = new WorkerDoor(config.holdTimeoutMs ?? 600_000);
 const core = await openStore()
   .then((store) => createSessionCore(coreOptions(store)))
   .catch(cannotStart);
-logger.info({ titoFamily: core.familyName }, `shard-${config.index} follows the ${core.familyName} tito family`);
+logger.info(
+  { titoFamily: core.familyName, tokenizerFromCache: core.tokenizerFromCache },
+  `shard-${config.index} follows the ${core.familyName} tito family`,
+);
 try {
   const started = Date.now();
   const { sessions, turns } = await core.recover();

