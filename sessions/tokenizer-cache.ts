@@ -20,8 +20,9 @@
 // this user and not be writable by others (a planted file would change tokenization), else
 // it is not used. Files are written to a temporary name and renamed, so concurrent writers
 // (the workers of one server start together) never leave a torn file; at most
-// MAX_CACHED_FILES stay, oldest removed first. Any failure to read or write only costs the
-// time the cache would have saved: the load itself never fails because of the cache.
+// MAX_CACHED_FILES stay, oldest removed first (only files named as the cache names them,
+// never another file in the directory). Any failure to read or write only costs the time
+// the cache would have saved: the load itself never fails because of the cache.
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
@@ -232,11 +233,15 @@ export function writeCached(
   }
 }
 
+/** A cache file's name, and a temporary one's (the directory may hold other files: they are never touched). */
+const CACHE_FILE = /^[0-9a-f]{40}\.json$/;
+const TEMPORARY_FILE = /^[0-9a-f]{40}\.json\.\d+\.[0-9a-z]+\.tmp$/;
+
 /** Keeps the MAX_CACHED_FILES newest cache files (and removes temporary files over a minute old). */
 function pruneCache(dir: string): void {
   const now = Date.now();
   const files = readdirSync(dir)
-    .filter((name) => name.endsWith(".json") || name.endsWith(".tmp"))
+    .filter((name) => CACHE_FILE.test(name) || TEMPORARY_FILE.test(name))
     .map((name) => {
       try {
         return { name, mtime: statSync(join(dir, name)).mtimeMs };
@@ -245,8 +250,8 @@ function pruneCache(dir: string): void {
       }
     })
     .filter((f) => f !== undefined);
-  const stale = files.filter((f) => f.name.endsWith(".tmp") && now - f.mtime > 60_000);
-  const kept = files.filter((f) => f.name.endsWith(".json")).sort((a, b) => b.mtime - a.mtime);
+  const stale = files.filter((f) => TEMPORARY_FILE.test(f.name) && now - f.mtime > 60_000);
+  const kept = files.filter((f) => CACHE_FILE.test(f.name)).sort((a, b) => b.mtime - a.mtime);
   for (const f of [...stale, ...kept.slice(MAX_CACHED_FILES)]) {
     try {
       unlinkSync(join(dir, f.name));

@@ -221,13 +221,20 @@ test("the cache keeps its newest files, and its directory comes from the environ
     writeFileSync(file, "{}");
     utimesSync(file, 1_000_000 + i, 1_000_000 + i);
   });
-  const leftover = join(dir, "x.json.1.abc.tmp");
+  const leftover = join(dir, `${"a".repeat(40)}.json.123.k3x9.tmp`);
   writeFileSync(leftover, "");
   utimesSync(leftover, 1_000_000, 1_000_000);
+  // Files that are not the cache's, however old, are never touched.
+  const others = ["notes.json", "x.json.1.abc.tmp", `${"A".repeat(40)}.json`].map((name) => join(dir, name));
+  for (const other of others) {
+    writeFileSync(other, "mine");
+    utimesSync(other, 1, 1);
+  }
   const folder = npmDir("qwen3");
   loadTokenizerFolder(folder, { cacheDir: dir });
   const names = readdirSync(dir);
-  assert.is(names.filter((f) => f.endsWith(".json")).length, MAX_CACHED_FILES);
+  assert.is(names.filter((f) => /^[0-9a-f]{40}\.json$/.test(f)).length, MAX_CACHED_FILES);
+  for (const other of others) assert.ok(names.includes(basename(other)), `${basename(other)} is not the cache's`);
   assert.ok(
     names.includes(basename(cacheFileFor(dir, readFileSync(join(folder, "tokenizer.json"))))),
     "the new file stays",
