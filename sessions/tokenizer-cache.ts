@@ -32,7 +32,7 @@ import type { Tokenizer } from "@huggingface/tokenizers";
 
 /** Bumped whenever the file's layout changes (it is part of the file's name). */
 const FORMAT = 1;
-/** Files kept in the directory (a tokenizer is one file of ~7-25 MB). */
+/** Files kept in the directory (a tokenizer is one file of ~6-25 MB). */
 export const MAX_CACHED_FILES = 16;
 
 /** The library's BPE model fields the cache holds (not in the package's types). */
@@ -129,12 +129,13 @@ const isExceptions = (a: unknown): a is [number, string | null][] =>
 
 /** The file's contents if they read back whole and consistent, else undefined. */
 function readCacheFile(file: string): CacheFile | undefined {
-  let parsed: Partial<CacheFile>;
+  let parsed: Partial<CacheFile> | null;
   try {
-    parsed = JSON.parse(readFileSync(file, "utf8")) as Partial<CacheFile>;
+    parsed = JSON.parse(readFileSync(file, "utf8")) as Partial<CacheFile> | null;
   } catch {
     return undefined;
   }
+  if (parsed === null || typeof parsed !== "object") return undefined;
   const { format, tokenizerJson, ids, vocab, ranks, unkTokenId } = parsed;
   const ok =
     format === FORMAT &&

@@ -150,6 +150,7 @@ test("a torn, foreign or inconsistent file is ignored and rebuilt; the load neve
   const parsed = JSON.parse(good);
   const bad: [string, string][] = [
     ["torn", good.slice(0, good.length >> 1)],
+    ["null", "null"],
     ["another format", JSON.stringify({ ...parsed, format: 999 })],
     ["ranks of another length", JSON.stringify({ ...parsed, ranks: { keys: parsed.ranks.keys, values: [1, 2] } })],
     ["a number for a token", JSON.stringify({ ...parsed, ids: { ...parsed.ids, keys: [1, ...parsed.ids.keys] } })],
