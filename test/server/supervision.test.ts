@@ -84,8 +84,28 @@ test("GET /supervision and /supervision/events describe the tree", async () => {
   const last = events.json.events.at(-1)!.seq;
   const none = await call<EventsBody>(base, "GET", `/supervision/events?since=${last}`);
   assert.equal(none.json.events, []);
-  const bad = await call(base, "GET", "/supervision/events?since=abc");
-  assert.is(bad.status, 400);
+  // `since` is one non-negative decimal integer; anything else is a coded 400 that says so.
+  for (const query of [
+    "since=abc",
+    "since=-1",
+    "since=1.5",
+    "since=1e3",
+    "since=",
+    "since=1&since=2",
+    "since=99999999999999999999",
+  ]) {
+    const bad = await call<{ error: string; code: string }>(base, "GET", `/supervision/events?${query}`);
+    assert.is(bad.status, 400, query);
+    assert.equal(bad.json, { error: "querystring/since must be integer", code: "TITO_ERR_BAD_REQUEST" }, query);
+  }
+  const all = await call<EventsBody>(base, "GET", "/supervision/events");
+  assert.is(all.json.events[0]!.seq, events.json.events[0]!.seq, "no since: from the start");
+  const tail = await call<EventsBody>(base, "GET", `/supervision/events?since=${last - 1}`);
+  assert.equal(
+    tail.json.events.map((e) => e.seq),
+    [last],
+    "since=N: the events after N",
+  );
 });
 
 test("GET /metrics: every worker's memory; with ?gc=1 read after a full GC (a deleted session's memory gone), with code and bytecode", async () => {
