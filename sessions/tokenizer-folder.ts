@@ -7,7 +7,7 @@ import { dirname, join } from "node:path";
 import { Tokenizer } from "@huggingface/tokenizers";
 import { cachedEncoder } from "./cached-encode.ts";
 import { TokenizerLoadError } from "./errors.ts";
-import { cacheable, readCached, tokenizerCacheDir, writeCached } from "./tokenizer-cache.ts";
+import { cacheable, readCached, tokenizerCacheDir, usableCacheFile, writeCached } from "./tokenizer-cache.ts";
 
 export interface TokenizerFolder {
   readonly dir: string;
@@ -129,16 +129,16 @@ export function loadTokenizerFolder(dir: string, options: LoadOptions = {}): Tok
       throw new TokenizerLoadError(`cannot build a tokenizer from ${dir}: ${(err as Error).message}`, { cause: err });
     }
   };
+  const cacheFile = cacheDir === undefined ? undefined : usableCacheFile(cacheDir, tokenizerBytes);
   let cached: ReturnType<typeof readCached>;
   try {
-    cached = cacheDir === undefined ? undefined : readCached(cacheDir, tokenizerBytes, build);
+    cached = cacheFile === undefined ? undefined : readCached(cacheFile, build);
   } catch {
     cached = undefined; // the cache only ever saves time: build from tokenizer.json instead
   }
   const tokenizerJson = cached?.tokenizerJson ?? parseJson(dir, "tokenizer.json", tokenizerBytes);
   const tokenizer = cached?.tokenizer ?? build(tokenizerJson);
-  if (!cached && cacheDir !== undefined && cacheable(tokenizerJson))
-    writeCached(cacheDir, tokenizerBytes, tokenizerJson, tokenizer);
+  if (!cached && cacheFile !== undefined && cacheable(tokenizerJson)) writeCached(cacheFile, tokenizerJson, tokenizer);
 
   releaseConstructionInput(tokenizer);
 

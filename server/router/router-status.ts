@@ -47,9 +47,7 @@ export async function statusRoutes(
  */
 function sinceOf(raw: string | string[] | undefined): number {
   if (raw === undefined) return 0;
-  if (typeof raw !== "string" || !/^\d+$/.test(raw))
-    throw new BadRequestError(400, "querystring/since must be integer");
-  const since = Number(raw);
+  const since = typeof raw === "string" && /^\d+$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(since)) throw new BadRequestError(400, "querystring/since must be integer");
   return since;
 }
