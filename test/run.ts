@@ -4,14 +4,16 @@
 // in its own process, as Fastify runs its suites: a timer one leaks cannot hold the others,
 // a crash fails only that file, and its processes are its own. The other files, the fast
 // set, run in batches (test/batch.ts: one process per batch, as `uvu` alone runs a
-// directory), so they share one Node and tsx start and each tokenizer load: their isolation
-// traded for speed (about a third of their CPU); a failure names the batch and uvu's output
-// names the file. As many processes at once as the machine has cores. Each process gets a
+// directory), so they share one Node start and each tokenizer load: their isolation traded
+// for speed (about half their CPU); a failure names the batch and uvu's output names the
+// file. One more process at once than the machine has cores: a file waits on sockets, child
+// processes and timers a good part of its time. Each runs its TypeScript through
+// test/loader/register.mjs (esbuild, cached on disk), not tsx's loader. Each process gets a
 // time limit; one that crashes, hangs, or does not exit after its summary is a failure that
 // names its file or batch. The last line is `N passed, N failed`, and the exit code is 1 on
 // any failure.
 //
-//   node --import tsx test/run.ts [--fast] [--times] [--jobs N] [--timeout S]
+//   node --import ./test/loader/register.mjs test/run.ts [--fast] [--times] [--jobs N] [--timeout S]
 //                                 [--batches N | --isolated] [regex …]
 //
 // Each line shows its wall seconds and its CPU seconds (user + system, its own and its
@@ -22,9 +24,7 @@
 // --timeout (or TITO_TEST_TIMEOUT_S) is each process's limit in seconds, default 600: the
 // longest files (chaos, durability, the CLI) take minutes on a loaded 2-core machine.
 //
-// --fast runs the fast set alone (the edit loop), with one more job than cores by default
-// (its batches wait on I/O a good part of their time). The fast set is dealt into 2 batches
-// per job; --batches N sets the count, --isolated runs every file in its own process.
+// --fast runs the fast set alone (the edit loop). The fast set is dealt into 2 batches per job; --batches N sets the count, --isolated runs every file in its own process.
 // Regexes filter test files by path (any one must match).
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -32,6 +32,7 @@ import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { inFastSet, plan } from "./fast-set.ts";
+import { TS_LOADER } from "./helpers/ts-loader.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const testDir = join(root, "test");
@@ -69,8 +70,10 @@ function parseArgs(argv: string[]): Options {
     else options.filters.push(new RegExp(arg));
   }
   // A batch of fast files waits on sockets and child engines ~40% of its wall time (wall
-  // 41 s, CPU 23 s): one more batch than cores keeps the cores busy (93 s -> 81 s, load ~5).
-  options.jobs = jobs ?? (options.fast && !options.isolated ? availableParallelism() + 1 : availableParallelism());
+  // 41 s, CPU 23 s), a process-tree file as much (the CLI's: wall 25 s, CPU 16 s): one more
+  // job than cores keeps the cores busy (--fast 93 s -> 81 s; npm test 205 s -> 186 s on 2
+  // cores, the same CPU seconds). --isolated keeps one per core.
+  options.jobs = jobs ?? (options.isolated ? availableParallelism() : availableParallelism() + 1);
   if (![options.jobs, options.timeoutMs, options.batches].every(Number.isFinite))
     throw new Error("bad --jobs, --timeout or --batches");
   if (options.isolated) options.batches = 0;
@@ -158,7 +161,7 @@ const removeTokenizerCache = () => {
 function runFile(files: string[], timeoutMs: number): Promise<Outcome> {
   const started = Date.now();
   const entry = files.length === 1 ? files : [BATCH, ...files];
-  const child = spawn(process.execPath, ["--import", "tsx", "--import", CPU_AT_EXIT, ...entry], {
+  const child = spawn(process.execPath, [...TS_LOADER, "--import", CPU_AT_EXIT, ...entry], {
     cwd: root,
     // Its own process group, so a timeout also ends the processes the file started.
     detached: true,

@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { createServer, type Server } from "node:https";
 import { fileURLToPath } from "node:url";
 import { createUpstream } from "../../engine/upstream.ts";
+import { TS_LOADER } from "../helpers/ts-loader.ts";
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
 let server: Server;
@@ -59,7 +60,7 @@ test("an https engine trusted through NODE_EXTRA_CA_CERTS answers", async () => 
   const out = await new Promise<string>((resolve, reject) =>
     execFile(
       process.execPath,
-      ["--import", "tsx", "--input-type=module", "-e", script],
+      [...TS_LOADER, "--input-type=module", "-e", script],
       { env: { ...process.env, NODE_EXTRA_CA_CERTS: fixture("tls-selfsigned.crt") } },
       (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)),
     ),

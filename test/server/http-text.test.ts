@@ -4,7 +4,7 @@ import { test } from "uvu";
 import * as assert from "uvu/assert";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { httpText } from "../../server/host/http-text.js";
+import { httpText } from "../../server/host/http-text.ts";
 
 function slowServer(delayMs: number) {
   const srv = createServer((_req, res) => {

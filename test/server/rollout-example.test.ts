@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import type { SampleBody } from "../helpers/bodies.ts";
+import { TS_LOADER } from "../helpers/ts-loader.ts";
 
 const EXAMPLE = fileURLToPath(new URL("../../examples/rollout.ts", import.meta.url));
 let dir: string;
@@ -22,7 +23,7 @@ test.after(() => {
 
 /** Runs examples/rollout.ts to completion as a child process. */
 function runExample(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, ["--import", "tsx", EXAMPLE, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const proc = spawn(process.execPath, [...TS_LOADER, EXAMPLE, ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   proc.stdout.on("data", (d) => (stdout += d));

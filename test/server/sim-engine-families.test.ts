@@ -16,6 +16,7 @@ import type { TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { buildSimEngineApp, type SimEngineOptions } from "../../server/sim-engine/sim-engine.ts";
 import type { ChatCompletion } from "../helpers/bodies.ts";
 import { npmFolder } from "../sessions/fixtures.ts";
+import { TS_LOADER } from "../helpers/ts-loader.ts";
 
 const llama = npmFolder("llama3_1");
 const gemma = npmFolder("gemma3");
@@ -144,7 +145,7 @@ test("token routes stop at the family's stop token: /generate and /v1/completion
 
 test("engine-main: --tito-family is passed on (an unknown name fails the start)", async () => {
   const main = fileURLToPath(new URL("../../server/sim-engine/engine-main.ts", import.meta.url));
-  const proc = spawn(process.execPath, ["--import", "tsx", main, "--port", "0", "--tito-family", "qwen4"], {
+  const proc = spawn(process.execPath, [...TS_LOADER, main, "--port", "0", "--tito-family", "qwen4"], {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";

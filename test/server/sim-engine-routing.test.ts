@@ -13,6 +13,7 @@ import { startCli } from "../helpers/cli.ts";
 import type { ChatCompletion, SampleBody } from "../helpers/bodies.ts";
 import { call, newSession, toolLoop } from "../helpers/server.ts";
 import { qwen3 } from "../sessions/fixtures.ts";
+import { TS_LOADER } from "../helpers/ts-loader.ts";
 
 const ENGINE_MAIN = fileURLToPath(new URL("../../server/sim-engine/engine-main.ts", import.meta.url));
 let byDefault: SimEngine;
@@ -74,7 +75,7 @@ test("/generate: the same shape from its own token counts", async () => {
 test("the standalone engine takes --routed-experts-layers and --routed-experts-top-k", async () => {
   const child = spawn(
     process.execPath,
-    ["--import", "tsx", ENGINE_MAIN, "--port", "0", "--routed-experts-layers", "4", "--routed-experts-top-k", "1"],
+    [...TS_LOADER, ENGINE_MAIN, "--port", "0", "--routed-experts-layers", "4", "--routed-experts-top-k", "1"],
     { stdio: ["ignore", "pipe", "ignore"] },
   );
   try {

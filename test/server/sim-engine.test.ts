@@ -13,6 +13,7 @@ import { countAssistantTurns, prebuiltReplies } from "../../bench/sim-engine-pre
 import { factsFromText, sampleArguments } from "../../server/sim-engine/sim-engine-reply.ts";
 import type { ChatCompletion, ErrorBody, WireMessage } from "../helpers/bodies.ts";
 import { qwen3 } from "../sessions/fixtures.ts";
+import { TS_LOADER } from "../helpers/ts-loader.ts";
 
 const qwen = qwen3();
 const IM_END = qwen.tokenId("<|im_end|>")!;
@@ -375,7 +376,7 @@ test("pre-built mode: fixed replies per turn, N tokens ending in <|im_end|>, siz
 
 test("engine-main: a real child process prints the ready line and serves /health", async () => {
   const main = fileURLToPath(new URL("../../server/sim-engine/engine-main.ts", import.meta.url));
-  const proc = spawn(process.execPath, ["--import", "tsx", main, "--port", "0", "--latency-ms", "1"], {
+  const proc = spawn(process.execPath, [...TS_LOADER, main, "--port", "0", "--latency-ms", "1"], {
     stdio: ["ignore", "pipe", "inherit"],
   });
   child = proc;

@@ -17,6 +17,7 @@ import {
 } from "../../transport/index.ts";
 import { encodeHead, FrameDecoder, Flag, HEAD_BYTES, Kind } from "../../transport/frame-codec.ts";
 import { deferred, tempDir } from "./pair.ts";
+import { TS_LOADER } from "../helpers/ts-loader.ts";
 
 const dir = tempDir("tito-down-");
 const fixture = fileURLToPath(new URL("../fixtures/transport-peer.ts", import.meta.url));
@@ -31,7 +32,7 @@ const closedError = (e: unknown) => assert.instance(e, ChannelClosedError);
 
 test("peer process killed: every pending request and body fails at once, on-close runs once", async () => {
   const path = dir.path("peer.sock");
-  child = spawn(process.execPath, ["--import", "tsx", fixture, path], { stdio: ["pipe", "pipe", "inherit"] });
+  child = spawn(process.execPath, [...TS_LOADER, fixture, path], { stdio: ["pipe", "pipe", "inherit"] });
   const [line] = (await once(child.stdout!, "data")) as [Buffer];
   assert.is(line.toString().trim(), "ready");
   const ch = await connectChannel(path);
