@@ -160,7 +160,7 @@ export function workerHandler(
     const track = (run: () => Promise<CoreResponse>) => metrics.track(request.op, run).then(toReply);
     switch (request.op) {
       case "metrics":
-        return toReply(jsonResponse(200, await metrics.json(request.gc === true ? fullGc : undefined)));
+        return toReply(jsonResponse(200, metrics.json(request.gc === true ? fullGc : undefined)));
       case "health":
         return toReply(core.health());
       case "list": {

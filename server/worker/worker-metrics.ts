@@ -1,23 +1,23 @@
-// A worker's Prometheus metrics (prom-client), labelled with its shard. The router asks
+// A worker's Prometheus metrics (server/worker/metric-series.ts), labelled with its shard. The router asks
 // for them over the transport (op "metrics") and merges every shard's into GET /metrics,
 // so the router never parses a session body to count anything.
 import { getHeapCodeStatistics, getHeapSpaceStatistics } from "node:v8";
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, MetricSet, type MetricJson } from "./metric-series.ts";
 import type { UpstreamObservation } from "../../engine/index.ts";
 import type { ShardOp } from "../protocol/shard-protocol.ts";
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
 
 export class WorkerMetrics {
-  readonly registry = new Registry();
-  readonly #engine: Histogram<"path" | "status">;
-  readonly #ops: Histogram<"op" | "status">;
-  readonly #replyBytes: Counter<"op">;
+  readonly #set: MetricSet;
+  readonly #engine: Histogram;
+  readonly #ops: Histogram;
+  readonly #replyBytes: Counter;
   readonly #inflight: Gauge;
   readonly #malformedToolCalls: Counter;
   readonly #engineAborts: Counter;
   readonly #expired: Counter;
-  readonly #handoffs: Counter<"outcome">;
+  readonly #handoffs: Counter;
   readonly #handoffBytes: Counter;
   readonly #streamerStarts: Counter;
   readonly #streamed: Counter;
@@ -31,108 +31,87 @@ export class WorkerMetrics {
   #afterGc: MemoryReading | undefined;
 
   constructor(shard: number, sessionCount: () => number) {
-    this.registry.setDefaultLabels({ shard: String(shard) });
-    const registers = [this.registry];
-    this.#engine = new Histogram({
+    const set = (this.#set = new MetricSet({ shard: String(shard) }));
+    this.#engine = new Histogram(set, {
       name: "tito_engine_request_duration_seconds",
       help: "Engine (upstream) request latency seen by the worker, by path and status (0 = no reply).",
       labelNames: ["path", "status"],
       buckets: LATENCY_BUCKETS,
-      registers,
     });
-    this.#ops = new Histogram({
+    this.#ops = new Histogram(set, {
       name: "tito_worker_operation_duration_seconds",
       help: "Time a worker spent on one operation (chat includes the engine call), by op and status.",
       labelNames: ["op", "status"],
       buckets: LATENCY_BUCKETS,
-      registers,
     });
-    this.#replyBytes = new Counter({
+    this.#replyBytes = new Counter(set, {
       name: "tito_worker_reply_bytes_total",
       help: "Reply body bytes produced by the worker, by op.",
       labelNames: ["op"],
-      registers,
     });
-    this.#malformedToolCalls = new Counter({
+    this.#malformedToolCalls = new Counter(set, {
       name: "tito_malformed_tool_calls_total",
       help: "Tool-call blocks in token-level completions that did not parse (left in the content).",
-      registers,
     });
-    this.#engineAborts = new Counter({
+    this.#engineAborts = new Counter(set, {
       name: "tito_engine_aborts_total",
       help: "Generations the engine aborted (finish reason abort): answered 503 TITO_ERR_ENGINE_ABORTED, never committed.",
-      registers,
     });
-    this.#expired = new Counter({
+    this.#expired = new Counter(set, {
       name: "tito_sessions_expired_total",
       help: "Sessions deleted for being idle longer than --session-idle-ttl-s.",
-      registers,
     });
-    this.#replayed = new Counter({
+    this.#replayed = new Counter(set, {
       name: "tito_replayed_turns_total",
       help: "SDK retries of a session's last committed turn answered with its committed reply again, no engine call (docs/http.md).",
-      registers,
     });
     // Tree-mode sessions (docs/trajectories.md): nodes / sessions is the nodes per session.
-    this.#treeNodes = new Counter({
+    this.#treeNodes = new Counter(set, {
       name: "tito_trajectory_nodes_total",
       help: "Nodes (committed turns) added to tree-mode sessions.",
-      registers,
     });
-    this.#treeBranches = new Counter({
+    this.#treeBranches = new Counter(set, {
       name: "tito_trajectory_branches_total",
       help: "Tree-mode nodes whose parent already had a child: each opened a new branch (retries included).",
-      registers,
     });
-    this.#treeRetries = new Counter({
+    this.#treeRetries = new Counter(set, {
       name: "tito_trajectory_retries_total",
       help: "Tree-mode nodes that retried a sibling with the same history (retry_of set).",
-      registers,
     });
-    this.#forks = new Counter({
+    this.#forks = new Counter(set, {
       name: "tito_forks_total",
       help: "Sessions forked from another session's turn (POST /sessions/{id}/fork).",
-      registers,
     });
-    this.#handoffs = new Counter({
+    this.#handoffs = new Counter(set, {
       name: "tito_worker_records_handoffs_total",
       help: "Records GETs whose client socket the worker was handed, by outcome: written, cut (client left or body failed), expired (kept response never claimed), unclaimed (socket without a kept response).",
       labelNames: ["outcome"],
-      registers,
     });
-    this.#handoffBytes = new Counter({
+    this.#handoffBytes = new Counter(set, {
       name: "tito_worker_handoff_bytes_total",
       help: "Records body bytes the worker wrote straight to clients' sockets (the records handoff).",
-      registers,
     });
-    this.#streamerStarts = new Counter({
+    this.#streamerStarts = new Counter(set, {
       name: "tito_worker_records_streamer_starts_total",
       help: "Records streamer processes the worker started (docs/architecture.md); more than one means one died.",
-      registers,
     });
-    this.#streamed = new Counter({
+    this.#streamed = new Counter(set, {
       name: "tito_worker_records_streamed_total",
       help: "Records GETs handed to the worker that its records streamer wrote (the others of tito_worker_records_handoffs_total the worker wrote itself).",
-      registers,
     });
-    this.#streamerUp = new Gauge({
+    this.#streamerUp = new Gauge(set, {
       name: "tito_worker_records_streamer_up",
       help: "1 while the worker's records streamer is ready to write records GETs; 0 while it starts, after it failed, or with records in memory.",
-      registers,
     });
-    this.#inflight = new Gauge({
+    this.#inflight = new Gauge(set, {
       name: "tito_worker_inflight_requests",
       help: "Requests the worker is handling now.",
-      registers,
     });
-    memoryGauges(registers, () => this.#afterGc ?? readMemory());
-    new Gauge({
+    memoryGauges(set, () => this.#afterGc ?? readMemory());
+    new Gauge(set, {
       name: "tito_sessions",
       help: "Live sessions on the shard.",
-      registers,
-      collect() {
-        this.set(sessionCount());
-      },
+      collect: (gauge) => gauge.set(sessionCount()),
     });
   }
 
@@ -191,12 +170,12 @@ export class WorkerMetrics {
    * counted as heap used, different on every scrape, although the heap a GC leaves was
    * steady to a few KiB (bench:memory, docs/benchmark-history.md, issues 43 and 47).
    */
-  async json(gc?: () => void): Promise<unknown> {
-    if (gc === undefined) return this.registry.getMetricsAsJSON();
+  json(gc?: () => void): MetricJson[] {
+    if (gc === undefined) return this.#set.json();
     gc();
     this.#afterGc = readMemory(true);
     try {
-      return await this.registry.getMetricsAsJSON();
+      return this.#set.json();
     } finally {
       this.#afterGc = undefined;
     }
@@ -242,16 +221,9 @@ function readMemory(compiled = false): MemoryReading {
  * arrays' stores), as `read` gives it: at scrape time, or for a scrape asked with `gc` (GET
  * /metrics?gc=1) right after a full GC (WorkerMetrics.json), so they are what is live.
  */
-function memoryGauges(registers: Registry[], read: () => MemoryReading): void {
+function memoryGauges(set: MetricSet, read: () => MemoryReading): void {
   const gauge = (name: string, help: string, value: (m: MemoryReading) => number) =>
-    new Gauge({
-      name,
-      help,
-      registers,
-      collect() {
-        this.set(value(read()));
-      },
-    });
+    new Gauge(set, { name, help, collect: (g) => g.set(value(read())) });
   gauge("process_resident_memory_bytes", "Resident set size of the worker process, bytes.", (m) => m.usage.rss);
   gauge("nodejs_heap_size_used_bytes", "V8 heap used by the worker, bytes.", (m) => m.usage.heapUsed);
   gauge("nodejs_heap_size_total_bytes", "V8 heap reserved by the worker, bytes.", (m) => m.usage.heapTotal);
@@ -263,17 +235,16 @@ function memoryGauges(registers: Registry[], read: () => MemoryReading): void {
   // Bytecode is compiled when a function first runs and flushed after it has not run for a
   // few GCs: the heap used moves by 50-250 KiB with it (bench:memory's fork case), whatever
   // the worker holds. Read only for a scrape after a GC (a walk of the heap), else absent.
-  new Gauge({
+  new Gauge(set, {
     name: "nodejs_heap_compiled_bytes",
     help: "V8 heap used by compiled code (kind=code) and bytecode (kind=bytecode) with their metadata, bytes; read only for GET /metrics?gc=1: part of nodejs_heap_size_used_bytes that moves with what the worker has run, not with what it holds.",
     labelNames: ["kind"],
-    registers,
-    collect() {
-      this.reset();
+    collect: (g) => {
+      g.reset();
       const compiled = read().compiled;
       if (compiled === undefined) return;
-      this.set({ kind: "code" }, compiled.code);
-      this.set({ kind: "bytecode" }, compiled.bytecode);
+      g.set({ kind: "code" }, compiled.code);
+      g.set({ kind: "bytecode" }, compiled.bytecode);
     },
   });
   gauge(

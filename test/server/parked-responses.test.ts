@@ -33,10 +33,8 @@ const handoff = (ticket: string): RecordsHandoff => ({
   refusal: { status: 503, code: "TITO_ERR_WORKER_UNAVAILABLE", message: "session worker unavailable" },
 });
 
-async function outcomes(metrics: WorkerMetrics): Promise<Record<string, number>> {
-  const counter = (await metrics.registry.getMetricsAsJSON()).find(
-    (m) => m.name === "tito_worker_records_handoffs_total",
-  );
+function outcomes(metrics: WorkerMetrics): Record<string, number> {
+  const counter = metrics.json().find((m) => m.name === "tito_worker_records_handoffs_total");
   const out: Record<string, number> = {};
   for (const v of (counter?.values ?? []) as { labels: { outcome: string }; value: number }[])
     out[v.labels.outcome] = v.value;
@@ -58,7 +56,7 @@ test("a kept response is written to its ticket's socket, once; an unknown ticket
     () => assert.unreachable("a response for a claimed ticket"),
     (err: Error) => assert.match(err.message, /no response head in 0 bytes/),
   );
-  assert.equal(await outcomes(metrics), { written: 1, unclaimed: 1 });
+  assert.equal(outcomes(metrics), { written: 1, unclaimed: 1 });
 });
 
 test("a response nobody claims is dropped after the park time: buffers released, stream stopped", async () => {
@@ -82,7 +80,7 @@ test("a response nobody claims is dropped after the park time: buffers released,
   });
   await Promise.all([released, stopped]);
   assert.is(parked.size, 0);
-  assert.equal(await outcomes(metrics), { expired: 2 });
+  assert.equal(outcomes(metrics), { expired: 2 });
 });
 
 test.run();
