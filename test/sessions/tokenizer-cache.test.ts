@@ -18,10 +18,12 @@ import {
 import { execFile } from "node:child_process";
 import { createRequire } from "node:module";
 import { promisify } from "node:util";
+import { deserialize, serialize } from "node:v8";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
 import { cacheFileFor, MAX_CACHED_FILES, tokenizerCacheDir } from "../../sessions/tokenizer-cache.ts";
+import { TS_LOADER } from "../helpers/ts-loader.ts";
 
 const require = createRequire(import.meta.url);
 const execFileAsync = promisify(execFile);
@@ -80,17 +82,40 @@ for (const name of ["qwen3", "llama3_1", "deepseek_v3", "gemma3", "gptoss"]) {
     // The first load builds with the library, as a load without the cache does, and writes.
     const built = loadTokenizerFolder(npmDir(name), { cacheDir: dir });
     assert.not.ok(built.fromCache, "the first load builds");
-    assert.is(readdirSync(dir).filter((f) => f.endsWith(".json")).length, 1, "and writes one file");
+    assert.is(readdirSync(dir).filter((f) => f.endsWith(".v8")).length, 1, "and writes one file");
     const cached = loadTokenizerFolder(npmDir(name), { cacheDir: dir });
     assert.ok(cached.fromCache, "the second load reads it");
     assertSameTokenizer(cached, built, name);
   });
 }
 
-/** A copy of the bundled Qwen3 folder that a test may edit. */
+/**
+ * Qwen3's tokenizer cut to its first 16,000 ids (byte-level BPE numbers a token after the
+ * merges that make it, so its merges stay whole) with all its added tokens: a real
+ * tokenizer.json the library builds in a tenth of Qwen3's time, for the tests of what the
+ * cache does with files rather than of what it keeps (those above use the whole ones).
+ */
+let small: string | undefined;
+function smallQwen(): string {
+  if (small) return small;
+  const json = JSON.parse(readFileSync(join(npmDir("qwen3"), "tokenizer.json"), "utf8"));
+  const vocab = Object.fromEntries(
+    Object.entries(json.model.vocab as Record<string, number>).filter(([, id]) => id < 16_000),
+  );
+  json.model.vocab = vocab;
+  json.model.merges = (json.model.merges as [string, string][]).filter(
+    ([a, b]) => a in vocab && b in vocab && a + b in vocab,
+  );
+  small = join(scratch, "qwen3-small");
+  cpSync(npmDir("qwen3"), small, { recursive: true });
+  writeFileSync(join(small, "tokenizer.json"), JSON.stringify(json));
+  return small;
+}
+
+/** A copy of the small Qwen3 folder that a test may edit. */
 function qwenCopy(): string {
   const copy = join(scratch, `qwen-${dirs++}`);
-  cpSync(npmDir("qwen3"), copy, { recursive: true });
+  cpSync(smallQwen(), copy, { recursive: true });
   return copy;
 }
 
@@ -137,26 +162,27 @@ test("an edited tokenizer.json never meets the old file", () => {
   assert.not.ok(edited.fromCache, "another tokenizer.json is another file");
   assert.equal(edited.encode("hello"), loadTokenizerFolder(folder, { cacheDir: undefined }).encode("hello"));
   assert.equal(edited.encode("hello"), [vocab["hello"]]);
-  assert.is(readdirSync(dir).filter((f) => f.endsWith(".json")).length, 2);
+  assert.is(readdirSync(dir).filter((f) => f.endsWith(".v8")).length, 2);
 });
 
 test("a torn, foreign or inconsistent file is ignored and rebuilt; the load never fails", () => {
-  const folder = npmDir("qwen3");
+  const folder = smallQwen();
   const built = loadTokenizerFolder(folder, { cacheDir: undefined });
   const bytes = readFileSync(join(folder, "tokenizer.json"));
   const goodDir = freshDir();
   loadTokenizerFolder(folder, { cacheDir: goodDir });
-  const good = readFileSync(cacheFileFor(goodDir, bytes), "utf8");
-  const parsed = JSON.parse(good);
-  const bad: [string, string][] = [
-    ["torn", good.slice(0, good.length >> 1)],
-    ["null", "null"],
-    ["another format", JSON.stringify({ ...parsed, format: 999 })],
-    ["ranks of another length", JSON.stringify({ ...parsed, ranks: { keys: parsed.ranks.keys, values: [1, 2] } })],
-    ["a number for a token", JSON.stringify({ ...parsed, ids: { ...parsed.ids, keys: [1, ...parsed.ids.keys] } })],
+  const good = readFileSync(cacheFileFor(goodDir, bytes));
+  const parsed = deserialize(good);
+  const bad: [string, Buffer][] = [
+    ["torn", good.subarray(0, good.length >> 1)],
+    ["null", serialize(null)],
+    ["the same fields as JSON text (format 1)", Buffer.from(JSON.stringify(parsed))],
+    ["another format", serialize({ ...parsed, format: 999 })],
+    ["ranks of another length", serialize({ ...parsed, ranks: { keys: parsed.ranks.keys, values: [1, 2] } })],
+    ["a number for a token", serialize({ ...parsed, ids: { ...parsed.ids, keys: [1, ...parsed.ids.keys] } })],
     [
       "not a BPE model",
-      JSON.stringify({ ...parsed, tokenizerJson: { ...parsed.tokenizerJson, model: { type: "Unigram" } } }),
+      serialize({ ...parsed, tokenizerJson: { ...parsed.tokenizerJson, model: { type: "Unigram" } } }),
     ],
   ];
   for (const [what, contents] of bad) {
@@ -166,7 +192,7 @@ test("a torn, foreign or inconsistent file is ignored and rebuilt; the load neve
     const loaded = loadTokenizerFolder(folder, { cacheDir: dir });
     assert.not.ok(loaded.fromCache, `${what}: not used`);
     assert.equal(loaded.encode(SAMPLES[1]!), built.encode(SAMPLES[1]!), `${what}: built from tokenizer.json`);
-    assert.ok(readFileSync(cacheFileFor(dir, bytes), "utf8") === good, `${what}: rewritten whole`);
+    assert.ok(readFileSync(cacheFileFor(dir, bytes)).equals(good), `${what}: rewritten whole`);
   }
   assert.ok(loadTokenizerFolder(folder, { cacheDir: goodDir }).fromCache, "the good file is read");
 });
@@ -183,7 +209,7 @@ test("processes that start together on an empty cache all load the same tokenize
   writeFileSync(script, program);
   const runs = await Promise.all(
     Array.from({ length: 4 }, () =>
-      execFileAsync(process.execPath, ["--import", "tsx", script], { encoding: "utf8" }).then(
+      execFileAsync(process.execPath, [...TS_LOADER, script], { encoding: "utf8" }).then(
         ({ stdout }) => JSON.parse(stdout) as { fromCache: boolean; ids: number[] },
       ),
     ),
@@ -194,12 +220,12 @@ test("processes that start together on an empty cache all load the same tokenize
     readdirSync(dir).join(" "),
     basename(cacheFileFor(dir, readFileSync(join(npmDir("qwen3"), "tokenizer.json")))),
   );
-  const after = await execFileAsync(process.execPath, ["--import", "tsx", script], { encoding: "utf8" });
+  const after = await execFileAsync(process.execPath, [...TS_LOADER, script], { encoding: "utf8" });
   assert.ok((JSON.parse(after.stdout) as { fromCache: boolean }).fromCache, "the next process reads the file");
 });
 
 test("a directory others may write to, or that cannot be made, is not used", () => {
-  const folder = npmDir("qwen3");
+  const folder = smallQwen();
   const open = freshDir();
   loadTokenizerFolder(folder, { cacheDir: open });
   chmodSync(open, 0o777);
@@ -216,25 +242,30 @@ test("a directory others may write to, or that cannot be made, is not used", () 
 test("the cache keeps its newest files, and its directory comes from the environment", () => {
   const dir = freshDir();
   mkdirSync(dir, { mode: 0o700 });
-  // Older files of other tokenizers (by name), and a temporary file a killed writer left.
-  const old = Array.from({ length: MAX_CACHED_FILES + 2 }, (_, i) => join(dir, `${String(i).padStart(40, "0")}.json`));
+  // Older files of other tokenizers (by name; every third in the JSON format 1 wrote), and a
+  // temporary file a killed writer left.
+  const old = Array.from({ length: MAX_CACHED_FILES + 2 }, (_, i) =>
+    join(dir, `${String(i).padStart(40, "0")}.${i % 3 === 0 ? "json" : "v8"}`),
+  );
   old.forEach((file, i) => {
     writeFileSync(file, "{}");
     utimesSync(file, 1_000_000 + i, 1_000_000 + i);
   });
-  const leftover = join(dir, `${"a".repeat(40)}.json.123.k3x9.tmp`);
+  const leftover = join(dir, `${"a".repeat(40)}.v8.123.k3x9.tmp`);
   writeFileSync(leftover, "");
   utimesSync(leftover, 1_000_000, 1_000_000);
   // Files that are not the cache's, however old, are never touched.
-  const others = ["notes.json", "x.json.1.abc.tmp", `${"A".repeat(40)}.json`].map((name) => join(dir, name));
+  const others = ["notes.json", "x.v8.1.abc.tmp", `${"A".repeat(40)}.v8`, `${"a".repeat(39)}.json`].map((name) =>
+    join(dir, name),
+  );
   for (const other of others) {
     writeFileSync(other, "mine");
     utimesSync(other, 1, 1);
   }
-  const folder = npmDir("qwen3");
+  const folder = smallQwen();
   loadTokenizerFolder(folder, { cacheDir: dir });
   const names = readdirSync(dir);
-  assert.is(names.filter((f) => /^[0-9a-f]{40}\.json$/.test(f)).length, MAX_CACHED_FILES);
+  assert.is(names.filter((f) => /^[0-9a-f]{40}\.(v8|json)$/.test(f)).length, MAX_CACHED_FILES);
   for (const other of others) assert.ok(names.includes(basename(other)), `${basename(other)} is not the cache's`);
   assert.ok(
     names.includes(basename(cacheFileFor(dir, readFileSync(join(folder, "tokenizer.json"))))),
