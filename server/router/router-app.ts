@@ -44,6 +44,15 @@ export interface RouterAppOptions {
   admission?: { maxInflight: number; maxQueued: number };
 }
 
+/**
+ * What Fastify gets for compiling route schemas: no route declares one (bodies are checked
+ * where they are read, as docs/errors.md's codes say), so Fastify loads neither Ajv nor
+ * fast-json-stringify, ~60 ms of each router start. A schema added later fails at startup.
+ */
+const noSchemas = () => () => {
+  throw new Error("the router's routes declare no schemas (server/router/router-app.ts): check the input in the route");
+};
+
 /** Default --hold-timeout-ms, for a router app built without a door (tests). */
 const DEFAULT_HOLD_TIMEOUT_MS = 600_000;
 
@@ -56,6 +65,7 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
     logController: new LogController({ disableRequestLogging: true }),
     // Session ids and proxied engine paths are case-sensitive and may end in "/".
     routerOptions: { ignoreTrailingSlash: false, caseSensitive: true, maxParamLength: 256 },
+    schemaController: { compilersFactory: { buildValidator: noSchemas, buildSerializer: noSchemas } },
     // Errors Fastify raises before routing, in our JSON shape, with the instance header.
     frameworkErrors: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) =>
       onError(err, request, reply.header("x-tito-instance", status.instanceId)),

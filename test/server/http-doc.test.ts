@@ -77,6 +77,24 @@ test("every route the router registers is in docs/http.md's route index, and not
   }
 });
 
+test("the router's routes declare no schemas: Fastify loads no schema compiler, and a schema added fails at startup", async () => {
+  const app = buildRouterApp({
+    links: new ShardLinks(1, 0),
+    status: { instanceId: "0".repeat(32), tree: null, events: [] },
+    bodyLimit: 1024,
+    logger: false,
+  });
+  app.get("/with-a-schema", { schema: { querystring: { type: "object" } } }, async () => ({}));
+  try {
+    await app.ready().then(
+      () => assert.unreachable("a route schema was compiled"),
+      (err: Error) => assert.match(err.message, /declare no schemas \(server\/router\/router-app\.ts\)/),
+    );
+  } finally {
+    await app.close().catch(() => undefined);
+  }
+});
+
 test("every error the router itself writes is in docs/http.md, message and code", () => {
   // Routes throw the router's coded errors and one handler writes them (error-reply.ts), so
   // their messages and codes are all in errors.ts (and the listing's own 503 message).
