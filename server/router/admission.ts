@@ -7,7 +7,7 @@
 import { RequestAbortedError } from "../../transport/index.ts";
 import type { CancelSignal } from "../../buffers/cancel.ts";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { Gauge, type Registry } from "prom-client";
+import { Gauge, type MetricSet } from "../protocol/metric-series.ts";
 import { Cancel } from "../../buffers/cancel.ts";
 import { OverloadedError } from "./errors.ts";
 
@@ -87,23 +87,16 @@ export class Admission {
 }
 
 /** tito_admission_inflight_turns and tito_admission_queued_turns, read at scrape time. */
-export function admissionGauges(registry: Registry, admission: Admission): void {
-  const registers = [registry];
-  new Gauge({
+export function admissionGauges(set: MetricSet, admission: Admission): void {
+  new Gauge(set, {
     name: "tito_admission_inflight_turns",
     help: "Chat turns past the admission bound (--max-inflight-turns) now.",
-    registers,
-    collect() {
-      this.set(admission.inflight);
-    },
+    collect: (g) => g.set(admission.inflight),
   });
-  new Gauge({
+  new Gauge(set, {
     name: "tito_admission_queued_turns",
     help: "Chat turns waiting for --max-inflight-turns, with those a paused rollout door holds (--max-queued-turns bounds them).",
-    registers,
-    collect() {
-      this.set(admission.queued);
-    },
+    collect: (g) => g.set(admission.queued),
   });
 }
 

@@ -108,7 +108,7 @@ export function buildRouterApp(options: RouterAppOptions): FastifyInstance {
   const inflight = new InflightSessions();
   const bounds = options.admission ?? { maxInflight: 0, maxQueued: 0 };
   const admission = new Admission({ ...bounds, held: () => door.status().held });
-  admissionGauges(metrics.registry, admission);
+  admissionGauges(metrics.set, admission);
   const relay = new Relay({ links, metrics, door, handoff: options.handoff });
   app.register(sessionRoutes, { relay, tokens, inflight, admission });
   app.register(abortRoutes, { relay, inflight });

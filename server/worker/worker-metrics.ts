@@ -2,7 +2,7 @@
 // for them over the transport (op "metrics") and merges every shard's into GET /metrics,
 // so the router never parses a session body to count anything.
 import { getHeapCodeStatistics, getHeapSpaceStatistics } from "node:v8";
-import { Counter, Gauge, Histogram, MetricSet, type MetricJson } from "./metric-series.ts";
+import { Counter, Gauge, Histogram, MetricSet, type MetricJson } from "../protocol/metric-series.ts";
 import type { UpstreamObservation } from "../../engine/index.ts";
 import type { ShardOp } from "../protocol/shard-protocol.ts";
 

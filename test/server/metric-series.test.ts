@@ -5,14 +5,17 @@
 import { test } from "uvu";
 import * as assert from "uvu/assert";
 import * as prom from "prom-client";
-import { Counter, Gauge, Histogram, MetricSet } from "../../server/worker/metric-series.ts";
+import { Counter, Gauge, Histogram, MetricSet } from "../../server/protocol/metric-series.ts";
 
 const BUCKETS = [0.001, 0.01, 0.1, 1, 10];
 
 /** The calls both kinds of metrics take (prom-client's types are its own). */
 interface Ops {
   ops: { observe(labels: Record<string, string>, seconds: number): void };
-  bytes: { inc(labels: Record<string, string>, amount?: number): void };
+  bytes: { inc(labels: Record<string, string>, amount?: number): void; remove(labels: Record<string, string>): void };
+  pause: { observe(seconds: number): void };
+  idle: { observe(seconds: number): void };
+  perShard: { inc(labels: Record<string, string>, amount?: number): void; dec(labels: Record<string, string>): void };
   plain: { inc(amount?: number): void };
   inflight: { inc(): void; dec(): void };
   kinds: { set(labels: Record<string, string>, value: number): void; reset(): void };
@@ -34,6 +37,9 @@ function both(shard: string) {
       registers,
     }),
     bytes: new prom.Counter({ name: "t_bytes_total", help: "bytes", labelNames: ["op"], registers }),
+    pause: new prom.Histogram({ name: "t_pause_seconds", help: "pause", buckets: BUCKETS, registers }),
+    idle: new prom.Histogram({ name: "t_idle_seconds", help: "never observed", buckets: BUCKETS, registers }),
+    perShard: new prom.Gauge({ name: "t_per_shard", help: "per shard", labelNames: ["shard_index"], registers }),
     plain: new prom.Counter({ name: "t_plain_total", help: "plain", registers }),
     inflight: new prom.Gauge({ name: "t_inflight", help: "inflight", registers }),
     kinds: new prom.Gauge({ name: "t_kinds", help: "kinds", labelNames: ["kind"], registers }),
@@ -49,6 +55,9 @@ function both(shard: string) {
   const ours = {
     ops: new Histogram(set, { name: "t_ops_seconds", help: "ops", labelNames: ["op", "status"], buckets: BUCKETS }),
     bytes: new Counter(set, { name: "t_bytes_total", help: "bytes", labelNames: ["op"] }),
+    pause: new Histogram(set, { name: "t_pause_seconds", help: "pause", buckets: BUCKETS }),
+    idle: new Histogram(set, { name: "t_idle_seconds", help: "never observed", buckets: BUCKETS }),
+    perShard: new Gauge(set, { name: "t_per_shard", help: "per shard", labelNames: ["shard_index"] }),
     plain: new Counter(set, { name: "t_plain_total", help: "plain" }),
     inflight: new Gauge(set, { name: "t_inflight", help: "inflight" }),
     kinds: new Gauge(set, { name: "t_kinds", help: "kinds", labelNames: ["kind"] }),
@@ -62,6 +71,14 @@ function both(shard: string) {
     m.bytes.inc({ op: "chat" }, 120);
     m.bytes.inc({ op: "chat" }, 30);
     m.bytes.inc({ op: "records" });
+    m.bytes.inc({ op: "gone" }, 9);
+    m.bytes.remove({ op: "gone" });
+    m.pause.observe(0.05);
+    m.pause.observe(2);
+    m.perShard.inc({ shard_index: "0" });
+    m.perShard.inc({ shard_index: "0" }, 2);
+    m.perShard.inc({ shard_index: "1" });
+    m.perShard.dec({ shard_index: "0" });
     m.plain.inc();
     m.plain.inc(4);
     m.inflight.inc();
@@ -101,7 +118,7 @@ test("the same JSON as prom-client's getMetricsAsJSON, label order included", as
   const { registry, set } = both("0");
   const theirs = read(await registry.getMetricsAsJSON());
   assert.equal(read(set.json()), theirs);
-  assert.is(theirs.length, 6);
+  assert.is(theirs.length, 9);
   assert.is(theirs[0]!.values.length, 3 * (BUCKETS.length + 3), "three histogram series");
 });
 
@@ -126,6 +143,10 @@ test("merged by AggregatorRegistry as the router merges shards: the same Prometh
   assert.match(text, /^t_bytes_total\{op="chat",shard="1"\} 150$/m);
   assert.match(text, /^t_sessions\{shard="0"\} 7$/m);
   assert.not.match(text, /kind="bytecode"/);
+  assert.not.match(text, /op="gone"/);
+  assert.match(text, /^t_pause_seconds_bucket\{le="0\.1",shard="0"\} 1$/m);
+  assert.match(text, /^t_idle_seconds_count\{shard="1"\} 0$/m);
+  assert.match(text, /^t_per_shard\{shard_index="0",shard="0"\} 2$/m);
 });
 
 test("refusals: a label the metric does not have, a counter going down, a name made twice", () => {

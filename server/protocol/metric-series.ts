@@ -1,10 +1,12 @@
-// The worker's metric series: counters, gauges and histograms kept as plain numbers, read as
-// the JSON the router merges into GET /metrics (server/router/router-metrics.ts, prom-client's
-// AggregatorRegistry.aggregate: per metric {name, help, type, values, aggregator}, a value
-// {value, labels, metricName?}; a histogram's buckets cumulative, `le` first, then +Inf, _sum
-// and _count). The worker used prom-client itself; loading it (and the OpenTelemetry API it
-// pulls in) cost each worker start ~40 ms of CPU and ~10 MiB of RSS for a few dozen numbers.
-// Label sets keep the order they were given in, the shard's label last, as prom-client does.
+// Metric series, the router's and the workers': counters, gauges and histograms kept as plain
+// numbers, read as the JSON that GET /metrics merges (server/router/router-metrics.ts, with
+// prom-client's AggregatorRegistry.aggregate, loaded on the first scrape: per metric {name,
+// help, type, values, aggregator}, a value {value, labels, metricName?}; a histogram's buckets
+// cumulative, `le` first, then +Inf, _sum and _count). A worker sends its own over the shard
+// protocol (op "metrics"). Both processes used prom-client's registries; loading prom-client
+// (and the OpenTelemetry API it pulls in) at start cost each ~25-35 ms of CPU for a few dozen
+// numbers. Label sets keep the order they were given in, a set's own labels (a worker's shard)
+// last, as prom-client does.
 
 export type Labels = Record<string, string>;
 
@@ -89,6 +91,11 @@ abstract class ScalarMetric extends Metric<Scalar> {
 }
 
 export class Counter extends ScalarMetric {
+  /** Drops the series with exactly these labels (a label value no longer in use). */
+  remove(labels: Labels): void {
+    this.series.delete(keyOf(labels));
+  }
+
   /** Adds `amount` (default 1, never negative) to the series with `labels`. */
   inc(labelsOrAmount?: Labels | number, amount?: number): void {
     const labels = typeof labelsOrAmount === "object" ? labelsOrAmount : {};
@@ -117,12 +124,12 @@ export class Gauge extends ScalarMetric {
       typeof labelsOrValue === "number" ? labelsOrValue : value!;
   }
 
-  inc(): void {
-    this.add({}, 1);
+  inc(labels: Labels = {}, amount = 1): void {
+    this.add(labels, amount);
   }
 
-  dec(): void {
-    this.add({}, -1);
+  dec(labels: Labels = {}, amount = 1): void {
+    this.add(labels, -amount);
   }
 
   json(): MetricJson {
@@ -145,15 +152,24 @@ export class Histogram extends Metric<Distribution> {
   constructor(set: MetricSet, options: Options & { buckets: readonly number[] }) {
     super(set, options);
     this.#bounds = [...options.buckets].sort((a, b) => a - b);
+    // Without labels, one series, there (all zeros) from the start.
+    if (this.labelNames.length === 0) this.#distribution({});
   }
 
-  observe(labels: Labels, seconds: number): void {
-    const d = this.entry(labels, (l) => ({
+  #distribution(labels: Labels): Distribution {
+    return this.entry(labels, (l) => ({
       labels: l,
       counts: new Array<number>(this.#bounds.length + 1).fill(0),
       sum: 0,
       count: 0,
     }));
+  }
+
+  /** Observes `value` (seconds, bytes…) in the series with `labels`, or the one series without. */
+  observe(labelsOrValue: Labels | number, value?: number): void {
+    const labels = typeof labelsOrValue === "object" ? labelsOrValue : {};
+    const seconds = typeof labelsOrValue === "number" ? labelsOrValue : value!;
+    const d = this.#distribution(labels);
     let i = 0;
     while (i < this.#bounds.length && seconds > this.#bounds[i]!) i++;
     d.counts[i]!++;
