@@ -82,10 +82,15 @@ const rust = require("tokenizers") as { Tokenizer: { fromFile(path: string): Rus
 export class RustTokens {
   readonly #tokenizer: RustTokenizer;
   readonly #back = new Map<number, number>();
-  constructor(dir: string) {
+  /**
+   * `added`: tokenizer.json's added_tokens as the file gives them (a TokenizerFolder's library
+   * keeps them verbatim, `folder.tokenizer.added_tokens`); read from the file when not given
+   * (parsing the whole file again is about half the Rust load's CPU).
+   */
+  constructor(dir: string, added?: ReadonlyArray<{ id: number; content: string }>) {
     const file = join(dir, "tokenizer.json");
     this.#tokenizer = rust.Tokenizer.fromFile(file);
-    const added = (JSON.parse(readFileSync(file, "utf8")) as { added_tokens?: Array<{ id: number; content: string }> })
+    added ??= (JSON.parse(readFileSync(file, "utf8")) as { added_tokens?: Array<{ id: number; content: string }> })
       .added_tokens;
     for (const token of added ?? []) {
       const id = this.#tokenizer.tokenToId(token.content);

@@ -162,7 +162,10 @@ export async function crossCheck(
   const ctx = promptContext(target.folder, family, { ...family.pinnedKwargs });
   const roles = probeAppendRoles(family, ctx.renderer, family.pinnedKwargs).roles;
   const template = ctx.renderer.template === undefined ? undefined : (family.template ?? target.folder.chatTemplate);
-  const rust = new RustTokens(target.folder.dir);
+  const rust = new RustTokens(
+    target.folder.dir,
+    (target.folder.tokenizer as unknown as { added_tokens: { id: number; content: string }[] }).added_tokens,
+  );
   const own = python ?? new PythonRenderer();
   const result: CrossCheckResult = {
     sessions: 0,
