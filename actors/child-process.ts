@@ -15,12 +15,14 @@ const tsxLoader = () => pathToFileURL(require.resolve("tsx")).href;
 export interface ChildSpec {
   /** Actor name: "router" or "shard-3". */
   name: string;
-  /** Absolute path of the entry point: a .js file (plain node), or a .ts file run through tsx. */
+  /** Absolute path of the entry point: a .js file (plain node), or a .ts file run through a TypeScript loader. */
   entry: string;
   /** Passed to the child as JSON in TITO_CHILD_CONFIG; `epoch` is added per spawn. */
   config: Record<string, unknown>;
   /** Node flags the child's own code relies on: always passed, after the tuning flags below. */
   nodeFlags?: string[];
+  /** The module a .ts entry is loaded with (`--import`, a URL or path): default tsx's. */
+  tsLoader?: string;
 }
 
 /**
@@ -50,7 +52,7 @@ export function spawnChild(spec: ChildSpec, epoch: number): ChildProcess {
     execArgv: [
       ...childNodeFlags(),
       ...(spec.nodeFlags ?? []),
-      ...(spec.entry.endsWith(".ts") ? ["--import", tsxLoader()] : []),
+      ...(spec.entry.endsWith(".ts") ? ["--import", spec.tsLoader ?? tsxLoader()] : []),
     ],
     env: {
       ...MALLOC_TUNING,

@@ -7,8 +7,11 @@ import * as assert from "uvu/assert";
 import { SessionServerFailedError, SupervisionTree, type SupervisionEvent } from "../../actors/index.ts";
 import { childNodeFlags } from "../../actors/child-process.ts";
 import { alive, waitForEvent, waitGone } from "../helpers/events.ts";
+import { TS_LOADER_URL } from "../helpers/ts-loader.ts";
 
 const entry = fileURLToPath(new URL("../fixtures/child-echo.ts", import.meta.url));
+/** The fixture runs through the test run's own TypeScript loader, not tsx's (~0.15 CPU s less per start). */
+const tsLoader = TS_LOADER_URL;
 const trees: SupervisionTree[] = [];
 
 function makeTree(
@@ -16,10 +19,11 @@ function makeTree(
 ) {
   const tree = new SupervisionTree({
     instanceId: "0".repeat(32),
-    router: { name: "router", entry, config: {} },
+    router: { name: "router", entry, tsLoader, config: {} },
     shards: Array.from({ length: opts.shards ?? 2 }, (_, i) => ({
       name: `shard-${i}`,
       entry,
+      tsLoader,
       config: i === 0 && opts.crashShardAtStart !== undefined ? { crashAtStart: opts.crashShardAtStart } : {},
     })),
     restart: { maxRestarts: opts.maxRestarts ?? 3, baseBackoffMs: opts.baseBackoffMs ?? 50, maxBackoffMs: 200 },

@@ -12,16 +12,19 @@ import { waitForEvent } from "../helpers/events.ts";
 import { parseResponse } from "../helpers/raw-http.ts";
 import { settle, tcpSockets } from "../helpers/proc-sockets.ts";
 import { connect } from "node:net";
+import { TS_LOADER_URL } from "../helpers/ts-loader.ts";
 
 const entry = fileURLToPath(new URL("../fixtures/child-echo.ts", import.meta.url));
+/** The fixture runs through the test run's own TypeScript loader, not tsx's (~0.15 CPU s less per start). */
+const tsLoader = TS_LOADER_URL;
 let tree: SupervisionTree;
 let port = 0;
 
 test.before(async () => {
   tree = new SupervisionTree({
     instanceId: "0".repeat(32),
-    router: { name: "router", entry, config: { handoffs: true } },
-    shards: [{ name: "shard-0", entry, config: {} }],
+    router: { name: "router", entry, tsLoader, config: { handoffs: true } },
+    shards: [{ name: "shard-0", entry, tsLoader, config: {} }],
     restart: { maxRestarts: 5, baseBackoffMs: 50, maxBackoffMs: 200 },
     graceMs: 2_000,
     onHandle: (from, message, handle) => forwardRecordsHandoff(tree, from, message, handle),
