@@ -59,13 +59,17 @@ function documentedRoutes(doc: string): RouteMap {
 const sorted = (routes: RouteMap) =>
   [...routes].map(([path, methods]) => `${path} ${[...methods].sort().join(",")}`).sort();
 
-test("every route the router registers is in docs/http.md's route index, and nothing else", async () => {
-  const app = buildRouterApp({
+/** A router app with no workers behind it: its routes, its hooks, its error handler. */
+const bareRouterApp = () =>
+  buildRouterApp({
     links: new ShardLinks(1, 0),
     status: { instanceId: "0".repeat(32), tree: null, events: [] },
     bodyLimit: 1024,
     logger: false,
   });
+
+test("every route the router registers is in docs/http.md's route index, and nothing else", async () => {
+  const app = bareRouterApp();
   try {
     await app.ready();
     const registered = registeredRoutes(app.printRoutes({ commonPrefix: false }));
@@ -78,12 +82,7 @@ test("every route the router registers is in docs/http.md's route index, and not
 });
 
 test("the router's routes declare no schemas: Fastify loads no schema compiler, and a schema added fails at startup", async () => {
-  const app = buildRouterApp({
-    links: new ShardLinks(1, 0),
-    status: { instanceId: "0".repeat(32), tree: null, events: [] },
-    bodyLimit: 1024,
-    logger: false,
-  });
+  const app = bareRouterApp();
   app.get("/with-a-schema", { schema: { querystring: { type: "object" } } }, async () => ({}));
   try {
     await app.ready().then(
