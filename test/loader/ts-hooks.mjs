@@ -1,8 +1,10 @@
 // The load hook behind test/loader/register.mjs: a `.ts` module is TypeScript stripped to
-// JavaScript by esbuild (as tsx does), kept in a cache on disk named by a SHA-1 of the file's
-// path and text and of esbuild's version and options, so a process after the first finds
-// it there and never loads esbuild. Every other URL goes to Node's own loader, and so does
-// resolution: our imports name their `.ts` files.
+// JavaScript by esbuild (as tsx does), kept in a cache on disk, so a process after the first
+// finds it there and never loads esbuild. One file per source path (named by a SHA-1 of the
+// path and of esbuild's version and options), whose first line is the SHA-1 of the text it
+// was made from: an edited source is transformed again and its file overwritten, so the
+// cache holds one file per source, however often they change. Every other URL goes to
+// Node's own loader, and so does resolution: our imports name their `.ts` files.
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
@@ -24,11 +26,19 @@ function transform(path, text) {
   return esbuild.transformSync(text, { ...OPTIONS, sourcefile: path }).code;
 }
 
+const sha1 = (...parts) => {
+  const hash = createHash("sha1");
+  for (const part of parts) hash.update(part).update("\0");
+  return hash.digest("hex");
+};
+
 function cached(path, text) {
   salt ??= JSON.stringify([JSON.parse(readFileSync(require.resolve("esbuild/package.json"), "utf8")).version, OPTIONS]);
-  const name = `${cacheDir}/${createHash("sha1").update(salt).update("\0").update(path).update("\0").update(text).digest("hex")}.js`;
+  const name = `${cacheDir}/${sha1(salt, path)}.js`;
+  const stamp = `// ${sha1(text)}\n`;
   try {
-    return readFileSync(name, "utf8");
+    const kept = readFileSync(name, "utf8");
+    if (kept.startsWith(stamp)) return kept.slice(stamp.length);
   } catch {
     // not there yet
   }
@@ -38,7 +48,7 @@ function cached(path, text) {
       mkdirSync(cacheDir, { recursive: true });
       // Whole or not at all: processes that start together may write the same name.
       const temp = `${name}.${process.pid}.tmp`;
-      writeFileSync(temp, code);
+      writeFileSync(temp, stamp + code);
       renameSync(temp, name);
     } catch {
       cacheUsable = false;
