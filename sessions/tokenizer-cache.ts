@@ -8,9 +8,9 @@
 // What is cached is the library's own result, never a reimplementation of it: after the
 // library built a tokenizer from the folder, its model's token -> id map, id -> token array,
 // merge ranks and unknown-token id are written as they are (in V8's serialization format,
-// node:v8: its string arrays read back ~25% faster than the same arrays as JSON). A later load builds the
-// tokenizer from tokenizer.json without its vocabulary and merges (everything else is built
-// by the library as usual) and puts the cached tables in. The file is named by the SHA-256
+// node:v8: its string arrays read back ~25% faster than the same arrays as JSON). A later
+// load builds the tokenizer from tokenizer.json without its vocabulary and merges
+// (everything else is built by the library as usual) and puts the cached tables in. The file is named by the SHA-256
 // of tokenizer.json's bytes and of the library's BPE and Tokenizer classes' source, so an
 // edited tokenizer or another library version never meets an old file; a file that does not
 // read back whole and consistent is ignored and rebuilt. Only byte-pair-encoding models

@@ -13,8 +13,8 @@
 // names its file or batch. The last line is `N passed, N failed`, and the exit code is 1 on
 // any failure.
 //
-//   node --import ./test/loader/register.mjs test/run.ts [--fast] [--times] [--jobs N] [--timeout S]
-//                                 [--batches N | --isolated] [regex …]
+//   node --import ./test/loader/register.mjs test/run.ts [--fast] [--times] [--jobs N]
+//        [--timeout S] [--batches N | --isolated] [regex …]
 //
 // Each line shows its wall seconds and its CPU seconds (user + system, its own and its
 // children's: test/cpu-at-exit.ts); on a shared machine CPU is the cost to compare. --times
@@ -24,7 +24,8 @@
 // --timeout (or TITO_TEST_TIMEOUT_S) is each process's limit in seconds, default 600: the
 // longest files (chaos, durability, the CLI) take minutes on a loaded 2-core machine.
 //
-// --fast runs the fast set alone (the edit loop). The fast set is dealt into 2 batches per job; --batches N sets the count, --isolated runs every file in its own process.
+// --fast runs the fast set alone (the edit loop). The fast set is dealt into 2 batches per
+// job; --batches N sets the count, --isolated runs every file in its own process.
 // Regexes filter test files by path (any one must match).
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";

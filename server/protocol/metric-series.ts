@@ -56,12 +56,15 @@ abstract class Metric<Entry> implements Readable {
     set.add(this);
   }
 
+  /** The series with `labels`, made on first use (its label names checked then: a known key has known names). */
   protected entry(labels: Labels, make: (labels: Labels) => Entry): Entry {
-    for (const name of Object.keys(labels))
-      if (!this.labelNames.includes(name)) throw new Error(`${this.name}: no label named ${name}`);
     const key = keyOf(labels);
     let entry = this.series.get(key);
-    if (!entry) this.series.set(key, (entry = make({ ...labels })));
+    if (!entry) {
+      for (const name of Object.keys(labels))
+        if (!this.labelNames.includes(name)) throw new Error(`${this.name}: no label named ${name}`);
+      this.series.set(key, (entry = make({ ...labels })));
+    }
     return entry;
   }
 
@@ -199,7 +202,7 @@ export class Histogram extends Metric<Distribution> {
   }
 }
 
-/** The worker's metrics, in the order they were made, each value with the set's own labels added last. */
+/** One process's metrics (the router's, a worker's), in the order they were made, each value with the set's own labels added last. */
 export class MetricSet {
   readonly #metrics: Readable[] = [];
   readonly #labels: Labels;

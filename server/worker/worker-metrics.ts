@@ -1,6 +1,6 @@
-// A worker's Prometheus metrics (server/worker/metric-series.ts), labelled with its shard. The router asks
-// for them over the transport (op "metrics") and merges every shard's into GET /metrics,
-// so the router never parses a session body to count anything.
+// A worker's Prometheus metrics (server/protocol/metric-series.ts), labelled with its shard.
+// The router asks for them over the transport (op "metrics") and merges every shard's into
+// GET /metrics, so the router never parses a session body to count anything.
 import { getHeapCodeStatistics, getHeapSpaceStatistics } from "node:v8";
 import { Counter, Gauge, Histogram, MetricSet, type MetricJson } from "../protocol/metric-series.ts";
 import type { UpstreamObservation } from "../../engine/index.ts";
