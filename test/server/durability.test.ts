@@ -2,8 +2,8 @@
 // session (routing-replay payloads, a rollback, a delete) brings every session back
 // byte for byte, deleted ones stay 404, and the next turn continues from the exact
 // tokens; a journal cut mid-entry replays up to its last whole entry in a new server on
-// the same --data-dir; a records GET over 700 MiB streams whole (hashed as it arrives,
-// never buffered) with the worker's peak RSS under 1 GiB, before and after a replay;
+// the same --data-dir; a records GET of ~384 MiB streams whole (hashed as it arrives,
+// never buffered) with the worker's peak RSS below the body's size, before and after a replay;
 // `durability: "memory"` keeps the lost-session 404; a second server on a --data-dir in
 // use is refused; a full disk (a small tmpfs, when the test runs as root) fails turns with
 // a 500 naming ENOSPC and changes nothing until space is back. Restarts are awaited as supervision
@@ -181,11 +181,11 @@ function peakRssBytes(pid: number): number {
   return Number(/(\d+)/.exec(line ?? "")?.[1]) * 1024;
 }
 
-test("a records GET over 700 MiB streams whole; the worker's peak RSS stays under 1 GiB, also after a replay", async () => {
+test("a records GET larger than the worker's whole peak RSS streams whole, also after a replay", async () => {
   const TURNS = 12;
   const big = await startSimEngine({
     tokenizerFolder: qwen3(), // the one the other engine loaded
-    routedExpertsBytes: 48 * 1024 * 1024,
+    routedExpertsBytes: 24 * 1024 * 1024, // 32 MiB of base64 per reply: a ~384 MiB body
     alwaysRoutedExperts: true,
   });
   try {
@@ -199,11 +199,14 @@ test("a records GET over 700 MiB streams whole; the worker's peak RSS stays unde
     await converse(server.url, id, TURNS, "large");
     const first = await streamBody(`${server.url}/sessions/${id}`);
     const workerPeak = peakRssBytes(server.tree().shards[0]!.pid!);
-    assert.ok(first.bytes > 700 * 1024 * 1024, `GET body of ${first.bytes} bytes`);
+    assert.ok(first.bytes > 350 * 1024 * 1024, `GET body of ${first.bytes} bytes`);
     assert.ok(first.head.startsWith(`{"session_id":"${id}","records":[{"timestamp":`), first.head.slice(0, 100));
     const metadata = JSON.parse(first.tail.slice(first.tail.lastIndexOf('],"metadata":') + 13, -1));
     assert.ok(metadata.accumulated_token_ids.length > TURNS * 10, "the metadata closes the body");
-    assert.ok(workerPeak < 1024 * 1024 * 1024, `worker peak RSS ${(workerPeak / 2 ** 20).toFixed(0)} MiB`);
+    // The worker's peak since it started (the turns' 32 MiB replies included; 151-158 MiB when
+    // measured) stays below the body it served: it never held the body.
+    const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`;
+    assert.ok(workerPeak < first.bytes, `worker peak RSS ${mib(workerPeak)}, body ${mib(first.bytes)}`);
 
     await killAndAwaitRestart(server, 0);
     const replayed = await streamBody(`${server.url}/sessions/${id}`);
@@ -213,7 +216,7 @@ test("a records GET over 700 MiB streams whole; the worker's peak RSS stays unde
       "the same body after a replay",
     );
     const replayPeak = peakRssBytes(server.tree().shards[0]!.pid!);
-    assert.ok(replayPeak < 1024 * 1024 * 1024, `replayed worker peak RSS ${(replayPeak / 2 ** 20).toFixed(0)} MiB`);
+    assert.ok(replayPeak < first.bytes, `replayed worker peak RSS ${mib(replayPeak)}, body ${mib(first.bytes)}`);
     assert.is((await call(server.url, "DELETE", `/sessions/${id}`)).status, 204);
   } finally {
     await big.close();

@@ -199,10 +199,12 @@ test("a torn, foreign or inconsistent file is ignored and rebuilt; the load neve
 
 test("processes that start together on an empty cache all load the same tokenizer, and leave one file", async () => {
   // What a fresh server does: its workers (and the simulated engine) load one folder at once.
+  // The small Qwen3 (what is tested is the files, not the tables): five loads, not five of ~1 CPU s.
   const dir = freshDir();
+  const folder = smallQwen();
   const program = [
     `import { loadTokenizerFolder } from ${JSON.stringify(new URL("../../sessions/tokenizer-folder.ts", import.meta.url).pathname)};`,
-    `const folder = loadTokenizerFolder(${JSON.stringify(npmDir("qwen3"))}, { cacheDir: ${JSON.stringify(dir)} });`,
+    `const folder = loadTokenizerFolder(${JSON.stringify(folder)}, { cacheDir: ${JSON.stringify(dir)} });`,
     `console.log(JSON.stringify({ fromCache: folder.fromCache, ids: folder.encode(${JSON.stringify(SAMPLES.join(" "))}) }));`,
   ].join("\n");
   const script = join(scratch, `load-${dirs++}.ts`);
@@ -214,12 +216,9 @@ test("processes that start together on an empty cache all load the same tokenize
       ),
     ),
   );
-  const expected = loadTokenizerFolder(npmDir("qwen3"), { cacheDir: undefined }).encode(SAMPLES.join(" "));
+  const expected = loadTokenizerFolder(folder, { cacheDir: undefined }).encode(SAMPLES.join(" "));
   for (const run of runs) assert.equal(run.ids, expected);
-  assert.is(
-    readdirSync(dir).join(" "),
-    basename(cacheFileFor(dir, readFileSync(join(npmDir("qwen3"), "tokenizer.json")))),
-  );
+  assert.is(readdirSync(dir).join(" "), basename(cacheFileFor(dir, readFileSync(join(folder, "tokenizer.json")))));
   const after = await execFileAsync(process.execPath, [...TS_LOADER, script], { encoding: "utf8" });
   assert.ok((JSON.parse(after.stdout) as { fromCache: boolean }).fromCache, "the next process reads the file");
 });
