@@ -28,8 +28,8 @@
 // job; --batches N sets the count, --isolated runs every file in its own process.
 // Regexes filter test files by path (any one must match).
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism, loadavg } from "node:os";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { inFastSet, plan } from "./fast-set.ts";
@@ -148,15 +148,14 @@ const BATCH = join(testDir, "batch.ts");
 
 /**
  * The tokenizer cache (sessions/tokenizer-cache.ts) every process of the run shares: the
- * environment's TITO_TOKENIZER_CACHE if it names one, else a fresh directory for this run
- * (removed at its end), so a run neither reads nor fills the user's cache. A tokenizer is
- * built from its tokenizer.json once per run, not once per worker (~0.3-1.6 CPU s each).
+ * environment's TITO_TOKENIZER_CACHE if it names one, else node_modules/.cache/tito-test-tokenizers,
+ * kept from run to run as the TypeScript loader's cache is (test/loader/), so a run neither
+ * reads nor fills the user's cache. A tokenizer is built from its tokenizer.json once per
+ * checkout (a file is named by what it was built from; the cache prunes itself), not once
+ * per worker (~0.3-1.6 CPU s each), nor once per run: a run's first processes start
+ * together and each built the bundled Qwen3 while none had written it yet.
  */
-const ownTokenizerCache = process.env.TITO_TOKENIZER_CACHE === undefined;
-const tokenizerCache = process.env.TITO_TOKENIZER_CACHE ?? mkdtempSync(join(tmpdir(), "tito-test-tokenizers-"));
-const removeTokenizerCache = () => {
-  if (ownTokenizerCache) rmSync(tokenizerCache, { recursive: true, force: true });
-};
+const tokenizerCache = process.env.TITO_TOKENIZER_CACHE ?? join(root, "node_modules", ".cache", "tito-test-tokenizers");
 
 /** Runs one test file in its own process, or (more than one) a batch of them in one (test/batch.ts). */
 function runFile(files: string[], timeoutMs: number): Promise<Outcome> {
@@ -289,14 +288,9 @@ const stopAll = () => {
       // already gone
     }
   }
-  removeTokenizerCache();
   process.exit(130);
 };
 process.once("SIGINT", stopAll);
 process.once("SIGTERM", stopAll);
 
-try {
-  process.exitCode = await main();
-} finally {
-  removeTokenizerCache();
-}
+process.exitCode = await main();

@@ -1,4 +1,4 @@
-// Chaos, bounded: 12 agents run tool loops through the HTTP front door for 20 s (CI length;
+// Chaos, bounded: 12 agents run tool loops through the HTTP front door for 15 s (CI length;
 // TITO_CHAOS_MS sets another, e.g. a soak of minutes) while a
 // random worker is killed with SIGKILL every few seconds and, now and then, the router or
 // a worker's records streamer. The agents retry what got 502/503 or a connection error
@@ -20,7 +20,7 @@ import { recordsGet, recordsStreamerOf, type GetOutcome } from "../helpers/recor
 
 const AGENTS = 12;
 const WORKERS = 2;
-const CHAOS_MS = Number(process.env.TITO_CHAOS_MS ?? 20_000);
+const CHAOS_MS = Number(process.env.TITO_CHAOS_MS ?? 15_000);
 const TURNS_PER_SESSION = 8;
 const REQUEST_BOUND_MS = 15_000;
 const READERS = 2;
@@ -66,7 +66,7 @@ test.after(async () => {
 });
 
 /**
- * Kills a running child every 2–4 s until `until`: every fourth kill the router, else a
+ * Kills a running child every 1.5–3 s until `until`: every fourth kill the router, else a
  * random worker; and halfway between two kills, a random worker's records streamer (it
  * takes no turns down, only the records GETs it writes).
  */
@@ -76,8 +76,8 @@ async function killer(
 ): Promise<{ workers: number; router: number; streamers: number }> {
   const kills = { workers: 0, router: 0, streamers: 0 };
   const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-  while (Date.now() + 2_000 < until) {
-    const wait = 2_000 + random() * 2_000;
+  while (Date.now() + 1_500 < until) {
+    const wait = 1_500 + random() * 1_500;
     await pause(wait / 2);
     const worker = server.tree().shards[Math.floor(random() * WORKERS)]!;
     const streamer = worker.state === "running" && worker.pid ? recordsStreamerOf(worker.pid) : undefined;
