@@ -67,7 +67,7 @@ test.after(async () => {
 
 /**
  * Kills a running child every 1.5–3 s until `until`: every fourth kill the router, else a
- * random worker; and halfway between two kills, a random worker's records streamer (it
+ * random worker that is up; and halfway between two kills, a random worker's records streamer (it
  * takes no turns down, only the records GETs it writes).
  */
 async function killer(
@@ -88,8 +88,10 @@ async function killer(
     await pause(wait / 2);
     const tree = server.tree();
     const router = (kills.workers + kills.router) % 4 === 2;
-    const child = router ? tree.router : tree.shards[Math.floor(random() * WORKERS)]!;
-    if (child.state !== "running" || !child.pid) continue; // still restarting from the last kill
+    // A worker that is up (one still restarting from the last kill is not chosen).
+    const up = tree.shards.filter((shard) => shard.state === "running" && shard.pid);
+    const child = router ? tree.router : up[Math.floor(random() * up.length)];
+    if (child?.state !== "running" || !child.pid) continue; // the router still restarting, or no worker up
     process.kill(child.pid, "SIGKILL");
     if (router) kills.router++;
     else kills.workers++;
