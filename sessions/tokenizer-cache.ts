@@ -21,11 +21,21 @@
 // this user and not be writable by others (a planted file would change tokenization), else
 // it is not used. Files are written to a temporary name and renamed, so concurrent writers
 // (the workers of one server start together) never leave a torn file; at most
-// MAX_CACHED_FILES stay, oldest removed first (only files named as the cache names them,
-// never another file in the directory). Any failure to read or write only costs the time
+// MAX_CACHED_FILES files and MAX_CACHED_BYTES stay, the least recently used removed first
+// (a read marks a file used: its modification time is set to now; only files named as the
+// cache names them, never another file in the directory). Any failure to read or write only costs the time
 // the cache would have saved: the load itself never fails because of the cache.
 import { createHash } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir } from "node:os";
 import { deserialize, serialize } from "node:v8";
 import { dirname, join } from "node:path";
@@ -37,8 +47,14 @@ import type { Tokenizer } from "@huggingface/tokenizers";
  * (named .json); 2: the same fields in V8's serialization format (named .v8).
  */
 const FORMAT = 2;
-/** Files kept in the directory (a tokenizer is one file of ~6-18 MB). */
-export const MAX_CACHED_FILES = 16;
+/**
+ * Files kept in the directory: a tokenizer is one file of ~6-18 MB, a small synthetic one
+ * (the tests') a few KB. A test run loads ~36 different ones; with 16 files it rebuilt its
+ * biggest tokenizers every run.
+ */
+export const MAX_CACHED_FILES = 64;
+/** Bytes kept in the directory (the count's 64 big tokenizers would be ~1 GB). */
+export const MAX_CACHED_BYTES = 256 * 2 ** 20;
 
 /** The library's BPE model fields the cache holds (not in the package's types). */
 interface BpeTables {
@@ -194,6 +210,7 @@ export function readCached(
 ): { tokenizer: Tokenizer; tokenizerJson: Record<string, unknown> } | undefined {
   const cached = readCacheFile(file);
   if (!cached) return undefined;
+  markUsed(file);
   const tokenizer = build(cached.tokenizerJson);
   const tables = tablesOf(tokenizer);
   if (!tables) return undefined;
@@ -243,22 +260,46 @@ export function writeCached(file: string, tokenizerJson: Record<string, unknown>
 const CACHE_FILE = /^[0-9a-f]{40}\.(v8|json)$/;
 const TEMPORARY_FILE = /^[0-9a-f]{40}\.(v8|json)\.\d+\.[0-9a-z]+\.tmp$/;
 
-/** Keeps the MAX_CACHED_FILES newest cache files (and removes temporary files over a minute old). */
+/**
+ * Sets the file's modification time to now, so pruning (by that time) keeps the tokenizers
+ * in use and drops one-off loads first: without it, a server's own tokenizer, read at every
+ * start but written once, went before any file written later.
+ */
+function markUsed(file: string): void {
+  try {
+    const now = new Date();
+    utimesSync(file, now, now);
+  } catch {
+    // read-only or removed meanwhile: it is only pruned sooner
+  }
+}
+
+/**
+ * Keeps the most recently used cache files, at most MAX_CACHED_FILES of them and
+ * MAX_CACHED_BYTES in all (the newest is kept whatever its size), and removes temporary
+ * files over a minute old.
+ */
 function pruneCache(dir: string): void {
   const now = Date.now();
   const files = readdirSync(dir)
     .filter((name) => CACHE_FILE.test(name) || TEMPORARY_FILE.test(name))
     .map((name) => {
       try {
-        return { name, mtime: statSync(join(dir, name)).mtimeMs };
+        const stat = statSync(join(dir, name));
+        return { name, mtime: stat.mtimeMs, size: stat.size };
       } catch {
         return undefined;
       }
     })
     .filter((f) => f !== undefined);
   const stale = files.filter((f) => TEMPORARY_FILE.test(f.name) && now - f.mtime > 60_000);
-  const kept = files.filter((f) => CACHE_FILE.test(f.name)).sort((a, b) => b.mtime - a.mtime);
-  for (const f of [...stale, ...kept.slice(MAX_CACHED_FILES)]) {
+  const cached = files.filter((f) => CACHE_FILE.test(f.name)).sort((a, b) => b.mtime - a.mtime);
+  let bytes = 0;
+  const over = cached.filter((f, i) => {
+    bytes += f.size;
+    return i > 0 && (i >= MAX_CACHED_FILES || bytes > MAX_CACHED_BYTES);
+  });
+  for (const f of [...stale, ...over]) {
     try {
       unlinkSync(join(dir, f.name));
     } catch {

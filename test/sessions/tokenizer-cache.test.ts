@@ -12,6 +12,8 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
+  truncateSync,
   utimesSync,
   writeFileSync,
 } from "node:fs";
@@ -22,7 +24,7 @@ import { deserialize, serialize } from "node:v8";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
-import { cacheFileFor, MAX_CACHED_FILES, tokenizerCacheDir } from "../../sessions/tokenizer-cache.ts";
+import { cacheFileFor, MAX_CACHED_BYTES, MAX_CACHED_FILES, tokenizerCacheDir } from "../../sessions/tokenizer-cache.ts";
 import { TS_LOADER } from "../helpers/ts-loader.ts";
 
 const require = createRequire(import.meta.url);
@@ -236,6 +238,51 @@ test("a directory others may write to, or that cannot be made, is not used", () 
   const loaded = loadTokenizerFolder(folder, { cacheDir: join(blocked, "cache") });
   assert.not.ok(loaded.fromCache);
   assert.equal(loaded.encode("hi"), [6023]);
+});
+
+test("a load from the cache marks the file used: pruning drops files written later but not read", () => {
+  const dir = freshDir();
+  const folder = qwenCopy();
+  loadTokenizerFolder(folder, { cacheDir: dir });
+  const used = cacheFileFor(dir, readFileSync(join(folder, "tokenizer.json")));
+  utimesSync(used, 1_000_000, 1_000_000); // written long ago
+  // Other tokenizers' files, all written after it, never read since.
+  const later = Array.from({ length: MAX_CACHED_FILES - 1 }, (_, i) => join(dir, `${String(i).padStart(40, "0")}.v8`));
+  later.forEach((file, i) => {
+    writeFileSync(file, "{}");
+    utimesSync(file, 2_000_000 + i, 2_000_000 + i);
+  });
+  assert.ok(loadTokenizerFolder(folder, { cacheDir: dir }).fromCache, "read from the cache");
+  assert.ok(statSync(used).mtimeMs > Date.now() - 60_000, "and marked used now");
+  // One more tokenizer written: one file too many, and the least recently used goes.
+  const other = qwenCopy();
+  const path = join(other, "tokenizer.json");
+  const json = JSON.parse(readFileSync(path, "utf8"));
+  const vocab = json.model.vocab as Record<string, number>;
+  [vocab["hello"], vocab["world"]] = [vocab["world"]!, vocab["hello"]!];
+  writeFileSync(path, JSON.stringify(json));
+  loadTokenizerFolder(other, { cacheDir: dir });
+  const names = readdirSync(dir);
+  assert.ok(names.includes(basename(used)), "the file in use stays");
+  assert.not.ok(names.includes(basename(later[0]!)), "the least recently used goes");
+  assert.is(names.filter((f) => f.endsWith(".v8")).length, MAX_CACHED_FILES);
+});
+
+test("the cache keeps at most MAX_CACHED_BYTES, least recently used out first", () => {
+  const dir = freshDir();
+  mkdirSync(dir, { mode: 0o700 });
+  // Three big files (sparse: their size, not their blocks) that fill the bound between them.
+  const big = Array.from({ length: 3 }, (_, i) => join(dir, `${String(i).padStart(40, "0")}.v8`));
+  big.forEach((file, i) => {
+    writeFileSync(file, "");
+    truncateSync(file, Math.floor(MAX_CACHED_BYTES / 3));
+    utimesSync(file, 1_000_000 + i, 1_000_000 + i);
+  });
+  loadTokenizerFolder(qwenCopy(), { cacheDir: dir });
+  const names = readdirSync(dir);
+  assert.not.ok(names.includes(basename(big[0]!)), "the least recently used goes");
+  assert.ok(names.includes(basename(big[1]!)) && names.includes(basename(big[2]!)), "the others stay");
+  assert.is(names.filter((f) => f.endsWith(".v8")).length, 3, "with the new file");
 });
 
 test("the cache keeps its newest files, and its directory comes from the environment", () => {
