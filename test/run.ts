@@ -100,7 +100,7 @@ function testFiles(): string[] {
  */
 const SLOW_GUESS: [RegExp, number][] = [
   [
-    /server\/(chaos|http-fuzz|durability|cli|records-|reshard|fork-reshard|supervision|rollout|streaming)|crosscheck/,
+    /server\/(chaos|http-fuzz|durability|cli|records-|reshard|fork-reshard|supervision|rollout|streaming)|crosscheck|sessions\/tokenizer-cache/,
     60,
   ],
   [/server\//, 10],
