@@ -1,7 +1,7 @@
 // Edits a tokenizer.json's added_tokens without parsing the rest of the file: the test
 // folders that lay other control tokens over a real npm tokenizer (deepseek-folder.ts,
 // kimi-inkling-folders.ts) change only that list, and a JSON.parse and JSON.stringify of the
-// whole 4-12 MB file (its vocabulary and merges) cost ~0.3-0.6 CPU s per folder built. The
+// whole 4-12 MB file (its vocabulary and merges) cost ~0.2-0.6 CPU s per folder built. The
 // file's other bytes are kept as they are; the list is written back as JSON.stringify writes
 // it. The tokenizer library and the Rust tokenizers read the result as any tokenizer.json.
 import { JsonScanner } from "../../buffers/json-scan.ts";
