@@ -296,20 +296,22 @@ export function markdown(config: RolloutConfig, runs: RunResult[], labels: Label
   const lines: string[] = [];
   lines.push(`### Rollout benchmark — ${describe(config)}`, "");
   lines.push(
-    "| run | wall s | turns/s | chat p50 ms | p95 | p99 | seq p50 ms | records GET p50 ms (concurrent) | solo GET ms | GET MiB | server CPU ms/turn | of which sys | per process (host · router · workers · streamers) | read/write syscalls per turn (h · r · w · s) | sessions per worker | engine CPU ms/turn | server peak RSS MiB | idle RSS per process MiB | peak RSS per process MiB (VmHWM) | startup s |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| run | wall s | turns/s | chat p50 ms | p95 | p99 | seq p50 ms | records GET p50 ms (concurrent) | solo GET ms | GET MiB | server CPU ms/turn | of which sys | per process (host · router · workers · streamers) | read/write syscalls per turn (h · r · w · s) | minor page faults per turn (h · r · w · s) | sessions per worker | engine CPU ms/turn | server peak RSS MiB | server peak PSS MiB | idle RSS per process MiB | idle PSS per process MiB | peak RSS per process MiB (VmHWM) | startup s |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
   );
   for (const r of runs) {
     const name = config.repeat > 1 ? `${r.label} #${r.repeat}` : r.label;
     const server = r.kind === "server";
     const procCpu = Object.fromEntries(Object.entries(r.cpuPerTurnMs.perProcess).filter(([n]) => n !== "engine"));
     const ioCalls = Object.fromEntries(Object.entries(r.ioCallsPerTurn.perProcess).filter(([n]) => n !== "engine"));
+    const faults = Object.fromEntries(Object.entries(r.faultsPerTurn.perProcess).filter(([n]) => n !== "engine"));
     const hwm = Object.fromEntries(Object.entries(r.rss.hwmMiB).filter(([n]) => n !== "engine"));
     lines.push(
       `| ${name} | ${fmt(r.wallMs / 1000, 2)} | ${fmt(r.turnsPerSec, 1)} | ${fmt(r.chat.p50, 2)} | ${fmt(r.chat.p95, 2)} | ${fmt(r.chat.p99, 2)} | ${fmt(r.sequential.p50, 2)} | ` +
         `${r.recordsGet ? fmt(r.recordsGet.p50, 0) : "-"} | ${r.soloRecordsGet ? fmt(r.soloRecordsGet.ms, 0) : "-"} | ${r.recordsGet ? fmt(r.recordsGet.bytesMean / MIB, 1) : "-"} | ` +
-        `${server ? fmt(r.cpuPerTurnMs.server, 2) : "-"} | ${server ? fmt(r.cpuPerTurnMs.serverSys, 2) : "-"} | ${server ? perProcess(procCpu, 2) : "-"} | ${server ? perProcess(ioCalls, 1) : "-"} | ${server ? r.sessionsPerWorker.join("/") : "-"} | ${fmt(r.cpuPerTurnMs.engine, 2)} | ` +
-        `${server ? fmt(r.rss.serverGroupPeakMiB ?? Number.NaN, 0) : "-"} | ${server ? perProcess(r.rss.idleMiB ?? {}, 0) : "-"} | ${server ? perProcess(hwm, 0) : "-"} | ${r.startupMs === null ? "-" : fmt(r.startupMs / 1000, 2)} |`,
+        `${server ? fmt(r.cpuPerTurnMs.server, 2) : "-"} | ${server ? fmt(r.cpuPerTurnMs.serverSys, 2) : "-"} | ${server ? perProcess(procCpu, 2) : "-"} | ${server ? perProcess(ioCalls, 1) : "-"} | ${server ? perProcess(faults, 0) : "-"} | ${server ? r.sessionsPerWorker.join("/") : "-"} | ${fmt(r.cpuPerTurnMs.engine, 2)} | ` +
+        `${server ? fmt(r.rss.serverGroupPeakMiB ?? Number.NaN, 0) : "-"} | ${server ? fmt(r.rss.serverGroupPeakPssMiB ?? Number.NaN, 0) : "-"} | ` +
+        `${server ? perProcess(r.rss.idleMiB ?? {}, 0) : "-"} | ${server ? perProcess(r.rss.idlePssMiB ?? {}, 0) : "-"} | ${server ? perProcess(hwm, 0) : "-"} | ${r.startupMs === null ? "-" : fmt(r.startupMs / 1000, 2)} |`,
     );
   }
   lines.push("", ...frontTable(runs));

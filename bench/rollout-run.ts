@@ -4,7 +4,16 @@
 // workload with CPU (/proc) and RSS measured around it. It starts and stops only the
 // server it owns; the engine belongs to the caller.
 import { request } from "undici";
-import { cpuDelta, cpuSnapshot, NO_CPU, peakRssMiB, RssSampler, rssMiB, streamerPids } from "./rollout-proc-stats.ts";
+import {
+  cpuDelta,
+  cpuSnapshot,
+  NO_CPU,
+  peakRssMiB,
+  pssMiB,
+  RssSampler,
+  rssMiB,
+  streamerPids,
+} from "./rollout-proc-stats.ts";
 import { startServer, stopServer, type Started } from "./rollout-procs.ts";
 import { summarize, type LatencySummary } from "./rollout-stats.ts";
 import { runPasses, runWorkload, Target, warmUp, type RunHooks, type WorkloadShape } from "./rollout-workload.ts";
@@ -34,6 +43,8 @@ export interface RunResult {
   cpuSysMs: Record<string, number>;
   /** Read and write system calls per turn of each process (/proc/<pid>/io), and the server's sum. */
   ioCallsPerTurn: { server: number; perProcess: Record<string, number> };
+  /** Minor page faults per turn of each process (/proc/<pid>/stat), and the server's sum. */
+  faultsPerTurn: { server: number; perProcess: Record<string, number> };
   cpuPerTurnMs: {
     server: number;
     serverSys: number;
@@ -44,8 +55,12 @@ export interface RunResult {
   rss: {
     /** VmRSS of each server process once it is ready, before the warm-up (its idle memory), MiB. */
     idleMiB: Record<string, number>;
+    /** The same processes' PSS then (shared pages divided among the processes that map them), MiB. */
+    idlePssMiB: Record<string, number>;
     /** Sampled peak of the server's processes together (host + router + workers), MiB. */
     serverGroupPeakMiB: number | null;
+    /** Their PSS summed, largest of the seldom samples (every 1 s and at the end), MiB. */
+    serverGroupPeakPssMiB: number | null;
     /** Sampled per-process peaks during the workload, MiB. */
     sampledPeakMiB: Record<string, number>;
     /** VmHWM (peak since process start, exact) at the end of the run, MiB. */
@@ -98,6 +113,7 @@ async function measure(
   // measured pass still showed ~20-30% of the server's CPU in V8's compiler), hence passes.
   const workerCount = Object.keys(groupPids).filter((n) => n.startsWith("worker-")).length;
   const idleMiB = Object.fromEntries(Object.entries(groupPids).map(([name, pid]) => [name, rssMiB(pid)]));
+  const idlePssMiB = Object.fromEntries(Object.entries(groupPids).map(([name, pid]) => [name, pssMiB(pid)]));
   await warmUp(target, shape, workerCount, ctx.warmup);
   // The probe runs alone, so its records GET (if any) is also the "one GET afterwards" measurement.
   const probe = await runWorkload(target, { ...shape, sessions: 1 }, 800_000, ctx.hooks);
@@ -117,6 +133,11 @@ async function measure(
   const cpuMs = cpuDelta(cpu0, cpu1);
   const cpuSysMs = cpuDelta(cpu0, cpu1, "sys");
   const ioCalls = cpuDelta(cpu0, cpu1, "ioCalls");
+  const faults = cpuDelta(cpu0, cpu1, "minorFaults");
+  const perTurn = (counts: Record<string, number>) => ({
+    server: Object.keys(serverPids).reduce((sum, name) => sum + counts[name], 0) / result.turns,
+    perProcess: Object.fromEntries(Object.entries(counts).map(([name, n]) => [name, n / result.turns])),
+  });
 
   const perProcess = Object.fromEntries(Object.entries(cpuMs).map(([name, ms]) => [name, ms / result.turns]));
   const serverCpu = Object.keys(serverPids).reduce((sum, name) => sum + cpuMs[name], 0);
@@ -141,10 +162,8 @@ async function measure(
     sessionsPerWorker: Array.from({ length: workerCount }, (_, i) => result.shards.filter((s) => s === i).length),
     cpuMs,
     cpuSysMs,
-    ioCallsPerTurn: {
-      server: Object.keys(serverPids).reduce((sum, name) => sum + ioCalls[name], 0) / result.turns,
-      perProcess: Object.fromEntries(Object.entries(ioCalls).map(([name, n]) => [name, n / result.turns])),
-    },
+    ioCallsPerTurn: perTurn(ioCalls),
+    faultsPerTurn: perTurn(faults),
     cpuPerTurnMs: {
       server: serverCpu / result.turns,
       serverSys: serverSys / result.turns,
@@ -154,7 +173,9 @@ async function measure(
     },
     rss: {
       idleMiB,
+      idlePssMiB,
       serverGroupPeakMiB: Object.keys(groupPids).length ? sampled.group : null,
+      serverGroupPeakPssMiB: Object.keys(groupPids).length ? sampled.groupPss : null,
       sampledPeakMiB: sampled.perProcess,
       hwmMiB: Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, peakRssMiB(pid)])),
     },
