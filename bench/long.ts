@@ -1,8 +1,9 @@
 // `npm run bench:long`: long sessions (issue 47). Sessions grow by ~2,000 characters of
 // tool output per turn to 100k+ tokens of context, all in lockstep (every session does
 // turn k, then every session does turn k+1), against a fresh `tito-server serve` per
-// family and the simulated engine for that family's tokenizer. Around each round it reads
-// the router's and the workers' CPU from /proc (thread run time, not wall time), so the
+// family and the simulated engine for that family's tokenizer. At each round's start it reads
+// the router's and the workers' CPU from /proc (thread run time, not wall time): a round's
+// CPU is what the server spent from its start to the next round's start, so the
 // server's CPU per turn can be read against the context length the turn had. Every turn
 // re-sends the whole history (the client API) and the engine gets the whole prompt as ids
 // (the engine API): both are inherent; the question is whether the server's own work per
@@ -42,6 +43,8 @@ type Family = (typeof FAMILIES)[number];
 
 /** Context lengths the report reads the CPU at; a turn counts for the nearest within ±15%. */
 const MARKS = [8_000, 16_000, 32_000, 48_000, 64_000, 80_000, 100_000];
+/** How long the last round of a phase is left to settle before its CPU is read (no next round starts it). */
+const GAP_AFTER_LAST_MS = 20;
 
 interface Turn {
   round: number;
@@ -221,26 +224,43 @@ async function grow(
   const seed = phase === "grow" ? 1 : 10_001;
   for (let s = 0; s < config.sessions; s++)
     sessions.push(new LongSession(family, target, await target.create(), seed + s));
+  // A round's CPU runs from its start to the next round's start, not to its last reply:
+  // what a turn leaves the server to do after replying (a GC task the router's event loop
+  // runs once idle, a deferred fsync) falls between two rounds, and timing alone decided
+  // whether the next round's reading caught it. Each round now owns the gap after it.
+  let open: { turn: Turn; cpu0: ReturnType<typeof cpuSnapshot> } | undefined;
+  const close = (cpu1: ReturnType<typeof cpuSnapshot>) => {
+    if (!open) return;
+    const cpu = cpuDelta(open.cpu0, cpu1);
+    open.turn.perProcess = Object.fromEntries(Object.entries(cpu).map(([n, v]) => [n, v / sessions.length]));
+    open.turn.serverCpuMs = Object.values(open.turn.perProcess).reduce((a, b) => a + b, 0);
+    turns.push(open.turn);
+    if (open.turn.round % 20 === 0)
+      note(
+        `${family} (${phase}): turn ${open.turn.round}, ${Math.round(open.turn.promptTokens)} tokens, ${open.turn.serverCpuMs.toFixed(2)} ms`,
+      );
+    open = undefined;
+  };
   for (let k = 0; sessions[0]!.promptTokens < tokens; k++) {
     const cpu0 = cpuSnapshot(measured);
+    close(cpu0);
     const start = monotonicUs();
     const ms = await Promise.all(sessions.map((s) => s.turn(k, config)));
-    const cpu = cpuDelta(cpu0, cpuSnapshot(measured));
-    const perProcess = Object.fromEntries(Object.entries(cpu).map(([n, v]) => [n, v / sessions.length]));
-    const serverCpuMs = Object.values(perProcess).reduce((a, b) => a + b, 0);
     const promptTokens = sessions.reduce((a, s) => a + s.promptTokens, 0) / sessions.length;
-    turns.push({
+    const turn: Turn = {
       round: k,
       phase,
       promptTokens,
-      serverCpuMs,
-      perProcess,
+      serverCpuMs: 0,
+      perProcess: {},
       latencyMs: ms.reduce((a, b) => a + b) / ms.length,
       spanUs: [start, monotonicUs()],
-    });
-    if (k % 20 === 0)
-      note(`${family} (${phase}): turn ${k}, ${Math.round(promptTokens)} tokens, ${serverCpuMs.toFixed(2)} ms`);
+    };
+    open = { turn, cpu0 };
   }
+  // The last round's gap: as long as the one before it took from reply to next start.
+  await new Promise((resolve) => setTimeout(resolve, GAP_AFTER_LAST_MS));
+  close(cpuSnapshot(measured));
   for (const s of sessions) await target.delete(s.id);
 }
 
