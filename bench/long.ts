@@ -258,7 +258,7 @@ async function grow(
     };
     open = { turn, cpu0 };
   }
-  // The last round's gap: as long as the one before it took from reply to next start.
+  // The last round has no next start: it gets a short fixed gap to settle before its reading.
   await new Promise((resolve) => setTimeout(resolve, GAP_AFTER_LAST_MS));
   close(cpuSnapshot(measured));
   for (const s of sessions) await target.delete(s.id);

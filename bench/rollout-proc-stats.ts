@@ -230,11 +230,7 @@ export function cpuDelta(
   part: "total" | "sys" | "ioCalls" | "minorFaults" = "total",
 ): Record<string, number> {
   const spent = (from: ProcCpu, to: ProcCpu) =>
-    part === "sys"
-      ? to.sysMs - from.sysMs
-      : part === "ioCalls" || part === "minorFaults"
-        ? to[part] - from[part]
-        : cpuSpentMs(from, to);
+    part === "total" ? cpuSpentMs(from, to) : part === "sys" ? to.sysMs - from.sysMs : to[part] - from[part];
   return Object.fromEntries(Object.keys(before).map((name) => [name, spent(before[name], after[name])]));
 }
 
